@@ -1,0 +1,124 @@
+// GGUF files (versions 1, 2 and 3) as llama.cpp writes them: metadata,
+// tensor index and data extents. This module knows bytes, types and extents;
+// it knows nothing of layers or experts.
+//
+// GgufFile::Open checks every count, string length, dimension, type and
+// extent against the file before anything trusts it; a bad file is refused
+// with one error naming what is wrong and where (key or tensor, byte offset).
+//
+// A GgufFile is immutable after Open and safe to share between threads.
+#ifndef WASTE_STORAGE_GGUF_H_
+#define WASTE_STORAGE_GGUF_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "storage/env.h"
+#include "storage/ggml_types.h"
+
+namespace waste::storage {
+
+// Metadata value types, numbered as in the GGUF specification.
+enum class GgufValueType : uint32_t {
+  kUint8 = 0,
+  kInt8 = 1,
+  kUint16 = 2,
+  kInt16 = 3,
+  kUint32 = 4,
+  kInt32 = 5,
+  kFloat32 = 6,
+  kBool = 7,
+  kString = 8,
+  kArray = 9,
+  kUint64 = 10,
+  kInt64 = 11,
+  kFloat64 = 12,
+};
+
+const char* GgufValueTypeName(GgufValueType type);
+
+// One metadata value. Scalars are held widened; arrays hold their elements
+// (nested arrays allowed).
+struct GgufValue {
+  GgufValueType type = GgufValueType::kUint8;
+  uint64_t u = 0;  // kUint*, kBool
+  int64_t i = 0;   // kInt*
+  double f = 0;    // kFloat*
+  std::string str;
+  GgufValueType array_type = GgufValueType::kUint8;  // For kArray.
+  std::vector<GgufValue> array;
+};
+
+// One tensor's index entry.
+struct TensorInfo {
+  std::string name;
+  GgmlType type = GgmlType::kF32;
+  // Dimensions, ggml order: shape[0] (ne0) is the innermost, contiguous one.
+  std::vector<int64_t> shape;
+  // Absolute byte offset in the file, and byte size.
+  uint64_t offset = 0;
+  uint64_t size = 0;
+
+  int64_t NumElements() const;
+  // Rows = product of shape[1..]; each row holds shape[0] elements.
+  int64_t NumRows() const;
+};
+
+class GgufFile {
+ public:
+  // Opens and validates `path`, read through `env`.
+  static absl::StatusOr<std::unique_ptr<GgufFile>> Open(Env* env, const std::string& path);
+
+  // Parses an already open file.
+  static absl::StatusOr<std::unique_ptr<GgufFile>> Parse(const RandomAccessFile& file);
+
+  uint32_t version() const { return version_; }
+  uint64_t alignment() const { return alignment_; }
+  // Absolute offset where tensor data begins.
+  uint64_t data_offset() const { return data_offset_; }
+  uint64_t file_size() const { return file_size_; }
+  const std::string& path() const { return path_; }
+
+  // Metadata, in file order.
+  const std::vector<std::pair<std::string, GgufValue>>& metadata() const { return metadata_; }
+  const GgufValue* Find(std::string_view key) const;
+  bool Has(std::string_view key) const { return Find(key) != nullptr; }
+
+  // Typed accessors: NOT_FOUND when the key is missing, INVALID_ARGUMENT
+  // naming the key when its type does not fit (integers convert between
+  // widths when the value fits; floats accept any float type).
+  absl::StatusOr<std::string> GetString(std::string_view key) const;
+  absl::StatusOr<uint64_t> GetUint(std::string_view key) const;
+  absl::StatusOr<int64_t> GetInt(std::string_view key) const;
+  absl::StatusOr<double> GetFloat(std::string_view key) const;
+  absl::StatusOr<bool> GetBool(std::string_view key) const;
+  absl::StatusOr<std::vector<std::string>> GetStringArray(std::string_view key) const;
+  absl::StatusOr<std::vector<int64_t>> GetIntArray(std::string_view key) const;
+  absl::StatusOr<std::vector<float>> GetFloatArray(std::string_view key) const;
+
+  // Tensors, in file order.
+  const std::vector<TensorInfo>& tensors() const { return tensors_; }
+  const TensorInfo* FindTensor(std::string_view name) const;
+
+ private:
+  GgufFile() = default;
+
+  std::string path_;
+  uint32_t version_ = 0;
+  uint64_t alignment_ = 32;
+  uint64_t data_offset_ = 0;
+  uint64_t file_size_ = 0;
+  std::vector<std::pair<std::string, GgufValue>> metadata_;
+  absl::flat_hash_map<std::string, size_t> metadata_index_;
+  std::vector<TensorInfo> tensors_;
+  absl::flat_hash_map<std::string, size_t> tensor_index_;
+};
+
+}  // namespace waste::storage
+
+#endif  // WASTE_STORAGE_GGUF_H_
