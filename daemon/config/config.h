@@ -1,0 +1,42 @@
+// The daemon's configuration: the TOML file (deploy/wasted.toml documents
+// every key), merged under command-line flags, into waste.v1.DaemonConfig.
+#ifndef WASTE_DAEMON_CONFIG_CONFIG_H_
+#define WASTE_DAEMON_CONFIG_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "waste/v1/config.pb.h"
+
+namespace waste {
+
+// Parses a TOML document into a DaemonConfig. Unknown keys and values of the
+// wrong type are errors naming the key and line, so a typo is not silently
+// ignored. `source` names the document in messages.
+absl::StatusOr<v1::DaemonConfig> ParseDaemonConfig(absl::string_view toml,
+                                                   absl::string_view source);
+
+// Reads and parses a config file.
+absl::StatusOr<v1::DaemonConfig> LoadDaemonConfig(const std::string& path);
+
+// Parses a byte size: a plain number of bytes, or a number with a unit
+// ("512MiB", "8GiB", "1.5G", "64 GB"): K/M/G/T are powers of 1000 when
+// followed by "B" without "i"; KiB/MiB/GiB/TiB and bare K/M/G/T are powers of
+// 1024.
+absl::StatusOr<int64_t> ParseByteSize(absl::string_view text);
+
+// "1.50 GiB", "512.0 MiB", "123 B".
+std::string FormatBytes(int64_t bytes);
+
+// Fills in defaults for fields the file and flags left unset (socket path,
+// log level, state dir).
+void ApplyDaemonDefaults(v1::DaemonConfig* config);
+
+// Overlays `overrides` onto `base`: each field set in overrides wins.
+v1::ModelConfig MergeModelConfig(const v1::ModelConfig& base, const v1::ModelConfig& overrides);
+
+}  // namespace waste
+
+#endif  // WASTE_DAEMON_CONFIG_CONFIG_H_
