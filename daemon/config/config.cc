@@ -240,18 +240,6 @@ absl::StatusOr<int64_t> ParseByteSize(absl::string_view text) {
   return static_cast<int64_t>(bytes);
 }
 
-std::string FormatBytes(int64_t bytes) {
-  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes);
-  int unit = 0;
-  while (std::fabs(value) >= 1024 && unit < 4) {
-    value /= 1024;
-    ++unit;
-  }
-  if (unit == 0) return absl::StrCat(bytes, " B");
-  return absl::StrFormat("%.2f %s", value, kUnits[unit]);
-}
-
 void ApplyDaemonDefaults(v1::DaemonConfig* config) {
   if (config->socket().empty()) config->set_socket(DefaultSocketPath());
   if (config->log_level().empty()) config->set_log_level("info");

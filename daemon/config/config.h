@@ -27,9 +27,6 @@ absl::StatusOr<v1::DaemonConfig> LoadDaemonConfig(const std::string& path);
 // 1024.
 absl::StatusOr<int64_t> ParseByteSize(absl::string_view text);
 
-// "1.50 GiB", "512.0 MiB", "123 B".
-std::string FormatBytes(int64_t bytes);
-
 // Fills in defaults for fields the file and flags left unset (socket path,
 // log level, state dir).
 void ApplyDaemonDefaults(v1::DaemonConfig* config);

@@ -1,0 +1,39 @@
+// wasted: the waste daemon and its offline tools. Parses the subcommand and
+// hands over; the subcommands live in their own modules.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "daemon/serve.h"
+#include "daemon/service/version.h"
+
+namespace {
+
+constexpr char kUsage[] = R"(usage: wasted <command> [flags]
+
+commands:
+  serve      run the daemon (see wasted serve --help)
+  version    print the version
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::cerr << kUsage;
+    return 2;
+  }
+  std::string command = argv[1];
+  std::vector<std::string> args(argv + 2, argv + argc);
+  if (command == "serve") return waste::RunServe(args);
+  if (command == "version" || command == "--version") {
+    std::cout << "wasted " << waste::kWasteVersion << "\n";
+    return 0;
+  }
+  if (command == "help" || command == "--help" || command == "-h") {
+    std::cout << kUsage;
+    return 0;
+  }
+  std::cerr << "wasted: unknown command '" << command << "'\n\n" << kUsage;
+  return 2;
+}

@@ -1,0 +1,119 @@
+#include "daemon/serve.h"
+
+#include <signal.h>
+#include <string.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <iostream>
+
+#include "client/cli_args.h"
+#include "daemon/config/config.h"
+#include "daemon/service/model_catalog.h"
+#include "daemon/service/sd_notify.h"
+#include "daemon/service/server.h"
+#include "daemon/service/version.h"
+#include "daemon/service/waste_service.h"
+#include "storage/logging.h"
+
+namespace waste {
+namespace {
+
+constexpr char kServeUsage[] = R"(usage: wasted serve [flags]
+
+Serves the waste.v1 gRPC API on a Unix socket (and optionally TCP).
+
+flags (each overrides the config file):
+  --config FILE        TOML config (see deploy/wasted.toml); default none
+  --socket PATH        Unix socket; default $XDG_RUNTIME_DIR/waste/wasted.sock,
+                       or /run/waste/wasted.sock under systemd
+  --models-dir DIR     a directory of *.gguf models (repeatable)
+  --listen HOST:PORT   also listen on TCP (no authentication: prefer loopback)
+  --log-level LEVEL    debug, info, warning or error
+)";
+
+absl::StatusOr<v1::DaemonConfig> BuildConfig(const ParsedArgs& args) {
+  v1::DaemonConfig config;
+  if (std::optional<std::string> path = args.Get("config")) {
+    absl::StatusOr<v1::DaemonConfig> loaded = LoadDaemonConfig(*path);
+    if (!loaded.ok()) return loaded.status();
+    config = *std::move(loaded);
+  }
+  if (auto socket = args.Get("socket")) config.set_socket(*socket);
+  if (auto listen = args.Get("listen")) config.set_listen(*listen);
+  if (auto level = args.Get("log-level")) config.set_log_level(*level);
+  std::vector<std::string> dirs = args.GetAll("models-dir");
+  if (!dirs.empty()) {
+    config.clear_models_dirs();
+    for (const std::string& dir : dirs) config.add_models_dirs(dir);
+  }
+  ApplyDaemonDefaults(&config);
+  return config;
+}
+
+}  // namespace
+
+int RunServe(const std::vector<std::string>& raw_args) {
+  absl::StatusOr<ParsedArgs> args = ParseArgs(
+      raw_args,
+      {{"config"}, {"socket"}, {"models-dir"}, {"listen"}, {"log-level"}, {"help", false}});
+  if (!args.ok()) {
+    std::cerr << "wasted serve: " << args.status().message() << "\n\n" << kServeUsage;
+    return 2;
+  }
+  if (args->Has("help")) {
+    std::cout << kServeUsage;
+    return 0;
+  }
+  if (!args->positional().empty()) {
+    std::cerr << "wasted serve: unexpected argument '" << args->positional()[0] << "'\n";
+    return 2;
+  }
+  absl::StatusOr<v1::DaemonConfig> config = BuildConfig(*args);
+  if (!config.ok()) {
+    std::cerr << "wasted serve: " << config.status().message() << "\n";
+    return 2;
+  }
+  LogLevel level;
+  if (!ParseLogLevel(config->log_level(), &level)) {
+    std::cerr << "wasted serve: unknown log level '" << config->log_level()
+              << "' (use debug, info, warning or error)\n";
+    return 2;
+  }
+  SetMinLogLevel(level);
+
+  std::vector<std::string> dirs(config->models_dirs().begin(), config->models_dirs().end());
+  if (dirs.empty()) WLOG(WARNING) << "no models directories configured (--models-dir)";
+  ModelCatalog catalog(dirs);
+  if (absl::Status status = catalog.Validate(); !status.ok()) {
+    WLOG(ERROR) << status.message();
+    return 1;
+  }
+
+  WasteService service(&catalog);
+  absl::StatusOr<std::unique_ptr<Server>> server =
+      Server::Start({.socket_path = config->socket(), .listen = config->listen()}, {&service});
+  if (!server.ok()) {
+    WLOG(ERROR) << server.status().message();
+    return 1;
+  }
+  WLOG(INFO) << "wasted " << kWasteVersion << " serving on unix:" << config->socket()
+             << (config->listen().empty() ? "" : " and " + config->listen()) << " with "
+             << catalog.Scan().size() << " model(s)";
+  NotifySystemd("READY=1\nSTATUS=serving");
+
+  boost::asio::io_context io;
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& error, int signal_number) {
+    if (error) return;
+    WLOG(INFO) << "received " << strsignal(signal_number) << ", shutting down";
+    NotifySystemd("STOPPING=1");
+    (*server)->Shutdown(absl::Seconds(5));
+  });
+  io.run();
+  (*server)->Wait();
+  WLOG(INFO) << "stopped";
+  return 0;
+}
+
+}  // namespace waste

@@ -1,0 +1,47 @@
+// The models a daemon can serve: every *.gguf file under its models
+// directories (searched recursively). The name of a model is its file stem.
+//
+// Thread-safe: Scan() only reads the filesystem and returns a fresh list.
+#ifndef WASTE_DAEMON_SERVICE_MODEL_CATALOG_H_
+#define WASTE_DAEMON_SERVICE_MODEL_CATALOG_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace waste {
+
+struct ModelFile {
+  std::string name;  // File stem, unique within a catalog.
+  std::string path;  // Absolute path.
+  int64_t size_bytes = 0;
+};
+
+class ModelCatalog {
+ public:
+  explicit ModelCatalog(std::vector<std::string> dirs) : dirs_(std::move(dirs)) {}
+
+  // Checks that every directory exists and can be listed; the error names
+  // the directory and the reason (missing, not a directory, permission).
+  absl::Status Validate() const;
+
+  // Every model, sorted by name. When two files share a stem, the one in the
+  // earlier directory (then the lexically first path) wins and the other is
+  // logged once per scan as shadowed.
+  std::vector<ModelFile> Scan() const;
+
+  // The model called `name`, or NOT_FOUND listing where it looked.
+  absl::StatusOr<ModelFile> Find(const std::string& name) const;
+
+  const std::vector<std::string>& dirs() const { return dirs_; }
+
+ private:
+  std::vector<std::string> dirs_;
+};
+
+}  // namespace waste
+
+#endif  // WASTE_DAEMON_SERVICE_MODEL_CATALOG_H_
