@@ -12,12 +12,14 @@
 #define WASTE_STORAGE_ENV_H_
 
 #include <cstddef>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -158,6 +160,18 @@ absl::StatusOr<std::string> ReadFileToString(Env* env, const std::string& path);
 absl::Status WriteFileAtomically(Env* env, const std::string& path, std::string_view data);
 
 const char* IoEngineName(IoEngine engine);
+
+// For Env implementations: runs `attempt` until it returns OK or an error
+// other than UNAVAILABLE (the code every implementation uses for transient
+// failures: EIO, EINTR, EAGAIN, short reads that are not EOF), at most
+// policy.max_attempts times, sleeping with exponential backoff in between.
+// The last error is returned with the number of attempts appended. Adds the
+// number of retries made to *retries when it is not null.
+absl::Status RetryTransient(const RetryPolicy& policy, absl::FunctionRef<absl::Status()> attempt,
+                            std::atomic<uint64_t>* retries = nullptr);
+
+// The pause before retry number `retry` (1 for the first retry).
+absl::Duration RetryBackoff(const RetryPolicy& policy, int retry);
 
 }  // namespace waste::storage
 

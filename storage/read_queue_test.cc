@@ -1,0 +1,155 @@
+// Every ReadQueue engine, buffered and O_DIRECT, against the bytes written.
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <tuple>
+
+#include "gtest/gtest.h"
+#include "storage/aligned_buffer.h"
+#include "storage/env.h"
+#include "storage/io_uring_queue.h"
+#include "storage/posix_env.h"
+#include "tests/testdata.h"
+
+namespace waste::storage {
+namespace {
+
+constexpr size_t kFileSize = 8 * 1024 * 1024 + 555;
+
+class ReadQueueTest : public ::testing::TestWithParam<std::tuple<IoEngine, bool>> {
+ protected:
+  static void SetUpTestSuite() {
+    path_ = new std::string(waste::testing::TempDir() + "/queue.bin");
+    contents_ = new std::string(kFileSize, '\0');
+    std::mt19937 rng(11);
+    for (char& c : *contents_) c = static_cast<char>(rng());
+    ASSERT_TRUE(WriteFileAtomically(Env::Default(), *path_, *contents_).ok());
+  }
+
+  void SetUp() override {
+    auto [engine, direct] = GetParam();
+    if (engine == IoEngine::kIoUring && !IoUringAvailable()) {
+      GTEST_SKIP() << "io_uring is unavailable here";
+    }
+    auto file = env_.NewRandomAccessFile(*path_, {.direct = direct});
+    ASSERT_TRUE(file.ok()) << file.status();
+    file_ = std::move(*file);
+  }
+
+  std::unique_ptr<ReadQueue> NewQueue(int depth) {
+    auto queue = env_.NewReadQueue(
+        file_.get(), {.engine = std::get<0>(GetParam()), .depth = depth, .threads = 4});
+    EXPECT_TRUE(queue.ok()) << queue.status();
+    return queue.ok() ? std::move(*queue) : nullptr;
+  }
+
+  static std::string* path_;
+  static std::string* contents_;
+  PosixEnv env_{RetryPolicy{.max_attempts = 3, .initial_backoff = absl::Microseconds(10)}};
+  std::unique_ptr<RandomAccessFile> file_;
+};
+
+std::string* ReadQueueTest::path_ = nullptr;
+std::string* ReadQueueTest::contents_ = nullptr;
+
+TEST_P(ReadQueueTest, ManyRandomReadsReturnCorrectBytesAndTags) {
+  std::mt19937_64 rng(static_cast<uint64_t>(std::get<0>(GetParam())) * 2 + std::get<1>(GetParam()));
+  for (int depth : {1, 2, 4, 8, 16, 32}) {
+    SCOPED_TRACE(depth);
+    std::unique_ptr<ReadQueue> queue = NewQueue(depth);
+    ASSERT_NE(queue, nullptr);
+    EXPECT_EQ(queue->Engine(), std::get<0>(GetParam()));
+    constexpr int kReads = 96;
+    // Half aligned (straight to the buffer under O_DIRECT), half not (bounced).
+    std::vector<AlignedBuffer> buffers;
+    std::vector<ReadRequest> requests;
+    for (int i = 0; i < kReads; ++i) {
+      ReadRequest request;
+      const bool aligned = i % 2 == 0;
+      request.length = aligned ? kDirectIoAlignment * (1 + rng() % 64) : 1 + rng() % 300000;
+      const uint64_t max_offset = kFileSize - request.length;
+      request.offset =
+          aligned ? AlignDown(rng() % max_offset, kDirectIoAlignment) : rng() % (max_offset + 1);
+      buffers.emplace_back(request.length + 64);
+      request.buffer = buffers.back().data() + (aligned ? 0 : 1 + rng() % 63);
+      request.tag = 1000 + i;
+      requests.push_back(request);
+    }
+    // Submit in uneven batches, waiting for some in between, so reads queue
+    // inside the engine beyond its depth.
+    std::map<uint64_t, absl::Status> seen;
+    std::vector<ReadCompletion> completions;
+    size_t next = 0;
+    while (next < requests.size()) {
+      const size_t batch = std::min<size_t>(1 + rng() % 40, requests.size() - next);
+      ASSERT_TRUE(queue->Submit(std::span(requests).subspan(next, batch)).ok());
+      next += batch;
+      auto waited = queue->Wait(1, &completions);
+      ASSERT_TRUE(waited.ok()) << waited.status();
+      EXPECT_GE(*waited, 1u);
+    }
+    while (queue->Outstanding() > 0) {
+      ASSERT_TRUE(queue->Wait(queue->Outstanding(), &completions).ok());
+    }
+    ASSERT_EQ(completions.size(), requests.size());
+    for (const ReadCompletion& completion : completions) {
+      ASSERT_TRUE(completion.status.ok()) << completion.status;
+      ASSERT_TRUE(seen.emplace(completion.tag, completion.status).second) << "duplicate tag";
+      const ReadRequest& request = requests[completion.tag - 1000];
+      ASSERT_EQ(std::memcmp(request.buffer, contents_->data() + request.offset, request.length), 0)
+          << "tag " << completion.tag << " offset " << request.offset << " length "
+          << request.length;
+    }
+  }
+}
+
+TEST_P(ReadQueueTest, PastEndAndEmptyReadsComplete) {
+  std::unique_ptr<ReadQueue> queue = NewQueue(4);
+  ASSERT_NE(queue, nullptr);
+  AlignedBuffer buffer(8192);
+  std::vector<ReadRequest> requests = {
+      {.offset = kFileSize - 100, .length = 200, .buffer = buffer.data(), .tag = 1},
+      {.offset = 0, .length = 0, .buffer = buffer.data(), .tag = 2},
+      {.offset = kFileSize - 100, .length = 100, .buffer = buffer.data(), .tag = 3},
+  };
+  ASSERT_TRUE(queue->Submit(requests).ok());
+  std::vector<ReadCompletion> completions;
+  auto waited = queue->Wait(3, &completions);
+  ASSERT_TRUE(waited.ok());
+  ASSERT_EQ(*waited, 3u);
+  EXPECT_EQ(queue->Outstanding(), 0u);
+  std::map<uint64_t, absl::Status> by_tag;
+  for (auto& c : completions) by_tag[c.tag] = c.status;
+  EXPECT_EQ(by_tag[1].code(), absl::StatusCode::kOutOfRange);
+  EXPECT_NE(by_tag[1].message().find(*path_), std::string_view::npos) << by_tag[1];
+  EXPECT_TRUE(by_tag[2].ok());
+  EXPECT_TRUE(by_tag[3].ok()) << by_tag[3];
+  EXPECT_EQ(std::memcmp(buffer.data(), contents_->data() + kFileSize - 100, 100), 0);
+}
+
+std::string ParamName(const ::testing::TestParamInfo<std::tuple<IoEngine, bool>>& info) {
+  return std::string(IoEngineName(std::get<0>(info.param))) +
+         (std::get<1>(info.param) ? "_direct" : "_buffered");
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, ReadQueueTest,
+                         ::testing::Combine(::testing::Values(IoEngine::kIoUring,
+                                                              IoEngine::kThreads, IoEngine::kSync),
+                                            ::testing::Bool()),
+                         ParamName);
+
+TEST(ReadQueueAutoTest, AutoResolvesToARealEngine) {
+  const std::string path = waste::testing::TempDir() + "/auto.bin";
+  ASSERT_TRUE(WriteFileAtomically(Env::Default(), path, "hello").ok());
+  auto file = Env::Default()->NewRandomAccessFile(path);
+  ASSERT_TRUE(file.ok());
+  auto queue = Env::Default()->NewReadQueue(file->get());
+  ASSERT_TRUE(queue.ok()) << queue.status();
+  EXPECT_EQ((*queue)->Engine(), IoUringAvailable() ? IoEngine::kIoUring : IoEngine::kThreads);
+  EXPECT_EQ(Env::Default()->NewReadQueue(file->get(), {.depth = 0}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace waste::storage
