@@ -23,6 +23,8 @@ The daemon is found at --socket, else --address, else $WASTE_ADDRESS, else
 $XDG_RUNTIME_DIR/waste/wasted.sock (/run/waste/wasted.sock without it).
 )";
 
+constexpr size_t kMaxSocketPath = 107;  // sizeof(sockaddr_un::sun_path) - 1
+
 // Prints a failed call as one line, with how to start a daemon when none
 // answered. Returns the exit code.
 int Fail(const WasteClient& client, const absl::Status& status) {
@@ -87,8 +89,14 @@ int Main(int argc, char** argv) {
     return flags->Has("help") ? 0 : 2;
   }
   std::string command = raw[command_index];
+  std::string socket = flags->GetOr("socket", "");
+  if (socket.size() > kMaxSocketPath) {
+    std::cerr << "waste-client: socket path " << socket << " is longer than " << kMaxSocketPath
+              << " bytes, the limit for Unix sockets\n";
+    return 2;
+  }
   std::unique_ptr<WasteClient> client =
-      WasteClient::Connect(ResolveTarget(flags->GetOr("socket", ""), flags->GetOr("address", "")));
+      WasteClient::Connect(ResolveTarget(socket, flags->GetOr("address", "")));
   if (command == "health") return Health(*client);
   if (command == "models") return Models(*client);
   if (command == "stats") return Stats(*client);

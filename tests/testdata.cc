@@ -43,10 +43,19 @@ std::string TempDir() {
   static std::atomic<int> counter{0};
   const char* base = getenv("TEST_TMPDIR");
   std::string root = base != nullptr && base[0] != '\0' ? base : "/tmp";
-  std::string dir = root + "/waste-" + std::to_string(getpid()) + "-" +
-                    std::to_string(counter.fetch_add(1));
+  std::string dir =
+      root + "/waste-" + std::to_string(getpid()) + "-" + std::to_string(counter.fetch_add(1));
   mkdir(dir.c_str(), 0755);
   return dir;
+}
+
+std::string SocketDir() {
+  char templ[] = "/tmp/waste-sock-XXXXXX";
+  if (mkdtemp(templ) == nullptr) {
+    perror("mkdtemp");
+    abort();
+  }
+  return templ;
 }
 
 }  // namespace waste::testing

@@ -19,6 +19,10 @@ std::string ModelPath(const std::string& relative);
 // A fresh directory for this test's scratch files (under TEST_TMPDIR).
 std::string TempDir();
 
+// A fresh directory with a short path under /tmp, for Unix sockets (whose
+// paths are limited to 107 bytes; Bazel's TEST_TMPDIR is longer).
+std::string SocketDir();
+
 }  // namespace waste::testing
 
 #endif  // WASTE_TESTS_TESTDATA_H_

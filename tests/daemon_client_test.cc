@@ -1,0 +1,141 @@
+// Starts the real wasted binary on a temporary socket and drives it through
+// the client library and the waste-client binary.
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
+#include "client/waste_client.h"
+#include "gtest/gtest.h"
+#include "tests/subprocess.h"
+#include "tests/testdata.h"
+
+namespace waste {
+namespace {
+
+using grpc::health::v1::HealthCheckResponse;
+using testing::CommandResult;
+using testing::Process;
+using testing::RunCommand;
+using testing::RunfilePath;
+
+std::string Wasted() { return RunfilePath("daemon/wasted"); }
+std::string Client() { return RunfilePath("client/waste-client"); }
+
+class DaemonTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    socket_ = testing::SocketDir() + "/w.sock";
+    daemon_ = std::make_unique<Process>(std::vector<std::string>{
+        Wasted(), "serve", "--socket", socket_, "--models-dir", testing::ModelPath("stories260K")});
+    client_ = WasteClient::Connect("unix:" + socket_);
+    for (int i = 0; i < 100; ++i) {
+      auto health = client_->Health(absl::Milliseconds(200));
+      if (health.ok()) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    FAIL() << "daemon did not start; its stderr:\n" << daemon_->Stderr();
+  }
+
+  std::string socket_;
+  std::unique_ptr<Process> daemon_;
+  std::unique_ptr<WasteClient> client_;
+};
+
+TEST_F(DaemonTest, HealthIsServingAndSocketIsGroupOnly) {
+  auto health = client_->Health();
+  ASSERT_TRUE(health.ok()) << health.status();
+  EXPECT_EQ(*health, HealthCheckResponse::SERVING);
+  struct stat st;
+  ASSERT_EQ(stat(socket_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0660);
+}
+
+TEST_F(DaemonTest, ListModelsThroughTheLibrary) {
+  auto models = client_->ListModels();
+  ASSERT_TRUE(models.ok()) << models.status();
+  ASSERT_EQ(models->models_size(), 1);
+  EXPECT_EQ(models->models(0).name(), "stories260K");
+  EXPECT_EQ(models->models(0).size_bytes(), 1185376);
+  EXPECT_TRUE(absl::EndsWith(models->models(0).path(), "stories260K/stories260K.gguf"));
+}
+
+TEST_F(DaemonTest, CliHealthAndModels) {
+  CommandResult health = RunCommand({Client(), "--socket", socket_, "health"});
+  EXPECT_EQ(health.exit_code, 0) << health.err;
+  EXPECT_EQ(health.out, "SERVING\n");
+
+  CommandResult models = RunCommand({Client(), "--socket", socket_, "models"});
+  EXPECT_EQ(models.exit_code, 0) << models.err;
+  EXPECT_TRUE(absl::StrContains(models.out, "stories260K")) << models.out;
+  EXPECT_TRUE(absl::StrContains(models.out, "1185376")) << models.out;
+  EXPECT_TRUE(absl::StrContains(models.out, "1.13 MiB")) << models.out;
+}
+
+TEST_F(DaemonTest, CliReadsWasteAddress) {
+  setenv("WASTE_ADDRESS", ("unix:" + socket_).c_str(), 1);
+  CommandResult health = RunCommand({Client(), "health"});
+  unsetenv("WASTE_ADDRESS");
+  EXPECT_EQ(health.exit_code, 0) << health.err;
+  EXPECT_EQ(health.out, "SERVING\n");
+}
+
+TEST_F(DaemonTest, RpcsNotYetBuiltAnswerUnimplemented) {
+  v1::UnloadModelRequest request;
+  request.set_model("stories260K");
+  auto response = client_->UnloadModel(request);
+  EXPECT_EQ(response.status().code(), absl::StatusCode::kUnimplemented);
+}
+
+TEST_F(DaemonTest, SecondDaemonOnTheSameSocketIsRefused) {
+  CommandResult second = RunCommand(
+      {Wasted(), "serve", "--socket", socket_, "--models-dir", testing::ModelPath("stories260K")});
+  EXPECT_NE(second.exit_code, 0);
+  EXPECT_TRUE(absl::StrContains(second.err, "is in use by another process")) << second.err;
+  // The first daemon still serves.
+  EXPECT_TRUE(client_->Health().ok());
+}
+
+TEST_F(DaemonTest, SigtermShutsDownGracefullyAndRemovesTheSocket) {
+  EXPECT_EQ(daemon_->Stop(SIGTERM), 0);
+  EXPECT_NE(access(socket_.c_str(), F_OK), 0);
+}
+
+TEST(DaemonStartupTest, MissingModelsDirectoryIsAClearError) {
+  std::string socket = testing::SocketDir() + "/w.sock";
+  CommandResult result =
+      RunCommand({Wasted(), "serve", "--socket", socket, "--models-dir", "/nonexistent/models"});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_TRUE(absl::StrContains(result.err, "models directory /nonexistent/models does not exist"))
+      << result.err;
+}
+
+TEST(DaemonStartupTest, UnknownFlagIsAUsageError) {
+  CommandResult result = RunCommand({Wasted(), "serve", "--sockt", "/tmp/x"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_TRUE(absl::StrContains(result.err, "unknown flag --sockt")) << result.err;
+}
+
+TEST(DaemonStartupTest, OverlongSocketPathIsAClearError) {
+  std::string socket = "/tmp/" + std::string(120, 's') + ".sock";
+  CommandResult result = RunCommand({Wasted(), "serve", "--socket", socket, "--models-dir", testing::ModelPath("stories260K")});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_TRUE(absl::StrContains(result.err, "the limit for Unix sockets")) << result.err;
+}
+
+TEST(NoDaemonTest, CliExitsNonZeroWithOneLineHint) {
+  std::string socket = testing::SocketDir() + "/none.sock";
+  CommandResult result = RunCommand({Client(), "--socket", socket, "health"});
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_TRUE(result.out.empty());
+  std::vector<std::string> lines = absl::StrSplit(result.err, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 1u) << result.err;
+  EXPECT_TRUE(absl::StrContains(lines[0], socket)) << lines[0];
+  EXPECT_TRUE(absl::StrContains(lines[0], "wasted serve --socket " + socket)) << lines[0];
+}
+
+}  // namespace
+}  // namespace waste
