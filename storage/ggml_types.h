@@ -1,10 +1,12 @@
 // ggml tensor element types, numbered as in ggml.h, with their block
 // layouts: how many elements a block holds and how many bytes it takes.
+// The table is constant data: every function here is thread-safe.
 #ifndef WASTE_STORAGE_GGML_TYPES_H_
 #define WASTE_STORAGE_GGML_TYPES_H_
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string_view>
 
 namespace waste::storage {
@@ -42,6 +44,10 @@ enum class GgmlType : uint32_t {
   kTQ1_0 = 34,
   kTQ2_0 = 35,
   kMXFP4 = 39,
+  // Added after the published GGUF spec (which stops at 39); llama.cpp's
+  // ggml.h and gguf-py define them, and files using them exist.
+  kNVFP4 = 40,
+  kQ1_0 = 41,
 };
 
 struct GgmlTypeTraits {
@@ -62,6 +68,9 @@ std::optional<GgmlType> ParseGgmlType(std::string_view name);
 // Bytes of a row of `n` elements; nullopt when n is not a whole number of
 // blocks or the size would overflow.
 std::optional<uint64_t> GgmlRowSize(GgmlType type, int64_t n);
+
+// Every type ggml defines, in id order (for tests, tools and messages).
+std::span<const GgmlTypeTraits> AllGgmlTypes();
 
 }  // namespace waste::storage
 

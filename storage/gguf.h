@@ -40,7 +40,18 @@ enum class GgufValueType : uint32_t {
   kFloat64 = 12,
 };
 
+// "uint8" .. "float64", as the GGUF specification names them; "type N" for
+// numbers it does not define.
 const char* GgufValueTypeName(GgufValueType type);
+
+// True for the 13 types the specification defines.
+bool IsValidGgufValueType(uint32_t type);
+
+// The file's magic, first four bytes, and format constants llama.cpp uses.
+inline constexpr char kGgufMagic[4] = {'G', 'G', 'U', 'F'};
+inline constexpr uint64_t kGgufDefaultAlignment = 32;  // When general.alignment is absent.
+inline constexpr char kGgufAlignmentKey[] = "general.alignment";
+inline constexpr int kGgufMaxDims = 4;  // GGML_MAX_DIMS.
 
 // One metadata value. Scalars are held widened; arrays hold their elements
 // (nested arrays allowed).
@@ -52,6 +63,24 @@ struct GgufValue {
   std::string str;
   GgufValueType array_type = GgufValueType::kUint8;  // For kArray.
   std::vector<GgufValue> array;
+
+  // Builders, for writers and tests: GgufValue::Uint32(7).
+  static GgufValue Uint8(uint8_t v);
+  static GgufValue Int8(int8_t v);
+  static GgufValue Uint16(uint16_t v);
+  static GgufValue Int16(int16_t v);
+  static GgufValue Uint32(uint32_t v);
+  static GgufValue Int32(int32_t v);
+  static GgufValue Float32(float v);
+  static GgufValue Bool(bool v);
+  static GgufValue String(std::string v);
+  static GgufValue Uint64(uint64_t v);
+  static GgufValue Int64(int64_t v);
+  static GgufValue Float64(double v);
+  // Every element must have type `element_type` (the writer checks).
+  static GgufValue Array(GgufValueType element_type, std::vector<GgufValue> elements);
+
+  friend bool operator==(const GgufValue& a, const GgufValue& b) = default;
 };
 
 // One tensor's index entry.
@@ -74,7 +103,9 @@ class GgufFile {
   // Opens and validates `path`, read through `env`.
   static absl::StatusOr<std::unique_ptr<GgufFile>> Open(Env* env, const std::string& path);
 
-  // Parses an already open file.
+  // Parses an already open file. Only the header is read (through
+  // file.Read, in chunks of at most 1 MiB); tensor data is not touched.
+  // `file` is not kept: the GgufFile owns no file handle.
   static absl::StatusOr<std::unique_ptr<GgufFile>> Parse(const RandomAccessFile& file);
 
   uint32_t version() const { return version_; }
@@ -106,6 +137,7 @@ class GgufFile {
   const TensorInfo* FindTensor(std::string_view name) const;
 
  private:
+  friend class GgufParser;  // gguf_reader.cc fills the fields below.
   GgufFile() = default;
 
   std::string path_;
