@@ -80,6 +80,14 @@ TEST(ParseDaemonConfigTest, RefusesTyposAndBadValuesNamingTheLine) {
       << syntax.status().message();
 }
 
+TEST(LoadDaemonConfigTest, TheShippedExampleParses) {
+  auto config = LoadDaemonConfig("deploy/wasted.toml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->socket(), "/run/waste/wasted.sock");
+  EXPECT_EQ(config->model_defaults().ram_budget_bytes(), 16LL << 30);
+  EXPECT_EQ(config->models().at("DeepSeek-V3-Q2_K").context_length(), 8192);
+}
+
 TEST(ApplyDaemonDefaultsTest, FillsSocketAndLogLevel) {
   v1::DaemonConfig config;
   ApplyDaemonDefaults(&config);

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The main job: build waste, start the daemon on a private socket, and use it
+# through waste-client. Installs what it needs first (deploy/setup.sh).
+#
+#   bash deploy/run.sh                      # a demo model made by `wasted mkmodel`
+#   MODEL=/path/to/model.gguf bash deploy/run.sh
+#   bash deploy/run.sh --model /path/to/model.gguf [--prompt TEXT] [--max-tokens N]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+model="${MODEL:-}"
+prompt="${PROMPT:-Once upon a time}"
+max_tokens="${MAX_TOKENS:-64}"
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --model) model="$2"; shift 2 ;;
+    --prompt) prompt="$2"; shift 2 ;;
+    --max-tokens) max_tokens="$2"; shift 2 ;;
+    *) echo "run: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+
+bash deploy/setup.sh
+bazel build --config=opt //daemon:wasted //client:waste-client
+wasted="$(pwd)/bazel-bin/daemon/wasted"
+client="$(pwd)/bazel-bin/client/waste-client"
+
+work="$(mktemp -d /tmp/waste-run-XXXXXX)"
+socket="$work/wasted.sock"
+models="$work/models"
+mkdir -p "$models"
+if [[ -n "$model" ]]; then
+  [[ -f "$model" ]] || { echo "run: model file $model not found" >&2; exit 1; }
+  ln -s "$(cd "$(dirname "$model")" && pwd)/$(basename "$model")" "$models/"
+  name="$(basename "$model" .gguf)"
+else
+  echo "run: no MODEL given; making a demo model (random weights: the text is noise)" >&2
+  demo_dir="${XDG_CACHE_HOME:-$HOME/.cache}/waste/demo"
+  mkdir -p "$demo_dir"
+  if [[ ! -f "$demo_dir/demo-llama.gguf" ]]; then
+    "$wasted" mkmodel --arch llama --out "$demo_dir/demo-llama.gguf" \
+      --dim 512 --layers 8 --heads 8 --kv-heads 4 --ffn 1536 --vocab 4096 --type q8_0 --seed 1
+  fi
+  ln -s "$demo_dir/demo-llama.gguf" "$models/"
+  name="demo-llama"
+fi
+
+"$wasted" serve --socket "$socket" --models-dir "$models" &
+daemon=$!
+trap 'kill -TERM $daemon 2>/dev/null; wait $daemon 2>/dev/null; rm -rf "$work"' EXIT
+for _ in $(seq 50); do
+  "$client" --socket "$socket" health >/dev/null 2>&1 && break
+  sleep 0.2
+done
+
+set -x
+"$client" --socket "$socket" health
+"$client" --socket "$socket" models
+"$client" --socket "$socket" generate --model "$name" --max-tokens "$max_tokens" --stats "$prompt"
