@@ -1,0 +1,67 @@
+#include "daemon/text/pretokenizer.h"
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace waste::text {
+namespace {
+
+std::vector<std::string> Split(std::string_view pre, std::string_view text) {
+  auto regexes = PreTokenizer::RegexesFor(pre);
+  EXPECT_TRUE(regexes.ok()) << regexes.status();
+  auto pre_tokenizer = PreTokenizer::Create(*regexes);
+  EXPECT_TRUE(pre_tokenizer.ok()) << pre_tokenizer.status();
+  std::vector<std::string_view> pieces;
+  (*pre_tokenizer)->Split(text, &pieces);
+  return std::vector<std::string>(pieces.begin(), pieces.end());
+}
+
+using Pieces = std::vector<std::string>;
+
+TEST(PreTokenizerTest, Gpt2) {
+  EXPECT_EQ(Split("gpt-2", "Hello world's   3x!!"),
+            (Pieces{"Hello", " world", "'s", "  ", " 3", "x", "!!"}));
+  EXPECT_EQ(Split("gpt-2", "a  \n"), (Pieces{"a", "  \n"}));
+  EXPECT_EQ(Split("gpt-2", "\tHi"), (Pieces{"\t", "Hi"}));
+  EXPECT_TRUE(Split("gpt-2", "").empty());
+}
+
+TEST(PreTokenizerTest, Llama3GroupsDigitsByThree) {
+  EXPECT_EQ(Split("llama-bpe", "12345 ok\n\n"), (Pieces{"123", "45", " ok", "\n\n"}));
+  EXPECT_EQ(Split("llama-bpe", "I'M here"), (Pieces{"I", "'M", " here"}));
+}
+
+TEST(PreTokenizerTest, UnicodeClasses) {
+  // \p{L} covers non-Latin letters; \p{N} non-ASCII digits.
+  EXPECT_EQ(Split("gpt-2", "нещо на"), (Pieces{"нещо", " на"}));
+  EXPECT_EQ(Split("qwen2",
+                  "a\xD9\xA3"
+                  "b"),
+            (Pieces{"a", "\xD9\xA3", "b"}));
+}
+
+TEST(PreTokenizerTest, MultiRegexKeepsGaps) {
+  // Falcon first splits punctuation runs, then applies the GPT-2 regex.
+  EXPECT_EQ(Split("falcon", "a, b"), (Pieces{"a", ",", " b"}));
+  // Deepseek-coder: every digit alone, newlines alone.
+  EXPECT_EQ(Split("deepseek-coder", "x12\n"), (Pieces{"x", "1", "2", "\n"}));
+}
+
+TEST(PreTokenizerTest, DollarMeansEndOfPiece) {
+  // deepseek-llm's \s+$ must not match before a trailing newline.
+  const Pieces pieces = Split("deepseek-llm", "a  \nb");
+  std::string joined;
+  for (const auto& p : pieces) joined += p;
+  EXPECT_EQ(joined, "a  \nb");
+}
+
+TEST(PreTokenizerTest, UnknownNameAndBadRegex) {
+  EXPECT_EQ(PreTokenizer::RegexesFor("no-such-pre").status().code(), absl::StatusCode::kNotFound);
+  auto bad = PreTokenizer::Create({"(unclosed"});
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace waste::text
