@@ -1,0 +1,162 @@
+#include "daemon/kernels/dequantize.h"
+
+#include <cstring>
+
+#include "daemon/kernels/fp16.h"
+#include "storage/logging.h"
+
+namespace waste::kernels {
+namespace {
+
+uint32_t LoadU32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+void DequantQ4_0(const BlockQ4_0* b, int64_t nb, float* y) {
+  for (int64_t i = 0; i < nb; ++i, y += kQK32) {
+    const float d = F16ToF32(b[i].d);
+    for (int j = 0; j < 16; ++j) {
+      y[j] = d * ((b[i].qs[j] & 0xF) - 8);
+      y[j + 16] = d * ((b[i].qs[j] >> 4) - 8);
+    }
+  }
+}
+
+void DequantQ4_1(const BlockQ4_1* b, int64_t nb, float* y) {
+  for (int64_t i = 0; i < nb; ++i, y += kQK32) {
+    const float d = F16ToF32(b[i].d);
+    const float m = F16ToF32(b[i].m);
+    for (int j = 0; j < 16; ++j) {
+      y[j] = d * (b[i].qs[j] & 0xF) + m;
+      y[j + 16] = d * (b[i].qs[j] >> 4) + m;
+    }
+  }
+}
+
+void DequantQ5_0(const BlockQ5_0* b, int64_t nb, float* y) {
+  for (int64_t i = 0; i < nb; ++i, y += kQK32) {
+    const float d = F16ToF32(b[i].d);
+    const uint32_t qh = LoadU32(b[i].qh);
+    for (int j = 0; j < 16; ++j) {
+      const int lo = (b[i].qs[j] & 0xF) | (((qh >> j) & 1) << 4);
+      const int hi = (b[i].qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4);
+      y[j] = d * (lo - 16);
+      y[j + 16] = d * (hi - 16);
+    }
+  }
+}
+
+void DequantQ5_1(const BlockQ5_1* b, int64_t nb, float* y) {
+  for (int64_t i = 0; i < nb; ++i, y += kQK32) {
+    const float d = F16ToF32(b[i].d);
+    const float m = F16ToF32(b[i].m);
+    const uint32_t qh = LoadU32(b[i].qh);
+    for (int j = 0; j < 16; ++j) {
+      const int lo = (b[i].qs[j] & 0xF) | (((qh >> j) & 1) << 4);
+      const int hi = (b[i].qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4);
+      y[j] = d * lo + m;
+      y[j + 16] = d * hi + m;
+    }
+  }
+}
+
+void DequantQ8_0(const BlockQ8_0* b, int64_t nb, float* y) {
+  for (int64_t i = 0; i < nb; ++i, y += kQK32) {
+    const float d = F16ToF32(b[i].d);
+    for (int j = 0; j < kQK32; ++j) y[j] = d * b[i].qs[j];
+  }
+}
+
+void DequantQ4_K(const BlockQ4_K* b, int64_t nb, float* y) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = F16ToF32(b[i].d);
+    const float dmin = F16ToF32(b[i].dmin);
+    for (int j = 0; j < 8; ++j, y += 32) {
+      uint8_t sc, m;
+      UnpackScaleMinK4(j, b[i].scales, &sc, &m);
+      const uint8_t* q = b[i].qs + 32 * (j / 2);
+      const int shift = 4 * (j % 2);
+      for (int l = 0; l < 32; ++l) y[l] = d * sc * ((q[l] >> shift) & 0xF) - dmin * m;
+    }
+  }
+}
+
+void DequantQ5_K(const BlockQ5_K* b, int64_t nb, float* y) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = F16ToF32(b[i].d);
+    const float dmin = F16ToF32(b[i].dmin);
+    for (int j = 0; j < 8; ++j, y += 32) {
+      uint8_t sc, m;
+      UnpackScaleMinK4(j, b[i].scales, &sc, &m);
+      const uint8_t* q = b[i].qs + 32 * (j / 2);
+      const int shift = 4 * (j % 2);
+      for (int l = 0; l < 32; ++l) {
+        const int v = ((q[l] >> shift) & 0xF) | (((b[i].qh[l] >> j) & 1) << 4);
+        y[l] = d * sc * v - dmin * m;
+      }
+    }
+  }
+}
+
+void DequantQ6_K(const BlockQ6_K* b, int64_t nb, float* y) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = F16ToF32(b[i].d);
+    for (int half = 0; half < 2; ++half) {
+      const uint8_t* ql = b[i].ql + 64 * half;
+      const uint8_t* qh = b[i].qh + 32 * half;
+      const int8_t* sc = b[i].scales + 8 * half;
+      for (int r = 0; r < 4; ++r, y += 32) {
+        for (int l = 0; l < 32; ++l) {
+          const int low = (ql[l + 32 * (r & 1)] >> (4 * (r >> 1))) & 0xF;
+          const int high = (qh[l] >> (2 * r)) & 3;
+          y[l] = d * sc[2 * r + l / 16] * ((low | (high << 4)) - 32);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void DequantizeRow(WeightType type, const void* src, float* dst, int64_t n) {
+  const WeightTypeInfo info = GetWeightTypeInfo(type);
+  WCHECK(info.block_elems > 0 && n % info.block_elems == 0)
+      << info.name << " row of " << n << " elements";
+  const int64_t nb = n / info.block_elems;
+  switch (type) {
+    case WeightType::kF32:
+      std::memcpy(dst, src, n * sizeof(float));
+      return;
+    case WeightType::kF16: {
+      const auto* h = static_cast<const uint16_t*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = F16ToF32(h[i]);
+      return;
+    }
+    case WeightType::kBF16: {
+      const auto* h = static_cast<const uint16_t*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = Bf16ToF32(h[i]);
+      return;
+    }
+    case WeightType::kQ4_0:
+      return DequantQ4_0(static_cast<const BlockQ4_0*>(src), nb, dst);
+    case WeightType::kQ4_1:
+      return DequantQ4_1(static_cast<const BlockQ4_1*>(src), nb, dst);
+    case WeightType::kQ5_0:
+      return DequantQ5_0(static_cast<const BlockQ5_0*>(src), nb, dst);
+    case WeightType::kQ5_1:
+      return DequantQ5_1(static_cast<const BlockQ5_1*>(src), nb, dst);
+    case WeightType::kQ8_0:
+      return DequantQ8_0(static_cast<const BlockQ8_0*>(src), nb, dst);
+    case WeightType::kQ4_K:
+      return DequantQ4_K(static_cast<const BlockQ4_K*>(src), nb, dst);
+    case WeightType::kQ5_K:
+      return DequantQ5_K(static_cast<const BlockQ5_K*>(src), nb, dst);
+    case WeightType::kQ6_K:
+      return DequantQ6_K(static_cast<const BlockQ6_K*>(src), nb, dst);
+  }
+  WCHECK(false) << "unhandled weight type " << static_cast<uint32_t>(type);
+}
+
+}  // namespace waste::kernels

@@ -1,0 +1,88 @@
+// Matrix-vector and small-batch matrix products on weights in their GGUF
+// encoding, read in place.
+//
+//   y[r] = dot(row r of w, x)                    (MatVec, decode)
+//   y[b][r] = dot(row r of w, x[b]), b < batch   (MatMul, prefill)
+//
+// The quantized types dot with an int8-quantized copy of x (QuantizedActs,
+// blocks of 32, f32 scales), as llama.cpp does: the weights never get
+// expanded to f32, so the loop stays bound by memory bandwidth. F32, F16 and
+// BF16 weights dot with x in f32. The oracle in the tests is
+// DequantizeRow + an f32 dot; each ISA's result is within the bound that the
+// activation rounding implies (|x - d*q| <= d/2 per element).
+//
+// matvec.cc validates shapes once and dispatches to the family chosen by
+// DetectIsa(); matvec_{scalar,avx2,avx512}.cc hold the loops.
+#ifndef WASTE_DAEMON_KERNELS_MATVEC_H_
+#define WASTE_DAEMON_KERNELS_MATVEC_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "daemon/kernels/cpu_features.h"
+#include "daemon/kernels/quant_blocks.h"
+#include "daemon/kernels/thread_pool.h"
+
+namespace waste::kernels {
+
+// A weight matrix in place: `rows` rows of `cols` elements of `type`, row r
+// at data + r * row_stride_bytes. Borrowed, never owned.
+struct WeightView {
+  WeightType type = WeightType::kF32;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  const void* data = nullptr;
+  int64_t row_stride_bytes = 0;  // >= RowBytes(type, cols).
+};
+
+// A contiguous row-major view (stride = RowBytes(type, cols)).
+WeightView DenseWeightView(WeightType type, int64_t rows, int64_t cols, const void* data);
+
+// The largest batch MatMul accepts.
+inline constexpr int64_t kMaxBatch = 64;
+
+// Scratch memory for the quantized activations of one call. Allocate once
+// (at model load, sized for the widest matrix and largest batch) and reuse:
+// MatVec/MatMul never allocate. Not thread-safe: one call at a time.
+class Scratch {
+ public:
+  Scratch() = default;
+  explicit Scratch(size_t bytes);
+  size_t bytes() const { return bytes_; }
+  void* data() const { return data_.get(); }
+
+ private:
+  struct FreeDeleter {
+    void operator()(void* p) const;
+  };
+  std::unique_ptr<void, FreeDeleter> data_;
+  size_t bytes_ = 0;
+};
+
+// Scratch bytes MatVec/MatMul need for `batch` activation vectors of `cols`
+// elements against weights of `type` (0 for F32/F16/BF16).
+size_t MatVecScratchBytes(WeightType type, int64_t cols, int64_t batch = 1);
+
+// y[r] = dot(row r, x) for r < w.rows. x has w.cols floats, y w.rows. `pool`
+// may be null (single-threaded). `scratch` may be null for F32/F16/BF16.
+// Errors (InvalidArgument) for a cols that is not a whole number of blocks,
+// a short stride, null pointers or too little scratch; nothing is written.
+absl::Status MatVec(const WeightView& w, const float* x, float* y, ThreadPool* pool,
+                    Scratch* scratch);
+
+// y[b * y_stride + r] = dot(row r, x + b * x_stride) for b < batch <= kMaxBatch.
+// Each weight row is read from memory once for the whole batch.
+absl::Status MatMul(const WeightView& w, const float* x, int64_t x_stride, int64_t batch, float* y,
+                    int64_t y_stride, ThreadPool* pool, Scratch* scratch);
+
+// As MatMul, on an explicit family (tests and benchmarks compare them); `isa`
+// must be one that SupportedIsas() lists (CHECKed).
+absl::Status MatMulOnIsa(Isa isa, const WeightView& w, const float* x, int64_t x_stride,
+                         int64_t batch, float* y, int64_t y_stride, ThreadPool* pool,
+                         Scratch* scratch);
+
+}  // namespace waste::kernels
+
+#endif  // WASTE_DAEMON_KERNELS_MATVEC_H_

@@ -1,0 +1,335 @@
+// AVX2 + FMA + F16C loops (compiled with -mavx2 -mfma -mf16c; run only when
+// DetectIsa() says the CPU has them). One 32-element group per step: codes
+// as 32 u8 in a ymm, vpmaddubsw + vpmaddwd against the int8 activations,
+// scaled in f32 per 4-element lane.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "daemon/kernels/dequantize.h"
+#include "daemon/kernels/fp16.h"
+#include "daemon/kernels/matvec_internal.h"
+
+namespace waste::kernels::internal {
+namespace {
+
+constexpr int kMaxNb = 4;  // Activation vectors per pass over a row.
+
+inline float HorizontalSum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+inline __m256i LowHighNibbles(const uint8_t* qs) {
+  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m128i m = _mm_set1_epi8(0x0F);
+  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
+}
+
+// Byte j of the result is 0x10 if bit j of qh is set, else 0.
+inline __m256i FifthBitBytes(const uint8_t* qh_bytes) {
+  uint32_t qh;
+  std::memcpy(&qh, qh_bytes, 4);
+  const __m256i shuf =
+      _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303);
+  __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(qh)), shuf);
+  const __m256i bit = _mm256_set1_epi64x(0x8040201008040201);
+  bytes = _mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit);
+  return _mm256_and_si256(bytes, _mm256_set1_epi8(0x10));
+}
+
+// A decoded 32-element group (see Group in matvec_scalar.cc): codes, the
+// weight scale per int32 lane of the vpmaddwd result (lane k covers elements
+// 4k..4k+3), and the coefficients of the activation's two 16-sums.
+struct GroupV {
+  __m256i codes;
+  __m256 wscale;
+  float coef[2];
+};
+
+// Q8_0's codes are signed int8; vpmaddubsw needs one u8 operand and would
+// saturate on q + 128, so it takes |q| and moves q's sign onto the activation.
+template <bool kSigned>
+inline __m256i IntDot(__m256i codes, __m256i act) {
+  __m256i prod;
+  if constexpr (kSigned) {
+    prod = _mm256_maddubs_epi16(_mm256_sign_epi8(codes, codes), _mm256_sign_epi8(act, codes));
+  } else {
+    prod = _mm256_maddubs_epi16(codes, act);
+  }
+  return _mm256_madd_epi16(prod, _mm256_set1_epi16(1));
+}
+
+template <bool kSigned, int NB>
+inline void Accumulate(const GroupV& g, int64_t gi, const QuantizedActs* acts, __m256* acc,
+                       float* bias) {
+  for (int k = 0; k < NB; ++k) {
+    const __m256i a = _mm256_load_si256(reinterpret_cast<const __m256i*>(acts[k].qs + 32 * gi));
+    const __m256 p = _mm256_cvtepi32_ps(IntDot<kSigned>(g.codes, a));
+    acc[k] = _mm256_fmadd_ps(p, _mm256_mul_ps(g.wscale, _mm256_set1_ps(acts[k].d[gi])), acc[k]);
+    if constexpr (!kSigned) {
+      bias[k] += g.coef[0] * acts[k].s16[2 * gi] + g.coef[1] * acts[k].s16[2 * gi + 1];
+    }
+  }
+}
+
+// Per-type decoders: Decode(row, group index) -> GroupV.
+struct Q4_0 {
+  static constexpr bool kSigned = false;
+  static GroupV Decode(const uint8_t* row, int64_t gi) {
+    const auto* b = reinterpret_cast<const BlockQ4_0*>(row) + gi;
+    const float d = F16ToF32(b->d);
+    return {LowHighNibbles(b->qs), _mm256_set1_ps(d), {-8 * d, -8 * d}};
+  }
+};
+struct Q4_1 {
+  static constexpr bool kSigned = false;
+  static GroupV Decode(const uint8_t* row, int64_t gi) {
+    const auto* b = reinterpret_cast<const BlockQ4_1*>(row) + gi;
+    const float m = F16ToF32(b->m);
+    return {LowHighNibbles(b->qs), _mm256_set1_ps(F16ToF32(b->d)), {m, m}};
+  }
+};
+struct Q5_0 {
+  static constexpr bool kSigned = false;
+  static GroupV Decode(const uint8_t* row, int64_t gi) {
+    const auto* b = reinterpret_cast<const BlockQ5_0*>(row) + gi;
+    const float d = F16ToF32(b->d);
+    return {_mm256_or_si256(LowHighNibbles(b->qs), FifthBitBytes(b->qh)),
+            _mm256_set1_ps(d),
+            {-16 * d, -16 * d}};
+  }
+};
+struct Q5_1 {
+  static constexpr bool kSigned = false;
+  static GroupV Decode(const uint8_t* row, int64_t gi) {
+    const auto* b = reinterpret_cast<const BlockQ5_1*>(row) + gi;
+    const float m = F16ToF32(b->m);
+    return {_mm256_or_si256(LowHighNibbles(b->qs), FifthBitBytes(b->qh)),
+            _mm256_set1_ps(F16ToF32(b->d)),
+            {m, m}};
+  }
+};
+struct Q8_0 {
+  static constexpr bool kSigned = true;
+  static GroupV Decode(const uint8_t* row, int64_t gi) {
+    const auto* b = reinterpret_cast<const BlockQ8_0*>(row) + gi;
+    return {_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs)),
+            _mm256_set1_ps(F16ToF32(b->d)),
+            {0, 0}};
+  }
+};
+
+template <typename Dec, int NB>
+void DotLegacy(const uint8_t* row, int64_t groups, const QuantizedActs* acts, float* out) {
+  __m256 acc[NB];
+  float bias[NB];
+  for (int k = 0; k < NB; ++k) acc[k] = _mm256_setzero_ps(), bias[k] = 0;
+  for (int64_t gi = 0; gi < groups; ++gi) {
+    Accumulate<Dec::kSigned, NB>(Dec::Decode(row, gi), gi, acts, acc, bias);
+  }
+  for (int k = 0; k < NB; ++k) out[k] = HorizontalSum(acc[k]) + bias[k];
+}
+
+// Q4_K and Q5_K: codes of group j are a nibble of qs[32*(j/2) ...] plus, for
+// Q5_K, bit j of qh[l].
+template <bool kQ5, int NB>
+void DotQ45K(const uint8_t* row, int64_t groups, const QuantizedActs* acts, float* out) {
+  using Block = std::conditional_t<kQ5, BlockQ5_K, BlockQ4_K>;
+  __m256 acc[NB];
+  float bias[NB];
+  for (int k = 0; k < NB; ++k) acc[k] = _mm256_setzero_ps(), bias[k] = 0;
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  for (int64_t sb = 0; sb < groups / 8; ++sb) {
+    const Block* b = reinterpret_cast<const Block*>(row) + sb;
+    const float d = F16ToF32(b->d), dmin = F16ToF32(b->dmin);
+    __m256i hbits;
+    if constexpr (kQ5) hbits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qh));
+    for (int j = 0; j < 8; ++j) {
+      uint8_t sc, m;
+      UnpackScaleMinK4(j, b->scales, &sc, &m);
+      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs + 32 * (j / 2)));
+      __m256i codes = _mm256_and_si256(j % 2 ? _mm256_srli_epi16(q, 4) : q, m4);
+      if constexpr (kQ5) {
+        const __m256i bit = _mm256_and_si256(_mm256_srli_epi16(hbits, j), _mm256_set1_epi8(1));
+        codes = _mm256_or_si256(codes, _mm256_slli_epi16(bit, 4));
+      }
+      const float coef = -dmin * m;
+      const GroupV g{codes, _mm256_set1_ps(d * sc), {coef, coef}};
+      Accumulate<false, NB>(g, 8 * sb + j, acts, acc, bias);
+    }
+  }
+  for (int k = 0; k < NB; ++k) out[k] = HorizontalSum(acc[k]) + bias[k];
+}
+
+template <int NB>
+void DotQ6K(const uint8_t* row, int64_t groups, const QuantizedActs* acts, float* out) {
+  __m256 acc[NB];
+  float bias[NB];
+  for (int k = 0; k < NB; ++k) acc[k] = _mm256_setzero_ps(), bias[k] = 0;
+  const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
+  for (int64_t sb = 0; sb < groups / 8; ++sb) {
+    const BlockQ6_K* b = reinterpret_cast<const BlockQ6_K*>(row) + sb;
+    const float d = F16ToF32(b->d);
+    for (int j = 0; j < 8; ++j) {
+      const int half = j / 4, r = j % 4;
+      const __m256i ql =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->ql + 64 * half + 32 * (r & 1)));
+      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qh + 32 * half));
+      const __m256i low = _mm256_and_si256(r >> 1 ? _mm256_srli_epi16(ql, 4) : ql, m4);
+      const __m256i high = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * r), m2);
+      const float s0 = d * b->scales[2 * j], s1 = d * b->scales[2 * j + 1];
+      const GroupV g{_mm256_or_si256(low, _mm256_slli_epi16(high, 4)),
+                     _mm256_setr_m128(_mm_set1_ps(s0), _mm_set1_ps(s1)),
+                     {-32 * s0, -32 * s1}};
+      Accumulate<false, NB>(g, 8 * sb + j, acts, acc, bias);
+    }
+  }
+  for (int k = 0; k < NB; ++k) out[k] = HorizontalSum(acc[k]) + bias[k];
+}
+
+// 8 weights of a float type as f32.
+template <WeightType T>
+inline __m256 Load8(const uint8_t* p) {
+  if constexpr (T == WeightType::kF32) return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
+  if constexpr (T == WeightType::kF16) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  if constexpr (T == WeightType::kBF16) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
+}
+
+template <WeightType T, int NB>
+void DotFloat(const uint8_t* row, int64_t cols, const float* x, int64_t x_stride, float* out) {
+  constexpr int kElem = T == WeightType::kF32 ? 4 : 2;
+  __m256 acc[NB][2];
+  for (int k = 0; k < NB; ++k) acc[k][0] = acc[k][1] = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= cols; i += 16) {
+    const __m256 w0 = Load8<T>(row + i * kElem), w1 = Load8<T>(row + (i + 8) * kElem);
+    for (int k = 0; k < NB; ++k) {
+      acc[k][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + k * x_stride + i), acc[k][0]);
+      acc[k][1] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + k * x_stride + i + 8), acc[k][1]);
+    }
+  }
+  float tail[kMaxNb] = {};
+  if (i < cols) {
+    float w[16];
+    DequantizeRow(T, row + i * kElem, w, cols - i);
+    for (int k = 0; k < NB; ++k) {
+      for (int64_t j = i; j < cols; ++j) tail[k] += w[j - i] * x[k * x_stride + j];
+    }
+  }
+  for (int k = 0; k < NB; ++k)
+    out[k] = HorizontalSum(_mm256_add_ps(acc[k][0], acc[k][1])) + tail[k];
+}
+
+template <int NB>
+void DotRow(const RowsTask& t, const uint8_t* row, int64_t b0, float* out) {
+  const int64_t g = t.w.cols / 32;
+  const QuantizedActs* a = t.acts + b0;
+  const float* x = t.x + b0 * t.x_stride;
+  switch (t.w.type) {
+    case WeightType::kF32:
+      return DotFloat<WeightType::kF32, NB>(row, t.w.cols, x, t.x_stride, out);
+    case WeightType::kF16:
+      return DotFloat<WeightType::kF16, NB>(row, t.w.cols, x, t.x_stride, out);
+    case WeightType::kBF16:
+      return DotFloat<WeightType::kBF16, NB>(row, t.w.cols, x, t.x_stride, out);
+    case WeightType::kQ4_0:
+      return DotLegacy<Q4_0, NB>(row, g, a, out);
+    case WeightType::kQ4_1:
+      return DotLegacy<Q4_1, NB>(row, g, a, out);
+    case WeightType::kQ5_0:
+      return DotLegacy<Q5_0, NB>(row, g, a, out);
+    case WeightType::kQ5_1:
+      return DotLegacy<Q5_1, NB>(row, g, a, out);
+    case WeightType::kQ8_0:
+      return DotLegacy<Q8_0, NB>(row, g, a, out);
+    case WeightType::kQ4_K:
+      return DotQ45K<false, NB>(row, g, a, out);
+    case WeightType::kQ5_K:
+      return DotQ45K<true, NB>(row, g, a, out);
+    case WeightType::kQ6_K:
+      return DotQ6K<NB>(row, g, a, out);
+  }
+}
+
+void RowsAvx2(const RowsTask& t, int64_t begin, int64_t end) {
+  float out[kMaxNb];
+  for (int64_t r = begin; r < end; ++r) {
+    const auto* row = static_cast<const uint8_t*>(t.w.data) + r * t.w.row_stride_bytes;
+    for (int64_t b0 = 0; b0 < t.batch; b0 += kMaxNb) {
+      const int64_t nb = std::min<int64_t>(kMaxNb, t.batch - b0);
+      switch (nb) {
+        case 1:
+          DotRow<1>(t, row, b0, out);
+          break;
+        case 2:
+          DotRow<2>(t, row, b0, out);
+          break;
+        case 3:
+          DotRow<3>(t, row, b0, out);
+          break;
+        default:
+          DotRow<4>(t, row, b0, out);
+          break;
+      }
+      for (int64_t k = 0; k < nb; ++k) t.y[(b0 + k) * t.y_stride + r] = out[k];
+    }
+  }
+}
+
+// Per block of 32: d = max|x| / 127, qs = round(x * 127 / max|x|).
+void QuantizeActsAvx2(const float* x, int64_t cols, const QuantizedActs& out) {
+  const __m256 sign_mask = _mm256_set1_ps(-0.0f);
+  for (int64_t b = 0; b < cols / 32; ++b) {
+    __m256 v[4];
+    __m256 amax = _mm256_setzero_ps();
+    for (int i = 0; i < 4; ++i) {
+      v[i] = _mm256_loadu_ps(x + 32 * b + 8 * i);
+      amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign_mask, v[i]));
+    }
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    const float max_abs = _mm_cvtss_f32(m);
+    const float d = max_abs / 127;
+    const __m256 id = _mm256_set1_ps(max_abs != 0 ? 127 / max_abs : 0.0f);
+    __m256i q[4];
+    for (int i = 0; i < 4; ++i) {
+      q[i] =
+          _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[i], id), _MM_FROUND_TO_NEAREST_INT));
+    }
+    // Sums of each 16 before packing (packs reorders lanes).
+    const __m256i s0 = _mm256_add_epi32(q[0], q[1]), s1 = _mm256_add_epi32(q[2], q[3]);
+    const __m256 sums = _mm256_cvtepi32_ps(_mm256_hadd_epi32(s0, s1));
+    // hadd lanes: [s0 pairs lo, s1 pairs lo, s0 pairs hi, s1 pairs hi].
+    alignas(32) float part[8];
+    _mm256_store_ps(part, sums);
+    const float sum0 = part[0] + part[1] + part[4] + part[5];
+    const float sum1 = part[2] + part[3] + part[6] + part[7];
+    const __m256i p16a = _mm256_packs_epi32(q[0], q[1]), p16b = _mm256_packs_epi32(q[2], q[3]);
+    __m256i p8 = _mm256_packs_epi16(p16a, p16b);
+    p8 = _mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(out.qs + 32 * b), p8);
+    out.d[b] = d;
+    out.s16[2 * b] = d * sum0;
+    out.s16[2 * b + 1] = d * sum1;
+    out.s32[b] = d * (sum0 + sum1);
+  }
+}
+
+}  // namespace
+
+const IsaKernels& Avx2Kernels() {
+  static constexpr IsaKernels kKernels = {&QuantizeActsAvx2, &RowsAvx2};
+  return kKernels;
+}
+
+}  // namespace waste::kernels::internal

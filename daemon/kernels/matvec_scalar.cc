@@ -1,0 +1,170 @@
+// Plain C++ loops: the family every x86-64 machine runs, and the reference
+// for the integer arithmetic the SIMD families vectorize.
+#include <cstring>
+
+#include "daemon/kernels/dequantize.h"
+#include "daemon/kernels/fp16.h"
+#include "daemon/kernels/matvec_internal.h"
+
+namespace waste::kernels::internal {
+namespace {
+
+// One 32-element group of a quantized row in the form every kernel uses:
+// element i of half h (16 elements) is w_i = wscale[h] * code_i + coef[h] / d
+// in effect, so that with the activation x_i ~= d * qa_i,
+//   dot(w, x) ~= sum_h wscale[h] * d * sum_{i in half h} code_i * qa_i
+//                + coef[h] * s16[h]        (s16[h] = d * sum qa_i).
+// Codes are unsigned (the weight's zero point moved into coef) so that they
+// feed u8 x s8 instructions (vpmaddubsw, vpdpbusd).
+struct Group {
+  uint8_t codes[32];
+  float wscale[2];
+  float coef[2];
+};
+
+uint32_t LoadU32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+void SetScale(Group* g, float wscale, float coef) {
+  g->wscale[0] = g->wscale[1] = wscale;
+  g->coef[0] = g->coef[1] = coef;
+}
+
+void Nibbles(const uint8_t* qs, Group* g) {
+  for (int j = 0; j < 16; ++j) {
+    g->codes[j] = qs[j] & 0xF;
+    g->codes[j + 16] = qs[j] >> 4;
+  }
+}
+
+void FifthBits(uint32_t qh, Group* g) {
+  for (int j = 0; j < 32; ++j) g->codes[j] |= ((qh >> j) & 1) << 4;
+}
+
+Group DecodeGroup(WeightType type, const uint8_t* row, int64_t gi) {
+  Group g;
+  switch (type) {
+    case WeightType::kQ4_0: {
+      const auto* b = reinterpret_cast<const BlockQ4_0*>(row) + gi;
+      Nibbles(b->qs, &g);
+      const float d = F16ToF32(b->d);
+      SetScale(&g, d, -8 * d);
+      break;
+    }
+    case WeightType::kQ4_1: {
+      const auto* b = reinterpret_cast<const BlockQ4_1*>(row) + gi;
+      Nibbles(b->qs, &g);
+      SetScale(&g, F16ToF32(b->d), F16ToF32(b->m));
+      break;
+    }
+    case WeightType::kQ5_0: {
+      const auto* b = reinterpret_cast<const BlockQ5_0*>(row) + gi;
+      Nibbles(b->qs, &g);
+      FifthBits(LoadU32(b->qh), &g);
+      const float d = F16ToF32(b->d);
+      SetScale(&g, d, -16 * d);
+      break;
+    }
+    case WeightType::kQ5_1: {
+      const auto* b = reinterpret_cast<const BlockQ5_1*>(row) + gi;
+      Nibbles(b->qs, &g);
+      FifthBits(LoadU32(b->qh), &g);
+      SetScale(&g, F16ToF32(b->d), F16ToF32(b->m));
+      break;
+    }
+    case WeightType::kQ8_0: {
+      const auto* b = reinterpret_cast<const BlockQ8_0*>(row) + gi;
+      for (int j = 0; j < 32; ++j) g.codes[j] = static_cast<uint8_t>(b->qs[j] + 128);
+      const float d = F16ToF32(b->d);
+      SetScale(&g, d, -128 * d);
+      break;
+    }
+    case WeightType::kQ4_K:
+    case WeightType::kQ5_K: {
+      // Q5_K extends Q4_K's header (d, dmin, scales) with qh before qs.
+      const bool q5 = type == WeightType::kQ5_K;
+      const uint8_t* sb = row + (gi / 8) * (q5 ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K));
+      const auto* hdr = reinterpret_cast<const BlockQ4_K*>(sb);
+      const int j = gi % 8;
+      const uint8_t* qs = q5 ? reinterpret_cast<const BlockQ5_K*>(sb)->qs : hdr->qs;
+      for (int l = 0; l < 32; ++l) g.codes[l] = (qs[32 * (j / 2) + l] >> (4 * (j % 2))) & 0xF;
+      if (q5) {
+        const uint8_t* qh = reinterpret_cast<const BlockQ5_K*>(sb)->qh;
+        for (int l = 0; l < 32; ++l) g.codes[l] |= ((qh[l] >> j) & 1) << 4;
+      }
+      uint8_t sc, m;
+      UnpackScaleMinK4(j, hdr->scales, &sc, &m);
+      SetScale(&g, F16ToF32(hdr->d) * sc, -F16ToF32(hdr->dmin) * m);
+      break;
+    }
+    case WeightType::kQ6_K: {
+      const auto* b = reinterpret_cast<const BlockQ6_K*>(row) + gi / 8;
+      const int j = gi % 8, half = j / 4, r = j % 4;
+      const uint8_t* ql = b->ql + 64 * half + 32 * (r & 1);
+      const uint8_t* qh = b->qh + 32 * half;
+      for (int l = 0; l < 32; ++l) {
+        g.codes[l] = ((ql[l] >> (4 * (r >> 1))) & 0xF) | (((qh[l] >> (2 * r)) & 3) << 4);
+      }
+      const float d = F16ToF32(b->d);
+      for (int h = 0; h < 2; ++h) {
+        g.wscale[h] = d * b->scales[2 * j + h];
+        g.coef[h] = -32 * g.wscale[h];
+      }
+      break;
+    }
+    default:
+      std::memset(&g, 0, sizeof(g));
+  }
+  return g;
+}
+
+float DotF32Ref(WeightType type, const void* row, const float* x, int64_t cols) {
+  float buf[256];
+  float sum = 0;
+  const int64_t elem_bytes = GetWeightTypeInfo(type).block_bytes;
+  for (int64_t c = 0; c < cols; c += 256) {
+    const int64_t n = cols - c < 256 ? cols - c : 256;
+    DequantizeRow(type, static_cast<const uint8_t*>(row) + c * elem_bytes, buf, n);
+    for (int64_t i = 0; i < n; ++i) sum += buf[i] * x[c + i];
+  }
+  return sum;
+}
+
+void RowsScalar(const RowsTask& t, int64_t begin, int64_t end) {
+  const bool quantized = UsesQuantizedActivations(t.w.type);
+  for (int64_t r = begin; r < end; ++r) {
+    const auto* row = static_cast<const uint8_t*>(t.w.data) + r * t.w.row_stride_bytes;
+    for (int64_t b = 0; b < t.batch; ++b) {
+      t.y[b * t.y_stride + r] = quantized
+                                    ? DotGroupsRef(t.w.type, row, 0, t.w.cols / 32, t.acts[b])
+                                    : DotF32Ref(t.w.type, row, t.x + b * t.x_stride, t.w.cols);
+    }
+  }
+}
+
+}  // namespace
+
+float DotGroupsRef(WeightType type, const void* row, int64_t g_begin, int64_t g_end,
+                   const QuantizedActs& acts) {
+  float sum = 0;
+  for (int64_t gi = g_begin; gi < g_end; ++gi) {
+    const Group g = DecodeGroup(type, static_cast<const uint8_t*>(row), gi);
+    const int8_t* qa = acts.qs + 32 * gi;
+    for (int h = 0; h < 2; ++h) {
+      int32_t idot = 0;
+      for (int l = 16 * h; l < 16 * h + 16; ++l) idot += g.codes[l] * qa[l];
+      sum += g.wscale[h] * acts.d[gi] * idot + g.coef[h] * acts.s16[2 * gi + h];
+    }
+  }
+  return sum;
+}
+
+const IsaKernels& ScalarKernels() {
+  static constexpr IsaKernels kKernels = {&QuantizeActsRef, &RowsScalar};
+  return kKernels;
+}
+
+}  // namespace waste::kernels::internal

@@ -1,0 +1,180 @@
+// Weight element types and the byte layouts of ggml's quantized blocks.
+//
+// The structs mirror llama.cpp's ggml/src/ggml-common.h exactly (field order,
+// sizes, no padding) so that kernels can run on GGUF tensor bytes in place.
+// Fields are little-endian as on every machine this daemon targets (x86-64).
+// Block structs have alignment 1 or 2; tensor data in a GGUF file is aligned
+// to 32 bytes but a row of blocks of odd size (Q4_0: 18 bytes) leaves later
+// blocks unaligned, so kernels must use unaligned loads.
+#ifndef WASTE_DAEMON_KERNELS_QUANT_BLOCKS_H_
+#define WASTE_DAEMON_KERNELS_QUANT_BLOCKS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace waste::kernels {
+
+// Element types the kernels understand. Numeric ids are ggml's (ggml.h,
+// storage/ggml_types.h GgmlType), so a GGUF type id converts with a cast after
+// IsSupportedWeightType() says yes.
+enum class WeightType : uint32_t {
+  kF32 = 0,
+  kF16 = 1,
+  kQ4_0 = 2,
+  kQ4_1 = 3,
+  kQ5_0 = 6,
+  kQ5_1 = 7,
+  kQ8_0 = 8,
+  kQ4_K = 12,
+  kQ5_K = 13,
+  kQ6_K = 14,
+  kBF16 = 30,
+};
+
+// Every type above, for tests and benchmarks that iterate over all of them.
+inline constexpr WeightType kAllWeightTypes[] = {
+    WeightType::kF32,  WeightType::kF16,  WeightType::kBF16, WeightType::kQ8_0,
+    WeightType::kQ4_0, WeightType::kQ4_1, WeightType::kQ5_0, WeightType::kQ5_1,
+    WeightType::kQ4_K, WeightType::kQ5_K, WeightType::kQ6_K,
+};
+
+// Elements per super-block of the K-quants.
+inline constexpr int kQK_K = 256;
+// Elements per block of the legacy quants (Q4_0 .. Q8_1).
+inline constexpr int kQK32 = 32;
+
+using Half = uint16_t;   // IEEE binary16 bits (ggml_half).
+using BHalf = uint16_t;  // bfloat16 bits (ggml_bf16_t).
+
+// x = d * (q - 8), q the 4-bit value; element j < 16 in the low nibble of
+// qs[j], element j + 16 in its high nibble.
+struct BlockQ4_0 {
+  Half d;
+  uint8_t qs[kQK32 / 2];
+};
+static_assert(sizeof(BlockQ4_0) == 18);
+
+// x = d * q + m.
+struct BlockQ4_1 {
+  Half d;
+  Half m;
+  uint8_t qs[kQK32 / 2];
+};
+static_assert(sizeof(BlockQ4_1) == 20);
+
+// x = d * (q - 16), q 5-bit: low 4 bits as Q4_0, bit 4 of element j is bit j
+// of the little-endian uint32 qh.
+struct BlockQ5_0 {
+  Half d;
+  uint8_t qh[4];
+  uint8_t qs[kQK32 / 2];
+};
+static_assert(sizeof(BlockQ5_0) == 22);
+
+// x = d * q + m, q 5-bit as in Q5_0.
+struct BlockQ5_1 {
+  Half d;
+  Half m;
+  uint8_t qh[4];
+  uint8_t qs[kQK32 / 2];
+};
+static_assert(sizeof(BlockQ5_1) == 24);
+
+// x = d * q, q int8.
+struct BlockQ8_0 {
+  Half d;
+  int8_t qs[kQK32];
+};
+static_assert(sizeof(BlockQ8_0) == 34);
+
+// 8 sub-blocks of 32: x = d * sc[j] * q - dmin * m[j], q 4-bit. Sub-block j
+// of each 64-element half uses the low nibbles of qs[32*h .. 32*h+31] (j even)
+// or their high nibbles (j odd). sc/m are 6-bit, packed in `scales` (see
+// UnpackScaleMinK4 in dequantize.h).
+struct BlockQ4_K {
+  Half d;
+  Half dmin;
+  uint8_t scales[12];
+  uint8_t qs[kQK_K / 2];
+};
+static_assert(sizeof(BlockQ4_K) == 144);
+
+// As Q4_K with a fifth bit: bit 4 of element 32*j + l is bit j of qh[l].
+struct BlockQ5_K {
+  Half d;
+  Half dmin;
+  uint8_t scales[12];
+  uint8_t qh[kQK_K / 8];
+  uint8_t qs[kQK_K / 2];
+};
+static_assert(sizeof(BlockQ5_K) == 176);
+
+// 16 sub-blocks of 16: x = d * scales[k] * (q - 32), q 6-bit: low 4 bits in
+// ql, high 2 bits in qh. Each 128-element half h holds four rows of 32: for
+// l < 32, element 128h + 32i + l has low bits in ql[64h + l + 32*(i&1)] (low
+// nibble for i < 2, high nibble for i >= 2) and high bits (qh[32h + l] >> 2i) & 3.
+struct BlockQ6_K {
+  uint8_t ql[kQK_K / 2];
+  uint8_t qh[kQK_K / 4];
+  int8_t scales[kQK_K / 16];
+  Half d;
+};
+static_assert(sizeof(BlockQ6_K) == 210);
+
+// Static facts about a type.
+struct WeightTypeInfo {
+  std::string_view name;  // As llama.cpp prints it: "Q4_K".
+  int block_elems;        // Elements per block (1 for F32/F16/BF16).
+  int block_bytes;        // Bytes per block.
+};
+
+constexpr bool IsSupportedWeightType(uint32_t id) {
+  for (WeightType t : kAllWeightTypes) {
+    if (static_cast<uint32_t>(t) == id) return true;
+  }
+  return false;
+}
+
+constexpr WeightTypeInfo GetWeightTypeInfo(WeightType type) {
+  switch (type) {
+    case WeightType::kF32:
+      return {"F32", 1, 4};
+    case WeightType::kF16:
+      return {"F16", 1, 2};
+    case WeightType::kBF16:
+      return {"BF16", 1, 2};
+    case WeightType::kQ8_0:
+      return {"Q8_0", kQK32, sizeof(BlockQ8_0)};
+    case WeightType::kQ4_0:
+      return {"Q4_0", kQK32, sizeof(BlockQ4_0)};
+    case WeightType::kQ4_1:
+      return {"Q4_1", kQK32, sizeof(BlockQ4_1)};
+    case WeightType::kQ5_0:
+      return {"Q5_0", kQK32, sizeof(BlockQ5_0)};
+    case WeightType::kQ5_1:
+      return {"Q5_1", kQK32, sizeof(BlockQ5_1)};
+    case WeightType::kQ4_K:
+      return {"Q4_K", kQK_K, sizeof(BlockQ4_K)};
+    case WeightType::kQ5_K:
+      return {"Q5_K", kQK_K, sizeof(BlockQ5_K)};
+    case WeightType::kQ6_K:
+      return {"Q6_K", kQK_K, sizeof(BlockQ6_K)};
+  }
+  return {"?", 0, 0};
+}
+
+// Bytes of a row of `cols` elements; cols must be a multiple of block_elems.
+constexpr int64_t RowBytes(WeightType type, int64_t cols) {
+  const WeightTypeInfo info = GetWeightTypeInfo(type);
+  return cols / info.block_elems * info.block_bytes;
+}
+
+// True for the types whose dot products quantize the activation to int8.
+constexpr bool UsesQuantizedActivations(WeightType type) {
+  return GetWeightTypeInfo(type).block_elems > 1;
+}
+
+}  // namespace waste::kernels
+
+#endif  // WASTE_DAEMON_KERNELS_QUANT_BLOCKS_H_

@@ -1,0 +1,52 @@
+// Reference quantizers (f32 -> weight blocks) and the activation quantizer the
+// integer dot products use.
+//
+// The weight quantizers produce valid ggml blocks (what llama.cpp's
+// dequantize_row_* decodes) with a plain round-to-nearest scheme; they are for
+// tests, benchmarks and tools, not for matching llama-quantize's output bit
+// for bit (its K-quant quantizers search scales iteratively).
+#ifndef WASTE_DAEMON_KERNELS_QUANTIZE_H_
+#define WASTE_DAEMON_KERNELS_QUANTIZE_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "daemon/kernels/quant_blocks.h"
+
+namespace waste::kernels {
+
+// Encodes `n` floats as a row of `type` into `dst` (RowBytes(type, n) bytes).
+// `n` must be a multiple of the type's block size (CHECKed).
+void QuantizeRow(WeightType type, const float* src, void* dst, int64_t n);
+
+// An activation vector quantized to int8 in blocks of 32, the counterpart of
+// every quantized weight type (Q8_0-like for the legacy quants; the K-quants
+// use it too, with 8 activation blocks per weight super-block). Scales are
+// f32, not f16: they cost nothing in bandwidth and keep the error to the int8
+// rounding alone. The block sums let a kernel fold a weight's zero point or
+// min into one multiply per block instead of per element:
+//   sum_i w_i a_i, w_i = dw * q_i + c  ==  dw * d * sum_i q_i qa_i + c * s32.
+// Pointers refer to caller-owned scratch (see ActsScratchBytes); cols is a
+// multiple of 32.
+struct QuantizedActs {
+  int8_t* qs = nullptr;  // [cols], 64-byte aligned.
+  float* d = nullptr;    // [cols / 32] scale: x ~= d * qs.
+  float* s32 = nullptr;  // [cols / 32] d * (sum of the block's 32 qs).
+  float* s16 = nullptr;  // [cols / 16] d * (sum of each 16 qs), for Q6_K.
+};
+
+// Bytes of scratch for one quantized activation vector of `cols` elements,
+// including alignment padding.
+size_t ActsScratchBytes(int64_t cols);
+// Carves a QuantizedActs for `cols` elements out of `buf` (64-byte aligned,
+// ActsScratchBytes(cols) long).
+QuantizedActs LayoutActs(void* buf, int64_t cols);
+
+// Scalar reference activation quantizer: per block of 32, d = max|x| / 127,
+// qs = round(x / d). Every |x - d * qs| <= d / 2, which bounds the error of a
+// quantized dot product (see matvec_test.cc).
+void QuantizeActsRef(const float* x, int64_t cols, const QuantizedActs& out);
+
+}  // namespace waste::kernels
+
+#endif  // WASTE_DAEMON_KERNELS_QUANTIZE_H_
