@@ -201,10 +201,12 @@ class GgufParser {
     }
     out_.version_ = version;
 
-    where_ = absl::StrCat("header at byte ", cur_.pos());
+    const uint64_t n_tensors_at = cur_.pos();
+    where_ = absl::StrCat("header at byte ", n_tensors_at);
     absl::StatusOr<uint64_t> n_tensors = ReadCount();
     if (!n_tensors.ok()) return Annotate(n_tensors.status());
-    where_ = absl::StrCat("header at byte ", cur_.pos());
+    const uint64_t n_kv_at = cur_.pos();
+    where_ = absl::StrCat("header at byte ", n_kv_at);
     absl::StatusOr<uint64_t> n_kv = ReadCount();
     if (!n_kv.ok()) return Annotate(n_kv.status());
 
@@ -212,13 +214,14 @@ class GgufParser {
     // value; a tensor name + n_dims (0) + type + offset.
     const uint64_t min_kv = CountSize() + 4 + 1;
     const uint64_t min_tensor = CountSize() + 4 + 4 + 8;
+    if (*n_tensors > cur_.remaining() / min_tensor) {
+      where_ = absl::StrCat("header at byte ", n_tensors_at);
+      return Fail(absl::StrCat("tensor count ", *n_tensors, " is impossible: ", cur_.remaining(),
+                               " bytes follow and each tensor info takes at least ", min_tensor));
+    }
     if (*n_kv > cur_.remaining() / min_kv) {
       return Fail(absl::StrCat("metadata count ", *n_kv, " is impossible: ", cur_.remaining(),
                                " bytes follow and each entry takes at least ", min_kv));
-    }
-    if (*n_tensors > cur_.remaining() / min_tensor) {
-      return Fail(absl::StrCat("tensor count ", *n_tensors, " is impossible: ", cur_.remaining(),
-                               " bytes follow and each tensor info takes at least ", min_tensor));
     }
     n_kv_ = *n_kv;
     n_tensors_ = *n_tensors;
