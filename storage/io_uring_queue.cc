@@ -169,7 +169,8 @@ absl::StatusOr<size_t> IoUringReadQueue::Wait(size_t min_completions,
     unsigned seen = 0;
     io_uring_for_each_cqe(&ring_, head, cqe) {
       --in_flight_;
-      Complete(static_cast<Op*>(io_uring_cqe_get_data(cqe)), cqe->res);
+      Op* op = static_cast<Op*>(io_uring_cqe_get_data(cqe));
+      Complete(op, result_hook_ ? result_hook_(op->request.tag, cqe->res) : cqe->res);
       ++seen;
     }
     io_uring_cq_advance(&ring_, seen);

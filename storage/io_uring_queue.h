@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -43,6 +44,14 @@ class IoUringReadQueue final : public ReadQueue {
   absl::StatusOr<size_t> Wait(size_t min_completions, std::vector<ReadCompletion>* out) override;
   size_t Outstanding() const override { return outstanding_; }
   IoEngine Engine() const override { return IoEngine::kIoUring; }
+
+  // Tests only: `hook(tag, result)` replaces each completion's result (bytes
+  // read, or -errno) before the queue acts on it, to reach the retry and
+  // short-read paths that a healthy disk never takes. A smaller byte count
+  // is safe: the rest is read again.
+  void SetResultHookForTesting(std::function<int(uint64_t tag, int result)> hook) {
+    result_hook_ = std::move(hook);
+  }
 
  private:
   // One caller request while it is queued or in flight.
@@ -73,6 +82,7 @@ class IoUringReadQueue final : public ReadQueue {
   size_t in_flight_ = 0;
   size_t outstanding_ = 0;
   std::vector<ReadCompletion> done_;
+  std::function<int(uint64_t, int)> result_hook_;
 };
 
 }  // namespace waste::storage

@@ -151,5 +151,91 @@ TEST(ReadQueueAutoTest, AutoResolvesToARealEngine) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// The io_uring paths a healthy disk never takes, reached through the
+// queue's result hook.
+class IoUringFaultTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!IoUringAvailable()) GTEST_SKIP() << "io_uring is unavailable here";
+    path_ = waste::testing::TempDir() + "/uring.bin";
+    contents_.resize(1 << 20);
+    for (size_t i = 0; i < contents_.size(); ++i) contents_[i] = static_cast<char>(i * 13 + 1);
+    ASSERT_TRUE(WriteFileAtomically(&env_, path_, contents_).ok());
+    auto file = env_.NewRandomAccessFile(path_, {.direct = true});
+    ASSERT_TRUE(file.ok());
+    file_ = std::move(*file);
+    auto queue = env_.NewReadQueue(file_.get(), {.engine = IoEngine::kIoUring, .depth = 2});
+    ASSERT_TRUE(queue.ok());
+    queue_.reset(static_cast<IoUringReadQueue*>(queue->release()));
+  }
+
+  std::vector<ReadCompletion> ReadAll(std::vector<ReadRequest> requests) {
+    EXPECT_TRUE(queue_->Submit(requests).ok());
+    std::vector<ReadCompletion> completions;
+    EXPECT_TRUE(queue_->Wait(requests.size(), &completions).ok());
+    return completions;
+  }
+
+  PosixEnv env_{RetryPolicy{.max_attempts = 3, .initial_backoff = absl::Microseconds(10)}};
+  std::string path_;
+  std::string contents_;
+  std::unique_ptr<RandomAccessFile> file_;
+  std::unique_ptr<IoUringReadQueue> queue_;
+};
+
+TEST_F(IoUringFaultTest, TransientErrorsAreRetried) {
+  int failures = 0;
+  queue_->SetResultHookForTesting(
+      [&](uint64_t tag, int result) { return tag == 1 && failures++ < 2 ? -EIO : result; });
+  AlignedBuffer buffer(8192);
+  auto completions = ReadAll({{.offset = 4096, .length = 8192, .buffer = buffer.data(), .tag = 1}});
+  ASSERT_EQ(completions.size(), 1u);
+  EXPECT_TRUE(completions[0].status.ok()) << completions[0].status;
+  EXPECT_EQ(std::memcmp(buffer.data(), contents_.data() + 4096, 8192), 0);
+  EXPECT_EQ(env_.Stats().retries, 2u);
+}
+
+TEST_F(IoUringFaultTest, PersistentErrorNamesTheRead) {
+  queue_->SetResultHookForTesting([](uint64_t, int) { return -EIO; });
+  AlignedBuffer buffer(100);
+  auto completions = ReadAll({{.offset = 10, .length = 100, .buffer = buffer.data(), .tag = 7}});
+  ASSERT_EQ(completions.size(), 1u);
+  const absl::Status& status = completions[0].status;
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable);
+  for (const std::string& part :
+       {path_, std::string("offset 10 length 100"), std::string("Input/output error (errno 5)"),
+        std::string("gave up after 3 attempts")}) {
+    EXPECT_NE(status.message().find(part), std::string_view::npos) << part << " in " << status;
+  }
+}
+
+TEST_F(IoUringFaultTest, ShortReadsAreResubmitted) {
+  // Report a third of each read (rounded to blocks, at least one block);
+  // the queue must ask again for the rest, aligned and bounced alike.
+  int calls = 0;
+  queue_->SetResultHookForTesting([&](uint64_t, int result) {
+    ++calls;
+    return result > 8192 ? static_cast<int>(AlignDown(result / 3, 4096)) + 4096 : result;
+  });
+  AlignedBuffer aligned(256 << 10);
+  std::string unaligned(100000, '\0');
+  auto completions =
+      ReadAll({{.offset = 8192, .length = 256 << 10, .buffer = aligned.data(), .tag = 1},
+               {.offset = 777, .length = 100000, .buffer = unaligned.data(), .tag = 2}});
+  ASSERT_EQ(completions.size(), 2u);
+  for (const auto& completion : completions) EXPECT_TRUE(completion.status.ok());
+  EXPECT_EQ(std::memcmp(aligned.data(), contents_.data() + 8192, 256 << 10), 0);
+  EXPECT_EQ(unaligned, contents_.substr(777, 100000));
+  EXPECT_GT(calls, 4);
+}
+
+TEST_F(IoUringFaultTest, UnexpectedEndOfFileIsDataLoss) {
+  queue_->SetResultHookForTesting([](uint64_t, int) { return 0; });
+  AlignedBuffer buffer(4096);
+  auto completions = ReadAll({{.offset = 0, .length = 4096, .buffer = buffer.data(), .tag = 1}});
+  ASSERT_EQ(completions.size(), 1u);
+  EXPECT_EQ(completions[0].status.code(), absl::StatusCode::kDataLoss);
+}
+
 }  // namespace
 }  // namespace waste::storage
