@@ -1,0 +1,221 @@
+// Every weight type x every ISA this machine has x ragged shapes, against
+// the oracle: DequantizeRow + an f32 (here f64) dot.
+//
+// Tolerance. F32/F16/BF16 dot with x exactly, so only summation order
+// differs: 1e-5 of sum |w_i x_i|. The quantized types dot with x rounded to
+// int8 per block of 32 (d = max|x| / 127, |x_i - d q_i| <= d / 2), so
+//   |y - y_ref| <= sum_i |w_i| d_block(i) / 2
+// plus f32 rounding of the products and sums (1e-5 of sum |w_i x_i|). The
+// test computes that bound per row from the very w and x it uses.
+//
+// That bound is loose (a worst case over signs), so the tests also compare
+// against the oracle run on the *rounded* activation x' = d * q (what the
+// integer path computes exactly, up to f32 rounding): |y - y_ref(x')| <=
+// 1e-5 of sum |w_i x'_i|. A wrong zero point or scale fails this one.
+#include "daemon/kernels/matvec.h"
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "daemon/kernels/cpu_features.h"
+#include "daemon/kernels/dequantize.h"
+#include "daemon/kernels/quant_blocks.h"
+#include "daemon/kernels/quantize.h"
+#include "daemon/kernels/thread_pool.h"
+#include "gtest/gtest.h"
+
+namespace waste::kernels {
+namespace {
+
+struct Matrix {
+  WeightType type;
+  int64_t rows, cols, stride;
+  std::vector<uint8_t> bytes;
+  std::vector<float> deq;  // rows x cols, the oracle's weights.
+  WeightView view() const { return WeightView{type, rows, cols, bytes.data(), stride}; }
+};
+
+// Random weights; `pad` extra bytes per row exercise row_stride_bytes.
+Matrix MakeMatrix(WeightType type, int64_t rows, int64_t cols, int64_t pad, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  Matrix m{type, rows, cols, RowBytes(type, cols) + pad, {}, {}};
+  m.bytes.assign(m.stride * rows + 64, 0xEE);
+  m.deq.resize(rows * cols);
+  std::vector<float> src(cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    // Vary the scale per row and plant outliers, as real weights have.
+    const float scale = 0.02f * (1 + r % 5);
+    for (float& v : src) v = scale * normal(rng);
+    src[(r * 37) % cols] = 8 * scale;
+    QuantizeRow(type, src.data(), m.bytes.data() + r * m.stride, cols);
+    DequantizeRow(type, m.bytes.data() + r * m.stride, m.deq.data() + r * cols, cols);
+  }
+  return m;
+}
+
+std::vector<float> MakeInput(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(n);
+  for (float& v : x) v = normal(rng);
+  for (int64_t i = 0; i < n; i += 97) x[i] *= 10;  // Outliers stretch some blocks' d.
+  return x;
+}
+
+// |y - y_ref| bound for row r against input x (see the file comment).
+double Bound(const Matrix& m, int64_t r, const float* x) {
+  double mag = 0, act = 0;
+  const float* w = m.deq.data() + r * m.cols;
+  for (int64_t b = 0; b < m.cols / 32; ++b) {
+    float amax = 0;
+    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[32 * b + j]));
+    for (int j = 0; j < 32; ++j) {
+      act += std::fabs(w[32 * b + j]) * (amax / 127) / 2;
+      mag += std::fabs(w[32 * b + j] * x[32 * b + j]);
+    }
+  }
+  for (int64_t i = m.cols / 32 * 32; i < m.cols; ++i) mag += std::fabs(w[i] * x[i]);
+  return (UsesQuantizedActivations(m.type) ? 1.0001 * act : 0.0) + 1e-5 * mag + 1e-6;
+}
+
+// x as the quantized kernels see it: each block rounded to d * int8.
+std::vector<float> RoundedInput(const std::vector<float>& x) {
+  const int64_t n = x.size();
+  std::vector<uint8_t> buf(ActsScratchBytes(n) + 64);
+  void* aligned = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~63ull);
+  const QuantizedActs a = LayoutActs(aligned, n);
+  QuantizeActsRef(x.data(), n, a);
+  std::vector<float> out(n);
+  for (int64_t i = 0; i < n; ++i) out[i] = a.d[i / 32] * a.qs[i];
+  return out;
+}
+
+// Summation-order tolerance: 1e-5 of sum |w_i x_i|.
+double RoundingBound(const Matrix& m, int64_t r, const float* x) {
+  double mag = 0;
+  for (int64_t i = 0; i < m.cols; ++i) mag += std::fabs(m.deq[r * m.cols + i] * x[i]);
+  return 1e-5 * mag + 1e-6;
+}
+
+double Reference(const Matrix& m, int64_t r, const float* x) {
+  double sum = 0;
+  for (int64_t i = 0; i < m.cols; ++i) sum += double{m.deq[r * m.cols + i]} * x[i];
+  return sum;
+}
+
+std::string Label(WeightType t, Isa isa, int64_t rows, int64_t cols, int threads) {
+  return std::string(GetWeightTypeInfo(t).name) + " on " + std::string(IsaName(isa)) + " " +
+         std::to_string(rows) + "x" + std::to_string(cols) + " threads " + std::to_string(threads);
+}
+
+// Shapes: rows not a multiple of any thread count; cols of 1 block, several
+// blocks, and (legacy types) not a multiple of 256 (the AVX-512 tail).
+std::vector<std::pair<int64_t, int64_t>> Shapes(WeightType t) {
+  const int be = GetWeightTypeInfo(t).block_elems;
+  if (be == 256) return {{1, 256}, {7, 512}, {37, 1280}, {3, 4096}};
+  if (be == 32) return {{1, 32}, {5, 96}, {37, 288}, {19, 1056}, {3, 4096}};
+  return {{1, 1}, {5, 17}, {37, 300}, {19, 1056}, {3, 4096}};
+}
+
+TEST(MatVecTest, EveryTypeEveryIsaMatchesOracle) {
+  ThreadPool pool2(2), pool3(3);
+  for (WeightType type : kAllWeightTypes) {
+    for (auto [rows, cols] : Shapes(type)) {
+      const Matrix m = MakeMatrix(type, rows, cols, /*pad=*/rows % 2 ? 0 : 6, rows * 131 + cols);
+      const std::vector<float> x = MakeInput(cols, cols);
+      const std::vector<float> xq = UsesQuantizedActivations(type) ? RoundedInput(x) : x;
+      Scratch scratch(MatVecScratchBytes(type, cols));
+      for (Isa isa : SupportedIsas()) {
+        for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) {
+          const int threads = pool ? pool->num_threads() : 1;
+          std::vector<float> y(rows, NAN);
+          ASSERT_TRUE(
+              MatMulOnIsa(isa, m.view(), x.data(), cols, 1, y.data(), rows, pool, &scratch).ok());
+          for (int64_t r = 0; r < rows; ++r) {
+            ASSERT_NEAR(y[r], Reference(m, r, x.data()), Bound(m, r, x.data()))
+                << Label(type, isa, rows, cols, threads) << " row " << r;
+            ASSERT_NEAR(y[r], Reference(m, r, xq.data()), RoundingBound(m, r, xq.data()))
+                << Label(type, isa, rows, cols, threads) << " row " << r << " (rounded x)";
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(MatVecTest, DefaultIsaEntryPoint) {
+  const Matrix m = MakeMatrix(WeightType::kQ4_K, 9, 512, 0, 1);
+  const std::vector<float> x = MakeInput(512, 2);
+  Scratch scratch(MatVecScratchBytes(WeightType::kQ4_K, 512));
+  ThreadPool pool(2);
+  std::vector<float> y(9);
+  ASSERT_TRUE(MatVec(m.view(), x.data(), y.data(), &pool, &scratch).ok());
+  for (int64_t r = 0; r < 9; ++r)
+    EXPECT_NEAR(y[r], Reference(m, r, x.data()), Bound(m, r, x.data()));
+}
+
+// Batches that are not a multiple of the kernels' 4-vector unroll, with
+// strided inputs and outputs.
+TEST(MatMulTest, BatchesMatchOracle) {
+  ThreadPool pool(2);
+  for (WeightType type : kAllWeightTypes) {
+    const int64_t rows = 21, cols = 512, x_stride = cols + 8, y_stride = rows + 3;
+    const Matrix m = MakeMatrix(type, rows, cols, 0, 5);
+    for (int64_t batch : {1, 2, 3, 5, 17, 32}) {
+      const std::vector<float> x = MakeInput(x_stride * batch, batch);
+      Scratch scratch(MatVecScratchBytes(type, cols, batch));
+      for (Isa isa : SupportedIsas()) {
+        std::vector<float> y(y_stride * batch, NAN);
+        ASSERT_TRUE(MatMulOnIsa(isa, m.view(), x.data(), x_stride, batch, y.data(), y_stride, &pool,
+                                &scratch)
+                        .ok());
+        for (int64_t b = 0; b < batch; ++b) {
+          const float* xb = x.data() + b * x_stride;
+          for (int64_t r = 0; r < rows; ++r) {
+            ASSERT_NEAR(y[b * y_stride + r], Reference(m, r, xb), Bound(m, r, xb))
+                << Label(type, isa, rows, cols, 2) << " batch " << batch << " b " << b;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(MatVecTest, RejectsBadShapesAndScratch) {
+  std::vector<uint8_t> w(RowBytes(WeightType::kQ4_K, 512) * 4);
+  std::vector<float> x(512), y(4);
+  Scratch scratch(MatVecScratchBytes(WeightType::kQ4_K, 512));
+  WeightView v = DenseWeightView(WeightType::kQ4_K, 4, 512, w.data());
+  EXPECT_TRUE(MatVec(v, x.data(), y.data(), nullptr, &scratch).ok());
+  WeightView bad_cols = v;
+  bad_cols.cols = 500;
+  EXPECT_EQ(MatVec(bad_cols, x.data(), y.data(), nullptr, &scratch).code(),
+            absl::StatusCode::kInvalidArgument);
+  WeightView short_stride = v;
+  short_stride.row_stride_bytes -= 1;
+  EXPECT_FALSE(MatVec(short_stride, x.data(), y.data(), nullptr, &scratch).ok());
+  Scratch small(16);
+  EXPECT_FALSE(MatVec(v, x.data(), y.data(), nullptr, &small).ok());
+  EXPECT_FALSE(MatVec(v, x.data(), y.data(), nullptr, nullptr).ok());
+  EXPECT_FALSE(MatMul(v, x.data(), 512, kMaxBatch + 1, y.data(), 4, nullptr, &scratch).ok());
+  WeightView unknown = v;
+  unknown.type = static_cast<WeightType>(10);  // Q2_K: not supported.
+  EXPECT_FALSE(MatVec(unknown, x.data(), y.data(), nullptr, &scratch).ok());
+  // F16 needs no scratch.
+  WeightView f16 = DenseWeightView(WeightType::kF16, 2, 256, w.data());
+  EXPECT_EQ(MatVecScratchBytes(WeightType::kF16, 256), 0u);
+  EXPECT_TRUE(MatVec(f16, x.data(), y.data(), nullptr, nullptr).ok());
+}
+
+TEST(CpuFeaturesTest, DetectedIsaIsSupported) {
+  const std::vector<Isa> isas = SupportedIsas();
+  ASSERT_FALSE(isas.empty());
+  EXPECT_EQ(isas.front(), Isa::kScalar);
+  EXPECT_LE(static_cast<int>(DetectIsa()), static_cast<int>(isas.back()));
+}
+
+}  // namespace
+}  // namespace waste::kernels
