@@ -6,6 +6,8 @@
 
 #include "daemon/serve.h"
 #include "daemon/service/version.h"
+#include "daemon/tools/inspect.h"
+#include "daemon/tools/mkmodel.h"
 
 namespace {
 
@@ -13,6 +15,8 @@ constexpr char kUsage[] = R"(usage: wasted <command> [flags]
 
 commands:
   serve      run the daemon (see wasted serve --help)
+  inspect    describe a GGUF model: shapes, bytes by part and layer (--json)
+  mkmodel    write a synthetic GGUF model (see wasted mkmodel --help)
   version    print the version
 )";
 
@@ -26,6 +30,8 @@ int main(int argc, char** argv) {
   std::string command = argv[1];
   std::vector<std::string> args(argv + 2, argv + argc);
   if (command == "serve") return waste::RunServe(args);
+  if (command == "inspect") return waste::tools::RunInspect(args);
+  if (command == "mkmodel") return waste::tools::RunMkModel(args);
   if (command == "version" || command == "--version") {
     std::cout << "wasted " << waste::kWasteVersion << "\n";
     return 0;

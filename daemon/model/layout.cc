@@ -173,8 +173,8 @@ absl::StatusOr<ModelLayout> ModelLayout::FromGguf(const storage::GgufFile& gguf)
       const int64_t n = tensor.shape[2];
       if (meta_experts > 0 && n != meta_experts) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "tensor ", tensor.name, " holds ", n, " experts (ne2) but ", prefix,
-            "expert_count is ", meta_experts, "; the file is inconsistent, re-convert it"));
+            "tensor ", tensor.name, " holds ", n, " experts (ne2) but ", prefix, "expert_count is ",
+            meta_experts, "; the file is inconsistent, re-convert it"));
       }
       if (layer.n_expert > 0 && n != layer.n_expert) {
         return absl::InvalidArgumentError(

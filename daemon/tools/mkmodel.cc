@@ -1,0 +1,352 @@
+#include "daemon/tools/mkmodel.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "client/cli_args.h"
+#include "client/format.h"
+#include "daemon/kernels/quantize.h"
+#include "daemon/tools/synthetic_model.h"
+#include "daemon/tools/synthetic_tokenizer.h"
+#include "storage/gguf_writer.h"
+#include "storage/status_macros.h"
+
+namespace waste::tools {
+namespace {
+
+using storage::GgmlType;
+
+constexpr char kUsage[] = R"(usage: wasted mkmodel --out FILE [flags]
+
+Writes a synthetic GGUF model (random weights, llama.cpp's names and keys).
+
+  --arch A            llama | qwen2 | qwen3 | mixtral | qwen3moe | deepseek2 (llama)
+  --out FILE          where to write (required)
+  --type T            matrix type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k (q8_0)
+  --dim N --layers N --heads N --kv-heads N --head-dim N --ffn N --ctx N
+  --vocab N           token count (default: the tokenizer's)
+  --experts N --experts-used N --expert-ffn N     MoE archs
+  --shared-experts N --dense-layers N             deepseek2
+  --q-lora-rank N --kv-lora-rank N --rope-dim N   deepseek2 (MLA)
+  --seed S            weights are a function of the seed (1)
+  --tokenizer-from F  copy every tokenizer.* key from GGUF F (default: a
+                      built-in byte-level BPE vocabulary)
+  --threads N         generator threads (default: all cores)
+)";
+
+// Output bytes per chunk: large enough to amortize a write, small enough
+// that (2 * threads + 2) chunks in flight stay a few tens of MB.
+constexpr uint64_t kChunkBytes = 4 << 20;
+
+uint64_t SplitMix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// Fills `out` with ~normal(0, scale) values from a stream keyed by
+// (seed, tensor, row). Each value is an Irwin-Hall sum of four uniform bytes
+// (mean 510, standard deviation ~147.8): close enough to normal for synthetic
+// weights, bounded at ~3.5 sigma, and a fraction of a nanosecond each.
+void FillNormalRow(uint64_t seed, uint64_t tensor, uint64_t row, float scale, float* out,
+                   int64_t n) {
+  uint64_t state = SplitMix64(seed ^ SplitMix64(tensor * 0x100000001B3ull + row));
+  const float k = scale / 147.8f;
+  int64_t i = 0;
+  for (; i + 1 < n; i += 2) {
+    // wyrand: one 64x64->128 multiply per two values.
+    state += 0xA0761D6478BD642Full;
+    const __uint128_t m = static_cast<__uint128_t>(state) * (state ^ 0xE7037ED1A0B428DBull);
+    const uint64_t r = static_cast<uint64_t>(m >> 64) ^ static_cast<uint64_t>(m);
+    const int a =
+        int(r & 0xFF) + int((r >> 8) & 0xFF) + int((r >> 16) & 0xFF) + int((r >> 24) & 0xFF);
+    const int b = int((r >> 32) & 0xFF) + int((r >> 40) & 0xFF) + int((r >> 48) & 0xFF) +
+                  int((r >> 56) & 0xFF);
+    out[i] = static_cast<float>(a - 510) * k;
+    out[i + 1] = static_cast<float>(b - 510) * k;
+  }
+  if (i < n) out[i] = static_cast<float>(static_cast<int>(SplitMix64(state) & 0xFF) - 128) * k;
+}
+
+// A run of rows of one tensor, generated and written as a unit.
+struct Chunk {
+  size_t tensor = 0;
+  int64_t first_row = 0;
+  int64_t rows = 0;
+};
+
+std::vector<Chunk> PlanChunks(const ModelSpec& spec) {
+  std::vector<Chunk> chunks;
+  for (size_t t = 0; t < spec.tensors.size(); ++t) {
+    const TensorSpec& tensor = spec.tensors[t];
+    const uint64_t row_bytes = *storage::GgmlRowSize(tensor.type, tensor.shape[0]);
+    int64_t rows = 1;
+    for (size_t d = 1; d < tensor.shape.size(); ++d) rows *= tensor.shape[d];
+    const int64_t per_chunk = std::max<int64_t>(1, kChunkBytes / row_bytes);
+    for (int64_t r = 0; r < rows; r += per_chunk) {
+      chunks.push_back({t, r, std::min(per_chunk, rows - r)});
+    }
+  }
+  return chunks;
+}
+
+// Generates chunks on worker threads into a ring of slots and hands them to
+// the caller's thread in order. Slot c % slots holds chunk c; a worker may
+// fill chunk c once chunk c - slots has been consumed.
+class ChunkPipeline {
+ public:
+  ChunkPipeline(const ModelSpec& spec, uint64_t seed, std::vector<Chunk> chunks, int workers)
+      : spec_(spec), seed_(seed), chunks_(std::move(chunks)), slots_(2 * workers + 2) {
+    for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { Work(); });
+  }
+  ~ChunkPipeline() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cancelled_ = true;
+    }
+    cv_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+
+  size_t size() const { return chunks_.size(); }
+  const Chunk& chunk(size_t c) const { return chunks_[c]; }
+
+  // Blocks until chunk c (the next not consumed) is ready; its bytes stay
+  // valid until Consumed(c).
+  std::string_view Wait(size_t c) {
+    Slot& slot = slots_[c % slots_.size()];
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return slot.ready_chunk == static_cast<int64_t>(c); });
+    return std::string_view(slot.bytes.data(), slot.size);
+  }
+  void Consumed(size_t c) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      consumed_ = c + 1;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  struct Slot {
+    std::vector<char> bytes;
+    size_t size = 0;
+    int64_t ready_chunk = -1;
+  };
+
+  void Work() {
+    std::vector<float> row;
+    for (;;) {
+      const size_t c = next_.fetch_add(1);
+      if (c >= chunks_.size()) return;
+      Slot& slot = slots_[c % slots_.size()];
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return cancelled_ || c < consumed_ + slots_.size(); });
+        if (cancelled_) return;
+      }
+      Fill(chunks_[c], &slot, &row);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        slot.ready_chunk = static_cast<int64_t>(c);
+      }
+      cv_.notify_all();
+    }
+  }
+
+  void Fill(const Chunk& chunk, Slot* slot, std::vector<float>* row) {
+    const TensorSpec& tensor = spec_.tensors[chunk.tensor];
+    const int64_t ne0 = tensor.shape[0];
+    const uint64_t row_bytes = *storage::GgmlRowSize(tensor.type, ne0);
+    slot->size = row_bytes * chunk.rows;
+    if (slot->bytes.size() < slot->size) slot->bytes.resize(slot->size);
+    row->resize(ne0);
+    if (tensor.init == WeightInit::kOnes) std::fill(row->begin(), row->end(), 1.0f);
+    const auto type = static_cast<kernels::WeightType>(tensor.type);
+    for (int64_t r = 0; r < chunk.rows; ++r) {
+      if (tensor.init == WeightInit::kNormal) {
+        FillNormalRow(seed_, chunk.tensor, chunk.first_row + r, tensor.scale, row->data(), ne0);
+      }
+      kernels::QuantizeRow(type, row->data(), slot->bytes.data() + r * row_bytes, ne0);
+    }
+  }
+
+  const ModelSpec& spec_;
+  const uint64_t seed_;
+  const std::vector<Chunk> chunks_;
+  std::vector<Slot> slots_;
+  std::vector<std::thread> threads_;
+  std::atomic<size_t> next_{0};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  size_t consumed_ = 0;     // Guarded by mu_.
+  bool cancelled_ = false;  // Guarded by mu_.
+};
+
+absl::Status WriteModel(const ModelSpec& spec, const TokenizerMetadata& tokenizer, uint64_t seed,
+                        int threads, storage::WritableFile* file) {
+  storage::WritableFileSink sink(file);
+  storage::GgufWriter writer(&sink);
+  for (const auto& [key, value] : spec.metadata) RETURN_IF_ERROR(writer.AddMetadata(key, value));
+  for (const auto& [key, value] : tokenizer.keys) RETURN_IF_ERROR(writer.AddMetadata(key, value));
+  for (const TensorSpec& tensor : spec.tensors) {
+    RETURN_IF_ERROR(writer.AddTensor(tensor.name, tensor.type, tensor.shape).status());
+  }
+  RETURN_IF_ERROR(writer.WriteHeader());
+  ChunkPipeline pipeline(spec, seed, PlanChunks(spec), threads);
+  for (size_t c = 0; c < pipeline.size(); ++c) {
+    std::string_view bytes = pipeline.Wait(c);
+    RETURN_IF_ERROR(writer.AppendTensorData(spec.tensors[pipeline.chunk(c).tensor].name, bytes));
+    pipeline.Consumed(c);
+  }
+  return writer.Finish();
+}
+
+}  // namespace
+
+absl::StatusOr<MkModelOptions> ParseMkModelArgs(const std::vector<std::string>& args) {
+  std::vector<FlagDef> defs = {{"help", false}};
+  for (const char* name : {"arch",         "out",         "type",
+                           "dim",          "layers",      "heads",
+                           "kv-heads",     "head-dim",    "ffn",
+                           "vocab",        "ctx",         "experts",
+                           "experts-used", "expert-ffn",  "shared-experts",
+                           "dense-layers", "q-lora-rank", "kv-lora-rank",
+                           "rope-dim",     "seed",        "tokenizer-from",
+                           "threads"}) {
+    defs.push_back({name, true});
+  }
+  ASSIGN_OR_RETURN(ParsedArgs parsed, ParseArgs(args, defs));
+  if (parsed.Has("help")) return absl::CancelledError(kUsage);
+  if (!parsed.positional().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unexpected argument '", parsed.positional()[0], "'; see --help"));
+  }
+  MkModelOptions o;
+  const std::string arch = parsed.GetOr("arch", "llama");
+  if (!ParseSyntheticArch(arch, &o.arch)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--arch ", arch, " is not one of llama, qwen2, qwen3, mixtral, qwen3moe, deepseek2"));
+  }
+  o.out = parsed.GetOr("out", "");
+  if (o.out.empty()) return absl::InvalidArgumentError("--out FILE is required");
+  const std::string type = parsed.GetOr("type", "q8_0");
+  std::optional<GgmlType> ggml_type = storage::ParseGgmlType(type);
+  if (!ggml_type.has_value() ||
+      !kernels::IsSupportedWeightType(static_cast<uint32_t>(*ggml_type))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--type ", type, " is not one of f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k"));
+  }
+  o.type = *ggml_type;
+  struct IntFlag {
+    const char* name;
+    int64_t* field;
+  };
+  for (IntFlag flag : {IntFlag{"dim", &o.dim},
+                       {"layers", &o.layers},
+                       {"heads", &o.heads},
+                       {"kv-heads", &o.kv_heads},
+                       {"head-dim", &o.head_dim},
+                       {"ffn", &o.ffn},
+                       {"vocab", &o.vocab},
+                       {"ctx", &o.ctx},
+                       {"experts", &o.experts},
+                       {"experts-used", &o.experts_used},
+                       {"expert-ffn", &o.expert_ffn},
+                       {"shared-experts", &o.shared_experts},
+                       {"dense-layers", &o.dense_layers},
+                       {"q-lora-rank", &o.q_lora_rank},
+                       {"kv-lora-rank", &o.kv_lora_rank},
+                       {"rope-dim", &o.rope_dim}}) {
+    ASSIGN_OR_RETURN(*flag.field, parsed.GetInt(flag.name, *flag.field));
+    if (parsed.Has(flag.name) && *flag.field < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag.name, " must not be negative, got ", *flag.field));
+    }
+  }
+  ASSIGN_OR_RETURN(int64_t seed, parsed.GetInt("seed", 1));
+  o.seed = static_cast<uint64_t>(seed);
+  ASSIGN_OR_RETURN(int64_t threads, parsed.GetInt("threads", 0));
+  o.threads = static_cast<int>(std::clamp<int64_t>(threads, 0, 256));
+  o.tokenizer_from = parsed.GetOr("tokenizer-from", "");
+  return o;
+}
+
+absl::StatusOr<MkModelResult> WriteSyntheticModel(const MkModelOptions& options,
+                                                  storage::Env* env) {
+  TokenizerMetadata tokenizer;
+  if (!options.tokenizer_from.empty()) {
+    ASSIGN_OR_RETURN(tokenizer, CopyTokenizer(env, options.tokenizer_from));
+  } else {
+    ASSIGN_OR_RETURN(tokenizer,
+                     ByteLevelTokenizer(options.vocab > 0 ? options.vocab : MinByteLevelVocab()));
+  }
+  ASSIGN_OR_RETURN(MkModelOptions resolved, ResolveOptions(options, tokenizer.vocab));
+  const ModelSpec spec = BuildModelSpec(resolved);
+
+  int threads = resolved.threads;
+  if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  const std::string tmp = resolved.out + ".mkmodel-tmp";
+  {
+    ASSIGN_OR_RETURN(std::unique_ptr<storage::WritableFile> file, env->NewWritableFile(tmp));
+    absl::Status status = WriteModel(spec, tokenizer, resolved.seed, threads, file.get());
+    if (status.ok()) status = file->Sync();
+    if (status.ok()) status = file->Close();
+    if (!status.ok()) {
+      file.reset();
+      env->DeleteFile(tmp).IgnoreError();
+      return absl::Status(status.code(),
+                          absl::StrCat("writing ", resolved.out, ": ", status.message()));
+    }
+  }
+  RETURN_IF_ERROR(env->RenameFile(tmp, resolved.out));
+
+  MkModelResult result;
+  result.arch = spec.arch;
+  result.tensors = static_cast<int64_t>(spec.tensors.size());
+  for (const TensorSpec& t : spec.tensors) {
+    int64_t n = 1;
+    for (int64_t d : t.shape) n *= d;
+    result.params += n;
+  }
+  result.vocab = resolved.vocab;
+  ASSIGN_OR_RETURN(result.file_bytes, env->GetFileSize(resolved.out));
+  return result;
+}
+
+int RunMkModel(const std::vector<std::string>& args) {
+  absl::StatusOr<MkModelOptions> options = ParseMkModelArgs(args);
+  if (!options.ok()) {
+    if (absl::IsCancelled(options.status())) {
+      std::cout << options.status().message();
+      return 0;
+    }
+    std::cerr << "wasted mkmodel: " << options.status().message() << "\n";
+    return 2;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<MkModelResult> result = WriteSyntheticModel(*options, storage::Env::Default());
+  if (!result.ok()) {
+    std::cerr << "wasted mkmodel: " << result.status().message() << "\n";
+    return 1;
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << absl::StrFormat(
+      "wrote %s: %s (%s), %d tensors, %d parameters, vocab %d, %s in %.1f s (%.0f MB/s)\n",
+      options->out, result->arch, std::string(storage::GgmlTypeName(options->type)),
+      result->tensors, result->params, result->vocab, FormatBytes(result->file_bytes), seconds,
+      result->file_bytes / 1e6 / std::max(seconds, 1e-9));
+  return 0;
+}
+
+}  // namespace waste::tools
