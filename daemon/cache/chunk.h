@@ -1,0 +1,63 @@
+// A weight chunk: the unit the daemon reads from disk, keeps resident or
+// evicts — an attention block, a dense FFN, later each expert. A chunk is a
+// set of tensor extents of the model file, read into one slot of memory.
+#ifndef WASTE_DAEMON_CACHE_CHUNK_H_
+#define WASTE_DAEMON_CACHE_CHUNK_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "storage/gguf.h"
+
+namespace waste::cache {
+
+using ChunkId = int32_t;
+
+// What a chunk holds; the memory plan and the pin policy decide by it.
+enum class ChunkKind {
+  kGlobal,     // Embeddings, output head, final norm: pinned.
+  kAttention,  // One layer's attention block (with its norm).
+  kFfn,        // One layer's dense feed-forward block (with its norm).
+};
+
+const char* ChunkKindName(ChunkKind kind);
+
+// One read that fills part of a slot: `length` bytes of the file at
+// `file_offset` land at `slot_offset`. Offsets are 4096-aligned so the read
+// can go straight to the slot with O_DIRECT (only a read ending at the end
+// of the file may have an unaligned length).
+struct ChunkRead {
+  uint64_t file_offset = 0;
+  uint64_t length = 0;
+  uint64_t slot_offset = 0;
+};
+
+struct ChunkSpec {
+  ChunkId id = 0;
+  std::string name;  // "blk.3.attn", "global".
+  int layer = -1;    // -1 for global chunks.
+  ChunkKind kind = ChunkKind::kGlobal;
+  std::vector<ChunkRead> reads;
+  uint64_t slot_bytes = 0;    // Memory the chunk occupies (sum of aligned reads).
+  uint64_t tensor_bytes = 0;  // Bytes of its tensors proper.
+};
+
+// Where a tensor lives once its chunk is in memory.
+struct TensorPlacement {
+  ChunkId chunk = 0;
+  uint64_t slot_offset = 0;
+};
+
+inline constexpr uint64_t kChunkAlignment = 4096;
+
+// Builds a ChunkSpec for `tensors` (all in one chunk): extents closer than
+// `merge_gap` bytes are read in one run. Appends each tensor's placement to
+// `placements` (in the order of `tensors`).
+ChunkSpec BuildChunkSpec(ChunkId id, std::string name, int layer, ChunkKind kind,
+                         const std::vector<const storage::TensorInfo*>& tensors, uint64_t file_size,
+                         std::vector<TensorPlacement>* placements, uint64_t merge_gap = 1 << 20);
+
+}  // namespace waste::cache
+
+#endif  // WASTE_DAEMON_CACHE_CHUNK_H_

@@ -1,0 +1,53 @@
+// ChunkStore: makes weight chunks available in memory while computation
+// uses them. The forward pass Acquires a chunk before a layer's work and
+// Releases it after; the store decides what is read when and what stays.
+//
+// Implementations: ResidentChunkStore (every chunk read once at load) and
+// the streaming store (a fixed pool, a cache policy and prefetching).
+//
+// Thread-safety: Acquire/Release/Prefetch are called by one engine thread.
+#ifndef WASTE_DAEMON_CACHE_CHUNK_STORE_H_
+#define WASTE_DAEMON_CACHE_CHUNK_STORE_H_
+
+#include <cstdint>
+#include <span>
+
+#include "absl/status/statusor.h"
+#include "daemon/cache/chunk.h"
+
+namespace waste::cache {
+
+// Counters of a store; monotonic, summed since creation.
+struct ChunkStoreStats {
+  int64_t hits = 0;             // Acquires that found the chunk resident.
+  int64_t misses = 0;           // Acquires that had to wait for a read.
+  int64_t prefetch_hits = 0;    // Chunks read ahead of need, then used.
+  int64_t prefetch_wasted = 0;  // Chunks read ahead of need, evicted unused.
+  int64_t bytes_read = 0;
+  int64_t read_retries = 0;
+  double io_wait_seconds = 0;    // Time Acquire blocked waiting for reads.
+  double read_busy_seconds = 0;  // Time at least one read was in flight.
+  int64_t resident_bytes = 0;    // Gauge: chunk bytes in memory now.
+  int64_t capacity_bytes = 0;    // Gauge: memory the store may use for chunks.
+};
+
+class ChunkStore {
+ public:
+  virtual ~ChunkStore() = default;
+
+  // The chunk's slot in memory, valid until the matching Release. Blocks
+  // until its reads have completed. A read failure is an error naming the
+  // chunk, file, offset and errno; the store stays usable.
+  virtual absl::StatusOr<const uint8_t*> Acquire(ChunkId id) = 0;
+  virtual void Release(ChunkId id) = 0;
+
+  // Says which chunks will be acquired next, in order, so reads can start
+  // now. A hint: may be ignored; never blocks.
+  virtual void Prefetch(std::span<const ChunkId> upcoming) { (void)upcoming; }
+
+  virtual ChunkStoreStats Stats() const = 0;
+};
+
+}  // namespace waste::cache
+
+#endif  // WASTE_DAEMON_CACHE_CHUNK_STORE_H_

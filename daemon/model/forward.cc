@@ -1,0 +1,276 @@
+#include "daemon/model/forward.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "daemon/kernels/dequantize.h"
+#include "daemon/kernels/ops/ops.h"
+#include "daemon/kernels/ops/rope.h"
+#include "storage/logging.h"
+#include "storage/status_macros.h"
+
+namespace waste::model {
+namespace {
+
+namespace ops = kernels::ops;
+
+// Releases an acquired chunk when the scope ends, whatever the path.
+class ChunkLease {
+ public:
+  ChunkLease(cache::ChunkStore* store, cache::ChunkId id) : store_(store), id_(id) {}
+  ~ChunkLease() {
+    if (slot_ != nullptr) store_->Release(id_);
+  }
+  absl::Status Acquire() {
+    ASSIGN_OR_RETURN(slot_, store_->Acquire(id_));
+    return absl::OkStatus();
+  }
+  const uint8_t* slot() const { return slot_; }
+
+ private:
+  cache::ChunkStore* store_;
+  cache::ChunkId id_;
+  const uint8_t* slot_ = nullptr;
+};
+
+}  // namespace
+
+KvCache::KvCache(const HParams& hp, int64_t n_ctx, ops::KvType type)
+    : n_ctx_(n_ctx),
+      type_(type),
+      n_kv_head_(static_cast<int>(hp.n_head_kv)),
+      head_dim_(static_cast<int>(hp.head_dim)),
+      layer_bytes_(storage::AlignUp(ops::KvCacheBytes(type, n_ctx, n_kv_head_, head_dim_), 64)),
+      buffer_(std::max<uint64_t>(1, 2 * layer_bytes_ * hp.n_layer), 64) {
+  WCHECK(buffer_.data() != nullptr) << "cannot allocate the KV cache";
+}
+
+uint64_t KvCache::Bytes(const HParams& hp, int64_t n_ctx, ops::KvType type) {
+  uint64_t layer = storage::AlignUp(
+      ops::KvCacheBytes(type, n_ctx, static_cast<int>(hp.n_head_kv), static_cast<int>(hp.head_dim)),
+      64);
+  return 2 * layer * hp.n_layer;
+}
+
+ops::KvCacheLayer KvCache::Layer(int64_t l) const {
+  ops::KvCacheLayer layer;
+  layer.type = type_;
+  layer.k = buffer_.data() + 2 * l * layer_bytes_;
+  layer.v = buffer_.data() + (2 * l + 1) * layer_bytes_;
+  layer.n_ctx = n_ctx_;
+  layer.n_kv_head = n_kv_head_;
+  layer.head_dim = head_dim_;
+  return layer;
+}
+
+namespace {
+
+ops::AttentionParams AttentionParamsOf(const HParams& hp) {
+  ops::AttentionParams params;
+  params.n_head = static_cast<int>(hp.n_head);
+  params.n_kv_head = static_cast<int>(hp.n_head_kv);
+  params.head_dim = static_cast<int>(hp.head_dim);
+  return params;
+}
+
+size_t MatVecScratchFor(const Model& model) {
+  size_t bytes = 0;
+  auto consider = [&](const TensorRef& t) {
+    if (t.present) {
+      bytes = std::max(bytes, kernels::MatVecScratchBytes(t.type, t.cols, kMaxForwardBatch));
+    }
+  };
+  consider(model.globals().output);
+  for (const LayerTensors& l : model.layers()) {
+    for (const TensorRef* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down}) consider(*t);
+  }
+  return bytes;
+}
+
+}  // namespace
+
+SequenceState::SequenceState(const Model& model, int64_t n_ctx, ops::KvType kv_type)
+    : kv_(model.hparams(), n_ctx, kv_type), matvec_scratch_(MatVecScratchFor(model)) {
+  const HParams& hp = model.hparams();
+  const int64_t b = kMaxForwardBatch;
+  x_.resize(b * hp.n_embd);
+  xb_.resize(b * std::max(hp.n_embd, hp.q_dim()));
+  q_.resize(b * hp.q_dim());
+  k_.resize(b * hp.kv_dim());
+  v_.resize(b * hp.kv_dim());
+  att_.resize(b * hp.q_dim());
+  tmp_.resize(b * hp.n_embd);
+  gate_.resize(b * hp.n_ff);
+  up_.resize(b * hp.n_ff);
+  rope_table_.resize(b * ops::RopeTableFloats(hp.rope));
+  attn_scratch_.resize(ops::AttentionScratchFloats(AttentionParamsOf(hp)));
+}
+
+uint64_t SequenceState::bytes() const { return kv_.bytes() + matvec_scratch_.bytes(); }
+
+uint64_t SequenceState::ScratchBytes(const Model& model) {
+  const HParams& hp = model.hparams();
+  uint64_t floats =
+      kMaxForwardBatch * (3 * hp.n_embd + std::max(hp.n_embd, hp.q_dim()) + 2 * hp.q_dim() +
+                          2 * hp.kv_dim() + 2 * hp.n_ff + ops::RopeTableFloats(hp.rope)) +
+      ops::AttentionScratchFloats(AttentionParamsOf(hp));
+  return floats * sizeof(float) + MatVecScratchFor(model);
+}
+
+absl::Status Forward::Run(SequenceState* state, std::span<const int32_t> tokens, float* logits,
+                          bool all_logits) {
+  const HParams& hp = model_->hparams();
+  if (tokens.empty()) return absl::InvalidArgumentError("no tokens to run");
+  if (state->n_past_ + static_cast<int64_t>(tokens.size()) > state->n_ctx()) {
+    return absl::OutOfRangeError(absl::StrCat("context is full: ", state->n_past_, " + ",
+                                              tokens.size(), " tokens exceed the context of ",
+                                              state->n_ctx()));
+  }
+  for (int32_t token : tokens) {
+    if (token < 0 || token >= hp.n_vocab) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("token id ", token, " is outside the vocabulary of ", hp.n_vocab));
+    }
+  }
+  ChunkLease global(store_, model_->globals().chunk);
+  RETURN_IF_ERROR(global.Acquire());
+  int64_t start_pos = state->n_past_;
+  for (size_t i = 0; i < tokens.size(); i += kMaxForwardBatch) {
+    size_t n = std::min<size_t>(kMaxForwardBatch, tokens.size() - i);
+    bool last = i + n == tokens.size();
+    float* out = all_logits ? logits + i * hp.n_vocab : (last ? logits : nullptr);
+    absl::Status status = RunBatch(state, global.slot(), tokens.subspan(i, n), out, all_logits);
+    if (!status.ok()) {
+      state->n_past_ = start_pos;
+      return status;
+    }
+  }
+  return absl::OkStatus();
+}
+
+void Forward::PrefetchAfter(int64_t l, bool ffn) {
+  const auto& layers = model_->layers();
+  cache::ChunkId upcoming[4];
+  size_t n = 0;
+  // The rest of this layer, then the next layer: the store decides how far
+  // ahead it actually reads.
+  if (!ffn) upcoming[n++] = layers[l].ffn_chunk;
+  for (int64_t next = l + 1; next < static_cast<int64_t>(layers.size()) && n < 3; ++next) {
+    upcoming[n++] = layers[next].attn_chunk;
+    if (n < 3) upcoming[n++] = layers[next].ffn_chunk;
+  }
+  store_->Prefetch(std::span<const cache::ChunkId>(upcoming, n));
+}
+
+absl::Status Forward::RunBatch(SequenceState* s, const uint8_t* global,
+                               std::span<const int32_t> tokens, float* logits, bool all_logits) {
+  const HParams& hp = model_->hparams();
+  const GlobalTensors& g = model_->globals();
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  for (int64_t b = 0; b < n; ++b) {
+    kernels::DequantizeRow(g.token_embd.type,
+                           g.token_embd.Data(global) + tokens[b] * g.token_embd.row_bytes,
+                           &s->x_[b * hp.n_embd], hp.n_embd);
+  }
+  ops::RopeParams rope = hp.rope;
+  if (g.rope_freqs.present) rope.freq_factors = g.rope_freqs.F32(global);
+  const int64_t table_floats = ops::RopeTableFloats(rope);
+  for (int64_t b = 0; b < n; ++b) {
+    ops::RopeTableInit(rope, s->n_past_ + b, &s->rope_table_[b * table_floats]);
+  }
+
+  for (int64_t l = 0; l < hp.n_layer; ++l) {
+    const LayerTensors& layer = model_->layers()[l];
+    RETURN_IF_ERROR(Attention(s, layer, l, n));
+    RETURN_IF_ERROR(FeedForward(s, layer, l, n));
+  }
+  s->n_past_ += n;
+
+  // Logits of the last token, or of all of them.
+  int64_t first = all_logits ? 0 : n - 1;
+  if (logits == nullptr) return absl::OkStatus();
+  for (int64_t b = first; b < n; ++b) {
+    ops::RmsNorm(&s->x_[b * hp.n_embd], g.output_norm.F32(global), hp.n_embd, hp.rms_eps,
+                 &s->xb_[(b - first) * hp.n_embd]);
+  }
+  return kernels::MatMul(g.output.View(global), s->xb_.data(), hp.n_embd, n - first, logits,
+                         hp.n_vocab, pool_, &s->matvec_scratch_);
+}
+
+absl::Status Forward::Attention(SequenceState* s, const LayerTensors& layer, int64_t l, int64_t n) {
+  const HParams& hp = model_->hparams();
+  ChunkLease chunk(store_, layer.attn_chunk);
+  RETURN_IF_ERROR(chunk.Acquire());
+  PrefetchAfter(l, /*ffn=*/false);
+  const uint8_t* slot = chunk.slot();
+  const int64_t qd = hp.q_dim(), kvd = hp.kv_dim(), hd = hp.head_dim;
+
+  for (int64_t b = 0; b < n; ++b) {
+    ops::RmsNorm(&s->x_[b * hp.n_embd], layer.attn_norm.F32(slot), hp.n_embd, hp.rms_eps,
+                 &s->xb_[b * hp.n_embd]);
+  }
+  kernels::Scratch* scratch = &s->matvec_scratch_;
+  RETURN_IF_ERROR(kernels::MatMul(layer.wq.View(slot), s->xb_.data(), hp.n_embd, n, s->q_.data(),
+                                  qd, pool_, scratch));
+  RETURN_IF_ERROR(kernels::MatMul(layer.wk.View(slot), s->xb_.data(), hp.n_embd, n, s->k_.data(),
+                                  kvd, pool_, scratch));
+  RETURN_IF_ERROR(kernels::MatMul(layer.wv.View(slot), s->xb_.data(), hp.n_embd, n, s->v_.data(),
+                                  kvd, pool_, scratch));
+  const int64_t table_floats = ops::RopeTableFloats(hp.rope);
+  for (int64_t b = 0; b < n; ++b) {
+    float* q = &s->q_[b * qd];
+    float* k = &s->k_[b * kvd];
+    if (layer.bq.present) {
+      ops::Add(q, layer.bq.F32(slot), qd, q);
+      ops::Add(k, layer.bk.F32(slot), kvd, k);
+      ops::Add(&s->v_[b * kvd], layer.bv.F32(slot), kvd, &s->v_[b * kvd]);
+    }
+    if (layer.q_norm.present) {
+      for (int64_t h = 0; h < hp.n_head; ++h) {
+        ops::RmsNorm(q + h * hd, layer.q_norm.F32(slot), hd, hp.rms_eps, q + h * hd);
+      }
+      for (int64_t h = 0; h < hp.n_head_kv; ++h) {
+        ops::RmsNorm(k + h * hd, layer.k_norm.F32(slot), hd, hp.rms_eps, k + h * hd);
+      }
+    }
+    const float* table = &s->rope_table_[b * table_floats];
+    ops::RopeApply(hp.rope, table, hp.n_head, static_cast<int>(hd), q, q);
+    ops::RopeApply(hp.rope, table, hp.n_head_kv, static_cast<int>(hd), k, k);
+  }
+  ops::KvCacheLayer cache = s->kv_.Layer(l);
+  ops::KvStore(cache, s->n_past_, n, s->k_.data(), s->v_.data());
+  ops::Attention(AttentionParamsOf(hp), cache, s->q_.data(), n, s->n_past_, s->att_.data(),
+                 s->attn_scratch_.data(), static_cast<int64_t>(s->attn_scratch_.size()),
+                 [this](int64_t count, absl::FunctionRef<void(int64_t, int64_t)> body) {
+                   pool_->ParallelFor(count, body);
+                 });
+  RETURN_IF_ERROR(kernels::MatMul(layer.wo.View(slot), s->att_.data(), qd, n, s->tmp_.data(),
+                                  hp.n_embd, pool_, scratch));
+  ops::Add(s->x_.data(), s->tmp_.data(), n * hp.n_embd, s->x_.data());
+  return absl::OkStatus();
+}
+
+absl::Status Forward::FeedForward(SequenceState* s, const LayerTensors& layer, int64_t l,
+                                  int64_t n) {
+  const HParams& hp = model_->hparams();
+  ChunkLease chunk(store_, layer.ffn_chunk);
+  RETURN_IF_ERROR(chunk.Acquire());
+  PrefetchAfter(l, /*ffn=*/true);
+  const uint8_t* slot = chunk.slot();
+  for (int64_t b = 0; b < n; ++b) {
+    ops::RmsNorm(&s->x_[b * hp.n_embd], layer.ffn_norm.F32(slot), hp.n_embd, hp.rms_eps,
+                 &s->xb_[b * hp.n_embd]);
+  }
+  kernels::Scratch* scratch = &s->matvec_scratch_;
+  RETURN_IF_ERROR(kernels::MatMul(layer.gate.View(slot), s->xb_.data(), hp.n_embd, n,
+                                  s->gate_.data(), hp.n_ff, pool_, scratch));
+  RETURN_IF_ERROR(kernels::MatMul(layer.up.View(slot), s->xb_.data(), hp.n_embd, n, s->up_.data(),
+                                  hp.n_ff, pool_, scratch));
+  ops::SwiGlu(s->gate_.data(), s->up_.data(), n * hp.n_ff, s->gate_.data());
+  RETURN_IF_ERROR(kernels::MatMul(layer.down.View(slot), s->gate_.data(), hp.n_ff, n,
+                                  s->tmp_.data(), hp.n_embd, pool_, scratch));
+  ops::Add(s->x_.data(), s->tmp_.data(), n * hp.n_embd, s->x_.data());
+  return absl::OkStatus();
+}
+
+}  // namespace waste::model

@@ -1,0 +1,95 @@
+// The forward pass of a dense transformer over a ChunkStore: token ids in,
+// logits out, one batch of consecutive positions of one sequence at a time
+// (a decode step is a batch of one; prefill runs batches of up to
+// kMaxForwardBatch so each weight row is read once per batch).
+#ifndef WASTE_DAEMON_MODEL_FORWARD_H_
+#define WASTE_DAEMON_MODEL_FORWARD_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "daemon/cache/chunk_store.h"
+#include "daemon/kernels/matvec.h"
+#include "daemon/kernels/ops/attention.h"
+#include "daemon/kernels/thread_pool.h"
+#include "daemon/model/model.h"
+#include "storage/aligned_buffer.h"
+
+namespace waste::model {
+
+inline constexpr int64_t kMaxForwardBatch = 32;
+
+// The KV cache of one sequence: per layer, K and V for n_ctx positions.
+class KvCache {
+ public:
+  KvCache(const HParams& hp, int64_t n_ctx, kernels::ops::KvType type);
+  kernels::ops::KvCacheLayer Layer(int64_t l) const;
+  int64_t n_ctx() const { return n_ctx_; }
+  uint64_t bytes() const { return buffer_.size(); }
+  // Bytes a cache of this shape takes (for the memory plan).
+  static uint64_t Bytes(const HParams& hp, int64_t n_ctx, kernels::ops::KvType type);
+
+ private:
+  int64_t n_ctx_;
+  kernels::ops::KvType type_;
+  int n_kv_head_, head_dim_;
+  uint64_t layer_bytes_;  // Of one of K or V.
+  storage::AlignedBuffer buffer_;
+};
+
+// Everything one sequence needs besides the weights: its KV cache, its
+// position, and the activation buffers of a batch. Allocated once; the
+// forward pass allocates nothing.
+class SequenceState {
+ public:
+  SequenceState(const Model& model, int64_t n_ctx, kernels::ops::KvType kv_type);
+
+  int64_t n_past() const { return n_past_; }
+  int64_t n_ctx() const { return kv_.n_ctx(); }
+  // Forgets positions from `n` on (to reuse a cached prefix).
+  void Truncate(int64_t n) { n_past_ = std::min(n_past_, n); }
+  uint64_t bytes() const;
+
+  // Scratch bytes besides the KV cache for a model (for the memory plan).
+  static uint64_t ScratchBytes(const Model& model);
+
+ private:
+  friend class Forward;
+  KvCache kv_;
+  int64_t n_past_ = 0;
+  std::vector<float> x_, xb_, q_, k_, v_, att_, tmp_, gate_, up_, rope_table_, attn_scratch_;
+  kernels::Scratch matvec_scratch_;
+};
+
+// Runs a model on a store with a thread pool; neither is owned.
+class Forward {
+ public:
+  Forward(const Model* model, cache::ChunkStore* store, kernels::ThreadPool* pool)
+      : model_(model), store_(store), pool_(pool) {}
+
+  // Appends `tokens` to the sequence at positions n_past .. n_past+n-1 and
+  // writes logits: of every token ([n, n_vocab]) when `all_logits`, else of
+  // the last token only ([n_vocab]). A context overflow is OUT_OF_RANGE and
+  // a weight read failure is returned as is; either way the sequence keeps
+  // its previous n_past.
+  absl::Status Run(SequenceState* state, std::span<const int32_t> tokens, float* logits,
+                   bool all_logits = false);
+
+ private:
+  absl::Status RunBatch(SequenceState* s, const uint8_t* global, std::span<const int32_t> tokens,
+                        float* logits, bool all_logits);
+  absl::Status Attention(SequenceState* s, const LayerTensors& layer, int64_t l, int64_t n);
+  absl::Status FeedForward(SequenceState* s, const LayerTensors& layer, int64_t l, int64_t n);
+  void PrefetchAfter(int64_t l, bool ffn);
+
+  const Model* model_;
+  cache::ChunkStore* store_;
+  kernels::ThreadPool* pool_;
+};
+
+}  // namespace waste::model
+
+#endif  // WASTE_DAEMON_MODEL_FORWARD_H_
