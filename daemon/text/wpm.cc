@@ -1,13 +1,17 @@
 // WordPiece encoding (BERT vocabularies), following llama.cpp's
 // llm_tokenizer_wpm: split on whitespace, punctuation and CJK characters,
 // lowercase, then greedy longest-match per word with a U+2581 word-start
-// marker. Character classes and lowercasing come from glibc's C.UTF-8
-// locale; accent stripping (NFD) is not implemented, so accented input may
-// tokenize differently from llama.cpp.
+// marker. Unicode categories come from PCRE2 (\p{P}, \p{C}, \p{M}),
+// whitespace and lowercasing from glibc's C.UTF-8 locale. Canonical
+// decomposition (NFD) is not available, so precomposed accented letters
+// keep their accents where BERT would strip them ("Führer").
 #include <locale.h>
 #include <wctype.h>
 
 #include <algorithm>
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
 
 #include "daemon/text/token_lookup.h"
 #include "daemon/text/tokenizer.h"
@@ -21,6 +25,29 @@ locale_t Utf8Locale() {
   return locale;
 }
 
+// Whether code point `cp` (as UTF-8 in `utf8`) is in the Unicode general
+// category `pattern` names. Compiled once; pcre2_code is shareable.
+class CategoryTest {
+ public:
+  explicit CategoryTest(const char* pattern) {
+    int error = 0;
+    PCRE2_SIZE offset = 0;
+    code_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern), PCRE2_ZERO_TERMINATED,
+                          PCRE2_UTF | PCRE2_UCP | PCRE2_ANCHORED, &error, &offset, nullptr);
+  }
+  bool Matches(std::string_view utf8) const {
+    if (code_ == nullptr) return false;
+    pcre2_match_data* match = pcre2_match_data_create(1, nullptr);
+    const int rc = pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(utf8.data()), utf8.size(), 0,
+                               PCRE2_NO_UTF_CHECK, match, nullptr);
+    pcre2_match_data_free(match);
+    return rc >= 0;
+  }
+
+ private:
+  pcre2_code* code_ = nullptr;
+};
+
 bool IsChinese(uint32_t cp) {
   return (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0x3400 && cp <= 0x4DBF) ||
          (cp >= 0x20000 && cp <= 0x2A6DF) || (cp >= 0x2A700 && cp <= 0x2B73F) ||
@@ -32,7 +59,11 @@ bool IsChinese(uint32_t cp) {
 
 void Tokenizer::EncodeWordPiece(std::string_view text, std::vector<TokenId>* out) const {
   const locale_t locale = Utf8Locale();
+  static const CategoryTest* const punctuation = new CategoryTest("\\p{P}");
+  static const CategoryTest* const control = new CategoryTest("\\p{C}");
+  static const CategoryTest* const mark = new CategoryTest("\\p{M}");
   std::vector<std::string> words(1);
+  std::string ch;
   for (size_t pos = 0; pos < text.size();) {
     uint32_t cp = DecodeUtf8(text, &pos);
     const bool space = locale ? iswspace_l(cp, locale) : (cp == ' ' || (cp >= 9 && cp <= 13));
@@ -40,11 +71,17 @@ void Tokenizer::EncodeWordPiece(std::string_view text, std::vector<TokenId>* out
       if (!words.back().empty()) words.emplace_back();
       continue;
     }
-    if (cp == 0 || cp == kReplacementChar || (locale && iswcntrl_l(cp, locale))) continue;
+    ch.clear();
+    AppendUtf8(cp, &ch);
+    if (cp == 0 || cp == kReplacementChar || control->Matches(ch)) continue;
+    // BERT strips accents together with lowercasing.
+    if (lowercase_ && mark->Matches(ch)) continue;
     if (lowercase_ && locale) cp = towlower_l(cp, locale);
+    // ASCII symbols ($, +, <, ...) split like punctuation; other symbols
+    // (emoji) stay inside their word.
     const bool punct = cp < 0x80 ? (cp > 0x20 && cp < 0x7F && !(cp >= '0' && cp <= '9') &&
                                     !(cp >= 'a' && cp <= 'z') && !(cp >= 'A' && cp <= 'Z'))
-                                 : (locale && iswpunct_l(cp, locale) && !iswalnum_l(cp, locale));
+                                 : punctuation->Matches(ch);
     if (punct || IsChinese(cp)) {
       if (!words.back().empty()) words.emplace_back();
       AppendUtf8(cp, &words.back());
