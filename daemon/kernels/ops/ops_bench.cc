@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <thread>
 #include <vector>
@@ -46,6 +47,12 @@ double TimeIt(const std::function<void()>& fn) {
   }
 }
 
+const char* g_filter = nullptr;  // argv[1]: run only ops whose name contains it.
+
+bool Selected(const char* op) {
+  return g_filter == nullptr || std::strstr(op, g_filter) != nullptr;
+}
+
 void Report(const char* op, Isa isa, double seconds, const char* extra = "") {
   std::printf("%-34s %-7s %10.2f us %s\n", op, IsaName(isa), seconds * 1e6, extra);
 }
@@ -59,6 +66,9 @@ void TwoThreadFor(int64_t n, absl::FunctionRef<void(int64_t, int64_t)> body) {
 }
 
 void BenchAttention(Isa isa, int n_kv_head, bool two_threads) {
+  char op[64];
+  std::snprintf(op, sizeof op, "attention 2048x32x128 kv%d %dt", n_kv_head, two_threads ? 2 : 1);
+  if (!Selected(op)) return;
   const int n_head = 32, head_dim = 128;
   const int64_t n_ctx = 2048;
   const int64_t bytes = KvCacheBytes(KvType::kF16, n_ctx, n_kv_head, head_dim);
@@ -78,10 +88,13 @@ void BenchAttention(Isa isa, int n_kv_head, bool two_threads) {
                 SerialFor, isa);
     }
   });
-  char op[64], extra[64];
-  std::snprintf(op, sizeof op, "attention 2048x32x128 kv%d %dt", n_kv_head, two_threads ? 2 : 1);
+  char extra[64];
   std::snprintf(extra, sizeof extra, "(%.1f GB/s of f16 K+V)", 2.0 * bytes / s / 1e9);
   Report(op, isa, s, extra);
+}
+
+void Bench(const char* op, Isa isa, const std::function<void()>& fn) {
+  if (Selected(op)) Report(op, isa, TimeIt(fn));
 }
 
 void Run() {
@@ -93,30 +106,27 @@ void Run() {
   RopeParams rope;
   rope.n_rot = 128;
   rope.freq_base = 500000.0f;
+  RopeParams neox = rope;
+  neox.mode = RopeMode::kNeox;
   std::vector<float> table(RopeTableFloats(rope));
   std::vector<Half> halves(n);
 
   std::printf("%-34s %-7s %13s\n", "op", "isa", "time/call");
   for (Isa isa : AvailableIsas()) {
-    Report("rmsnorm 4096", isa,
-           TimeIt([&] { RmsNorm(x.data(), w.data(), n, 1e-5f, y.data(), isa); }));
-    Report("rope table init (n_rot 128)", isa,
-           TimeIt([&] { RopeTableInit(rope, 1234, table.data()); }));
-    Report("rope apply 32x128 normal", isa,
-           TimeIt([&] { RopeApply(rope, table.data(), 32, 128, x.data(), y.data(), isa); }));
-    RopeParams neox = rope;
-    neox.mode = RopeMode::kNeox;
-    Report("rope apply 32x128 neox", isa,
-           TimeIt([&] { RopeApply(neox, table.data(), 32, 128, x.data(), y.data(), isa); }));
-    Report("softmax 4096", isa, TimeIt([&] {
-             y.assign(x.begin(), x.end());
-             Softmax(y.data(), n, isa);
-           }));
-    Report("swiglu 14336", isa,
-           TimeIt([&] { SwiGlu(ffn.data(), ffn.data(), 14336, y.data(), isa); }));
-    Report("gelu 14336", isa, TimeIt([&] { Gelu(ffn.data(), 14336, y.data(), isa); }));
-    Report("add 4096", isa, TimeIt([&] { Add(x.data(), w.data(), n, y.data(), isa); }));
-    Report("f32->f16 4096", isa, TimeIt([&] { FloatToHalfRow(x.data(), n, halves.data(), isa); }));
+    Bench("rmsnorm 4096", isa, [&] { RmsNorm(x.data(), w.data(), n, 1e-5f, y.data(), isa); });
+    Bench("rope table init (n_rot 128)", isa, [&] { RopeTableInit(rope, 1234, table.data()); });
+    Bench("rope apply 32x128 normal", isa,
+          [&] { RopeApply(rope, table.data(), 32, 128, x.data(), y.data(), isa); });
+    Bench("rope apply 32x128 neox", isa,
+          [&] { RopeApply(neox, table.data(), 32, 128, x.data(), y.data(), isa); });
+    Bench("softmax 4096", isa, [&] {
+      y.assign(x.begin(), x.end());
+      Softmax(y.data(), n, isa);
+    });
+    Bench("swiglu 14336", isa, [&] { SwiGlu(ffn.data(), ffn.data(), 14336, y.data(), isa); });
+    Bench("gelu 14336", isa, [&] { Gelu(ffn.data(), 14336, y.data(), isa); });
+    Bench("add 4096", isa, [&] { Add(x.data(), w.data(), n, y.data(), isa); });
+    Bench("f32->f16 4096", isa, [&] { FloatToHalfRow(x.data(), n, halves.data(), isa); });
     for (int n_kv_head : {8, 32}) {
       for (bool two : {false, true}) BenchAttention(isa, n_kv_head, two);
     }
@@ -126,7 +136,8 @@ void Run() {
 }  // namespace
 }  // namespace waste::kernels::ops
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc > 1) waste::kernels::ops::g_filter = argv[1];
   waste::kernels::ops::Run();
   return 0;
 }
