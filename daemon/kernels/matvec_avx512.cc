@@ -209,8 +209,13 @@ void DotQuantized(WeightType type, const uint8_t* row, int64_t cols, const Quant
                   float* out) {
   const int64_t unit_bytes = RowBytes(type, 256);
   const int64_t units = cols / 256;
-  __m512 acc[NB], bias[NB];
-  for (int k = 0; k < NB; ++k) acc[k] = bias[k] = _mm512_setzero_ps();
+  // One accumulator per zmm of the unit: a single one would chain 4 fmas per
+  // unit through its latency.
+  __m512 acc[NB][4], bias[NB];
+  for (int k = 0; k < NB; ++k) {
+    bias[k] = _mm512_setzero_ps();
+    for (int z = 0; z < 4; ++z) acc[k][z] = _mm512_setzero_ps();
+  }
   const __m512i lane_sub[4] = {
       _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
       _mm512_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7),
@@ -226,13 +231,15 @@ void DotQuantized(WeightType type, const uint8_t* row, int64_t cols, const Quant
       for (int z = 0; z < 4; ++z) {
         const __m512i av = _mm512_load_si512(a.qs + 256 * un + 64 * z);
         const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u.codes[z], av);
-        acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(lane_sub[z], scale),
-                                 acc[k]);
+        acc[k][z] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot),
+                                    _mm512_permutexvar_ps(lane_sub[z], scale), acc[k][z]);
       }
     }
   }
   for (int k = 0; k < NB; ++k) {
-    out[k] = _mm512_reduce_add_ps(_mm512_add_ps(acc[k], bias[k]));
+    const __m512 sum =
+        _mm512_add_ps(_mm512_add_ps(acc[k][0], acc[k][1]), _mm512_add_ps(acc[k][2], acc[k][3]));
+    out[k] = _mm512_reduce_add_ps(_mm512_add_ps(sum, bias[k]));
     if (cols % 256 != 0) out[k] += DotGroupsRef(type, row, 8 * units, cols / 32, acts[k]);
   }
 }

@@ -1,0 +1,169 @@
+// Weight-streaming throughput of MatVec against this machine's memory read
+// bandwidth, measured in the same run.
+//
+//   bazel build --config=opt //daemon/kernels:matvec_bench
+//   bazel-bin/daemon/kernels/matvec_bench [--gib=1] [--reps=5]
+//   WASTE_KERNELS_ISA=avx2 bazel-bin/...   (cap the kernel family)
+//
+// For each type a ~1 GiB matrix (4096 columns; far larger than the caches,
+// so every call streams from DRAM, as decode does) is multiplied by one
+// vector with 1 and 2 threads; GB/s counts weight bytes consumed per second
+// (best of --reps). The machine figure is an AVX sum over 2 GiB with the same
+// thread count.
+#include <immintrin.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "daemon/kernels/cpu_features.h"
+#include "daemon/kernels/matvec.h"
+#include "daemon/kernels/quant_blocks.h"
+#include "daemon/kernels/quantize.h"
+#include "daemon/kernels/thread_pool.h"
+
+ABSL_FLAG(double, gib, 1.0, "weight matrix size per type, GiB");
+ABSL_FLAG(int, reps, 5, "timed repetitions (best is reported)");
+ABSL_FLAG(int64_t, cols, 4096, "columns of the weight matrix");
+ABSL_FLAG(int, batch, 1, "activation vectors per call (MatMul)");
+
+namespace waste::kernels {
+namespace {
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Anonymous memory, huge-page backed where the kernel allows (as the daemon's
+// pool is), touched so that page faults stay out of the timings.
+struct Buffer {
+  explicit Buffer(size_t n) : bytes(n) {
+    data = static_cast<uint8_t*>(
+        mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    if (data == MAP_FAILED) {
+      std::perror("mmap");
+      std::exit(1);
+    }
+    madvise(data, n, MADV_HUGEPAGE);
+    std::memset(data, 1, n);
+  }
+  ~Buffer() { munmap(data, bytes); }
+  uint8_t* data;
+  size_t bytes;
+};
+
+// Sum of floats over [begin, end) of the buffer: 4 independent AVX adds per
+// 128 bytes, far below what the core can do, so memory is the limit.
+__attribute__((target("avx2"))) float SumRange(const uint8_t* p, int64_t begin, int64_t end) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  for (int64_t i = begin; i < end; i += 128) {
+    a0 = _mm256_add_ps(a0, _mm256_load_ps(reinterpret_cast<const float*>(p + i)));
+    a1 = _mm256_add_ps(a1, _mm256_load_ps(reinterpret_cast<const float*>(p + i + 32)));
+    a2 = _mm256_add_ps(a2, _mm256_load_ps(reinterpret_cast<const float*>(p + i + 64)));
+    a3 = _mm256_add_ps(a3, _mm256_load_ps(reinterpret_cast<const float*>(p + i + 96)));
+  }
+  alignas(32) float out[8];
+  _mm256_store_ps(out, _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+  return out[0] + out[7];
+}
+
+double MemoryReadGBps(const Buffer& buf, ThreadPool* pool, int reps) {
+  const int64_t chunk = 1 << 20;  // 1 MiB units handed to threads.
+  const int64_t chunks = buf.bytes / chunk;
+  double best = 1e30;
+  volatile float sink = 0;
+  for (int r = 0; r < reps; ++r) {
+    std::vector<float> partial(chunks);
+    const double t0 = Now();
+    pool->ParallelFor(chunks, [&](int64_t b, int64_t e) {
+      for (int64_t c = b; c < e; ++c) partial[c] = SumRange(buf.data, c * chunk, (c + 1) * chunk);
+    });
+    best = std::min(best, Now() - t0);
+    sink = sink + partial[0];
+  }
+  return chunks * chunk / best / 1e9;
+}
+
+double MatVecGBps(const WeightView& w, int batch, ThreadPool* pool, Scratch* scratch, int reps) {
+  std::vector<float> x(w.cols * batch), y(w.rows * batch);
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal;
+  for (float& v : x) v = normal(rng);
+  double best = 1e30;
+  for (int r = 0; r < reps + 1; ++r) {  // The first call warms up.
+    const double t0 = Now();
+    const absl::Status s = MatMul(w, x.data(), w.cols, batch, y.data(), w.rows, pool, scratch);
+    const double dt = Now() - t0;
+    if (!s.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
+      std::exit(1);
+    }
+    if (r > 0) best = std::min(best, dt);
+  }
+  return w.rows * w.row_stride_bytes / best / 1e9;
+}
+
+int Main() {
+  const int reps = absl::GetFlag(FLAGS_reps);
+  const int64_t cols = absl::GetFlag(FLAGS_cols);
+  const int batch = absl::GetFlag(FLAGS_batch);
+  std::printf("kernels: %s, cols %ld, batch %d\n", std::string(IsaName(DetectIsa())).c_str(), cols,
+              batch);
+  ThreadPool pool1(1), pool2(2);
+  ThreadPool* pools[2] = {&pool1, &pool2};
+  double machine[2];
+  {
+    Buffer buf(size_t{2} << 30);
+    for (int t = 0; t < 2; ++t) machine[t] = MemoryReadGBps(buf, pools[t], reps);
+  }
+  std::printf("memory read (AVX sum over 2 GiB): 1 thread %.1f GB/s, 2 threads %.1f GB/s\n\n",
+              machine[0], machine[1]);
+  std::printf("%-6s %7s %9s %12s %7s %10s\n", "type", "threads", "GB/s", "machine GB/s", "ratio",
+              "ms/call");
+  const WeightType types[] = {WeightType::kQ4_0, WeightType::kQ8_0, WeightType::kQ4_K,
+                              WeightType::kQ6_K, WeightType::kF16,  WeightType::kQ4_1,
+                              WeightType::kQ5_0, WeightType::kQ5_1, WeightType::kQ5_K,
+                              WeightType::kBF16, WeightType::kF32};
+  for (WeightType type : types) {
+    const int64_t row_bytes = RowBytes(type, cols);
+    const int64_t rows = static_cast<int64_t>(absl::GetFlag(FLAGS_gib) * (1 << 30)) / row_bytes;
+    Buffer w(rows * row_bytes);
+    // 64 distinct quantized rows, repeated: the contents do not change the
+    // work, and quantizing 1 GiB here would take longer than the benchmark.
+    std::mt19937 rng(2);
+    std::normal_distribution<float> normal(0.0f, 0.02f);
+    std::vector<float> src(cols);
+    for (int64_t r = 0; r < std::min<int64_t>(rows, 64); ++r) {
+      for (float& v : src) v = normal(rng);
+      QuantizeRow(type, src.data(), w.data + r * row_bytes, cols);
+    }
+    for (int64_t r = 64; r < rows; r += 64) {
+      std::memcpy(w.data + r * row_bytes, w.data, std::min<int64_t>(64, rows - r) * row_bytes);
+    }
+    const WeightView view = DenseWeightView(type, rows, cols, w.data);
+    Scratch scratch(MatVecScratchBytes(type, cols, batch));
+    for (int t = 0; t < 2; ++t) {
+      const double gbps = MatVecGBps(view, batch, pools[t], &scratch, reps);
+      std::printf("%-6s %7d %9.1f %12.1f %6.0f%% %10.2f\n",
+                  std::string(GetWeightTypeInfo(type).name).c_str(), t + 1, gbps, machine[t],
+                  100 * gbps / machine[t], rows * row_bytes / gbps / 1e6);
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace waste::kernels
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  return waste::kernels::Main();
+}
