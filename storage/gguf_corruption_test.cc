@@ -196,6 +196,14 @@ TEST(GgufCorruptionTest, UnknownValueTypes) {
                 "key 'b' at byte 24: bool at byte 37 has value 2");
 }
 
+TEST(GgufCorruptionTest, NamesInMessagesAreEscapedAndShort) {
+  // Names are raw bytes; a message must stay one readable line.
+  ExpectRefused(Raw().Preamble(0, 1).Str("a\nb'c").U32(13).U64(0).str(),
+                "key 'a\\nb\\'c' at byte 24: unknown value type 13");
+  ExpectRefused(Raw().Preamble(0, 1).Str(std::string(5000, 'k')).U32(13).U64(0).str(),
+                "...(5000 bytes)' at byte 24: unknown value type 13");
+}
+
 TEST(GgufCorruptionTest, NestingDepth) {
   auto nested = [](int depth) {
     Raw raw;

@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "storage/gguf.h"
 #include "storage/status_macros.h"
@@ -115,6 +116,16 @@ size_t ScalarSize(GgufValueType type) {
       return 0;
   }
   return 0;
+}
+
+// A key or tensor name for a message: quoted, C-escaped (names are raw bytes
+// from the file and may hold newlines) and cut short if very long, so that
+// every error stays one readable line.
+std::string Quoted(std::string_view name) {
+  constexpr size_t kMaxShown = 200;
+  std::string escaped = absl::Utf8SafeCEscape(Sv(name.substr(0, kMaxShown)));
+  if (name.size() > kMaxShown) absl::StrAppend(&escaped, "...(", name.size(), " bytes)");
+  return absl::StrCat("'", escaped, "'");
 }
 
 bool IsPowerOfTwo(uint64_t x) { return x != 0 && (x & (x - 1)) == 0; }
@@ -235,7 +246,7 @@ class GgufParser {
       where_ = absl::StrCat("metadata entry ", i, " at byte ", at);
       std::string key;
       RETURN_IF_ERROR(ReadString(&key, "key"));
-      where_ = absl::StrCat("key '", key, "' at byte ", at);
+      where_ = absl::StrCat("key ", Quoted(key), " at byte ", at);
       if (out_.metadata_index_.contains(key)) return Fail("duplicate metadata key");
       GgufValue value;
       RETURN_IF_ERROR(ReadTypedValue(0, &value));
@@ -430,7 +441,7 @@ class GgufParser {
       where_ = absl::StrCat("tensor info ", i, " at byte ", at);
       TensorInfo t;
       RETURN_IF_ERROR(ReadString(&t.name, "tensor name"));
-      where_ = absl::StrCat("tensor '", t.name, "' at byte ", at);
+      where_ = absl::StrCat("tensor ", Quoted(t.name), " at byte ", at);
       if (out_.tensor_index_.contains(t.name)) return Fail("duplicate tensor name");
 
       uint32_t n_dims = 0;
@@ -507,7 +518,7 @@ class GgufParser {
     const uint64_t file_size = cur_.size();
     for (size_t i = 0; i < out_.tensors_.size(); ++i) {
       TensorInfo& t = out_.tensors_[i];
-      where_ = absl::StrCat("tensor '", t.name, "' at byte ", tensor_starts_[i]);
+      where_ = absl::StrCat("tensor ", Quoted(t.name), " at byte ", tensor_starts_[i]);
       const uint64_t rel = t.offset;
       if (rel > file_size || out_.data_offset_ > file_size - rel ||
           t.size > file_size - rel - out_.data_offset_) {
@@ -534,9 +545,9 @@ class GgufParser {
       const TensorInfo& t = out_.tensors_[idx];
       if (t.size == 0) continue;
       if (prev != nullptr && t.offset < prev->offset + prev->size) {
-        where_ = absl::StrCat("tensor '", t.name, "' at byte ", tensor_starts_[idx]);
+        where_ = absl::StrCat("tensor ", Quoted(t.name), " at byte ", tensor_starts_[idx]);
         return Fail(absl::StrCat("data extent [", t.offset, ", ", t.offset + t.size,
-                                 ") overlaps tensor '", prev->name, "' [", prev->offset, ", ",
+                                 ") overlaps tensor ", Quoted(prev->name), " [", prev->offset, ", ",
                                  prev->offset + prev->size, ")"));
       }
       prev = &t;

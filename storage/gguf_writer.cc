@@ -318,8 +318,6 @@ absl::Status GgufWriter::WriteHeader() {
   state_ = State::kWritingData;
   current_ = 0;
   current_written_ = 0;
-  // Empty tensors are complete at once.
-  while (current_ < tensors_.size() && tensors_[current_].size == 0) ++current_;
   return absl::OkStatus();
 }
 
@@ -332,6 +330,11 @@ absl::Status GgufWriter::AppendTensorData(std::string_view name, std::string_vie
   if (current_ >= tensors_.size()) {
     return Fail(absl::FailedPreconditionError(
         absl::StrCat("tensor '", Sv(name), "': every tensor's data is already written")));
+  }
+  // Empty tensors have no bytes: callers may name them or pass over them.
+  while (current_ + 1 < tensors_.size() && tensors_[current_].size == 0 &&
+         tensors_[current_].name != name) {
+    ++current_;
   }
   PendingTensor& t = tensors_[current_];
   if (name != t.name) {
@@ -349,7 +352,6 @@ absl::Status GgufWriter::AppendTensorData(std::string_view name, std::string_vie
     RETURN_IF_ERROR(EmitPadding(AlignUp(t.size, options_.alignment) - t.size));
     ++current_;
     current_written_ = 0;
-    while (current_ < tensors_.size() && tensors_[current_].size == 0) ++current_;
   }
   return absl::OkStatus();
 }
@@ -369,6 +371,7 @@ absl::Status GgufWriter::Finish() {
   if (state_ == State::kFailed) return error_;
   if (state_ == State::kCollecting) RETURN_IF_ERROR(WriteHeader());
   if (state_ == State::kFinished) return absl::OkStatus();
+  while (current_ < tensors_.size() && tensors_[current_].size == 0) ++current_;
   if (current_ < tensors_.size()) {
     return Fail(absl::FailedPreconditionError(
         absl::StrCat("Finish before tensor '", tensors_[current_].name, "' was complete (",

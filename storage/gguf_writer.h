@@ -115,7 +115,8 @@ class GgufWriter {
   // Streams the next bytes of tensor `name`, which must be the first tensor
   // not yet complete (tensors are written in the order added). Chunks may
   // have any size; a tensor completes when its size is reached, and the
-  // padding after it is written then.
+  // padding after it is written then. Empty tensors may be written (with an
+  // empty chunk) or passed over.
   absl::Status AppendTensorData(std::string_view name, std::string_view chunk);
 
   // A whole tensor at once: `bytes` must be exactly its size.
