@@ -30,9 +30,8 @@ inline __m512 Exp512(__m512 x) {
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
   p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-  const __m512i pow2 =
-      _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-  return _mm512_mul_ps(p, _mm512_castsi512_ps(pow2));
+  // scalef multiplies by 2^n directly (no exponent-field arithmetic).
+  return _mm512_scalef_ps(p, n);
 }
 
 // x * sigmoid(k * x) = x / (1 + exp(-k x)).
