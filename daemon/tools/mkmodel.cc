@@ -2,10 +2,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstring>
 #include <iostream>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -17,6 +21,7 @@
 #include "daemon/tools/synthetic_model.h"
 #include "daemon/tools/synthetic_tokenizer.h"
 #include "storage/gguf_writer.h"
+#include "storage/logging.h"
 #include "storage/status_macros.h"
 
 namespace waste::tools {
@@ -53,28 +58,86 @@ uint64_t SplitMix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-// Fills `out` with ~normal(0, scale) values from a stream keyed by
-// (seed, tensor, row). Each value is an Irwin-Hall sum of four uniform bytes
-// (mean 510, standard deviation ~147.8): close enough to normal for synthetic
-// weights, bounded at ~3.5 sigma, and a fraction of a nanosecond each.
-void FillNormalRow(uint64_t seed, uint64_t tensor, uint64_t row, float scale, float* out,
-                   int64_t n) {
-  uint64_t state = SplitMix64(seed ^ SplitMix64(tensor * 0x100000001B3ull + row));
-  const float k = scale / 147.8f;
-  int64_t i = 0;
-  for (; i + 1 < n; i += 2) {
-    // wyrand: one 64x64->128 multiply per two values.
-    state += 0xA0761D6478BD642Full;
-    const __uint128_t m = static_cast<__uint128_t>(state) * (state ^ 0xE7037ED1A0B428DBull);
-    const uint64_t r = static_cast<uint64_t>(m >> 64) ^ static_cast<uint64_t>(m);
-    const int a =
-        int(r & 0xFF) + int((r >> 8) & 0xFF) + int((r >> 16) & 0xFF) + int((r >> 24) & 0xFF);
-    const int b = int((r >> 32) & 0xFF) + int((r >> 40) & 0xFF) + int((r >> 48) & 0xFF) +
-                  int((r >> 56) & 0xFF);
-    out[i] = static_cast<float>(a - 510) * k;
-    out[i + 1] = static_cast<float>(b - 510) * k;
+// wyrand: a fast 64-bit generator, one 64x64->128 multiply per draw.
+uint64_t WyRand(uint64_t* state) {
+  *state += 0xA0761D6478BD642Full;
+  const __uint128_t m = static_cast<__uint128_t>(*state) * (*state ^ 0xE7037ED1A0B428DBull);
+  return static_cast<uint64_t>(m >> 64) ^ static_cast<uint64_t>(m);
+}
+
+// Random weights without running a quantizer per weight: the quantizers are
+// reference code at ~10 ns per element, which would cap a 30 GB model at
+// ~100 MB/s. Instead each (type, scale) gets a pool of kPoolUnits encoded
+// units (one ggml block, or 32 elements of a plain type) drawn from
+// normal(0, scale) and quantized once; a row is a sequence of units picked
+// at random from the pool. Values keep the distribution (and quantization
+// error) of real quantized normals, rows are all different, and a row costs
+// one memcpy per block.
+constexpr int kPoolBits = 12;
+constexpr int kPoolUnits = 1 << kPoolBits;
+
+class BlockPool {
+ public:
+  BlockPool(GgmlType type, float scale, uint64_t seed) {
+    const int64_t block = storage::GetGgmlTypeTraits(type).block_size;
+    unit_elems_ = block > 1 ? block : 32;
+    unit_bytes_ = *storage::GgmlRowSize(type, unit_elems_);
+    std::vector<float> values(unit_elems_ * kPoolUnits);
+    uint64_t state = SplitMix64(
+        seed ^ SplitMix64(static_cast<uint64_t>(type) << 32 | std::bit_cast<uint32_t>(scale)));
+    for (size_t i = 0; i < values.size(); i += 2) {  // Box-Muller.
+      const double u1 = (static_cast<double>(WyRand(&state) >> 11) + 1) * 0x1.0p-53;
+      const double u2 = static_cast<double>(WyRand(&state) >> 11) * 0x1.0p-53;
+      const double r = std::sqrt(-2 * std::log(u1)) * scale;
+      values[i] = static_cast<float>(r * std::cos(2 * M_PI * u2));
+      values[i + 1] = static_cast<float>(r * std::sin(2 * M_PI * u2));
+    }
+    bytes_.resize(unit_bytes_ * kPoolUnits);
+    kernels::QuantizeRow(static_cast<kernels::WeightType>(type), values.data(), bytes_.data(),
+                         static_cast<int64_t>(values.size()));
   }
-  if (i < n) out[i] = static_cast<float>(static_cast<int>(SplitMix64(state) & 0xFF) - 128) * k;
+
+  // Writes one row of `row_bytes` (a row of ne0 elements) from the stream
+  // keyed by (seed, tensor, row). A trailing partial unit (plain types
+  // only, whose rows need not be whole units) takes a unit's prefix.
+  void FillRow(uint64_t seed, uint64_t tensor, uint64_t row, char* dst, uint64_t row_bytes) const {
+    uint64_t state = SplitMix64(seed ^ SplitMix64(tensor * 0x100000001B3ull + row));
+    uint64_t bits = 0;
+    int left = 0;
+    for (uint64_t at = 0; at < row_bytes; at += unit_bytes_) {
+      if (left == 0) {
+        bits = WyRand(&state);
+        left = 64 / kPoolBits;
+      }
+      const uint64_t unit = bits & (kPoolUnits - 1);
+      bits >>= kPoolBits;
+      --left;
+      std::memcpy(dst + at, bytes_.data() + unit * unit_bytes_,
+                  std::min(unit_bytes_, row_bytes - at));
+    }
+  }
+
+ private:
+  int64_t unit_elems_ = 0;
+  uint64_t unit_bytes_ = 0;
+  std::string bytes_;
+};
+
+// One pool per distinct (type, scale) of the spec's random tensors;
+// result[t] is tensor t's pool (null for ones-initialized tensors).
+std::vector<std::shared_ptr<const BlockPool>> MakePools(const ModelSpec& spec, uint64_t seed) {
+  std::map<std::pair<GgmlType, float>, std::shared_ptr<const BlockPool>> pools;
+  std::vector<std::shared_ptr<const BlockPool>> result;
+  for (const TensorSpec& tensor : spec.tensors) {
+    if (tensor.init != WeightInit::kNormal) {
+      result.push_back(nullptr);
+      continue;
+    }
+    auto& pool = pools[{tensor.type, tensor.scale}];
+    if (pool == nullptr) pool = std::make_shared<BlockPool>(tensor.type, tensor.scale, seed);
+    result.push_back(pool);
+  }
+  return result;
 }
 
 // A run of rows of one tensor, generated and written as a unit.
@@ -105,7 +168,11 @@ std::vector<Chunk> PlanChunks(const ModelSpec& spec) {
 class ChunkPipeline {
  public:
   ChunkPipeline(const ModelSpec& spec, uint64_t seed, std::vector<Chunk> chunks, int workers)
-      : spec_(spec), seed_(seed), chunks_(std::move(chunks)), slots_(2 * workers + 2) {
+      : spec_(spec),
+        seed_(seed),
+        pools_(MakePools(spec, seed)),
+        chunks_(std::move(chunks)),
+        slots_(2 * workers + 2) {
     for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { Work(); });
   }
   ~ChunkPipeline() {
@@ -144,7 +211,6 @@ class ChunkPipeline {
   };
 
   void Work() {
-    std::vector<float> row;
     for (;;) {
       const size_t c = next_.fetch_add(1);
       if (c >= chunks_.size()) return;
@@ -154,7 +220,7 @@ class ChunkPipeline {
         cv_.wait(lock, [&] { return cancelled_ || c < consumed_ + slots_.size(); });
         if (cancelled_) return;
       }
-      Fill(chunks_[c], &slot, &row);
+      Fill(chunks_[c], &slot);
       {
         std::lock_guard<std::mutex> lock(mu_);
         slot.ready_chunk = static_cast<int64_t>(c);
@@ -163,25 +229,30 @@ class ChunkPipeline {
     }
   }
 
-  void Fill(const Chunk& chunk, Slot* slot, std::vector<float>* row) {
+  void Fill(const Chunk& chunk, Slot* slot) {
     const TensorSpec& tensor = spec_.tensors[chunk.tensor];
     const int64_t ne0 = tensor.shape[0];
     const uint64_t row_bytes = *storage::GgmlRowSize(tensor.type, ne0);
     slot->size = row_bytes * chunk.rows;
     if (slot->bytes.size() < slot->size) slot->bytes.resize(slot->size);
-    row->resize(ne0);
-    if (tensor.init == WeightInit::kOnes) std::fill(row->begin(), row->end(), 1.0f);
-    const auto type = static_cast<kernels::WeightType>(tensor.type);
-    for (int64_t r = 0; r < chunk.rows; ++r) {
-      if (tensor.init == WeightInit::kNormal) {
-        FillNormalRow(seed_, chunk.tensor, chunk.first_row + r, tensor.scale, row->data(), ne0);
+    const BlockPool* pool = pools_[chunk.tensor].get();
+    if (pool == nullptr) {  // kOnes: F32 norm weights.
+      WCHECK(tensor.type == GgmlType::kF32) << tensor.name;
+      const float one = 1.0f;
+      for (uint64_t at = 0; at < slot->size; at += sizeof(float)) {
+        std::memcpy(slot->bytes.data() + at, &one, sizeof(float));
       }
-      kernels::QuantizeRow(type, row->data(), slot->bytes.data() + r * row_bytes, ne0);
+      return;
+    }
+    for (int64_t r = 0; r < chunk.rows; ++r) {
+      pool->FillRow(seed_, chunk.tensor, chunk.first_row + r, slot->bytes.data() + r * row_bytes,
+                    row_bytes);
     }
   }
 
   const ModelSpec& spec_;
   const uint64_t seed_;
+  const std::vector<std::shared_ptr<const BlockPool>> pools_;
   const std::vector<Chunk> chunks_;
   std::vector<Slot> slots_;
   std::vector<std::thread> threads_;

@@ -4,11 +4,14 @@
 // models of any shape and size without downloading one.
 //
 // The file is streamed through storage::GgufWriter: each tensor's rows are
-// generated and quantized a bounded chunk at a time (by a few worker threads,
-// written in order by the caller's thread), so memory stays at a few tens of
-// MB whatever the model's size. The output is a function of the options and
-// the seed alone: every row draws from its own PRNG stream, keyed by the
-// seed, the tensor and the row, independent of chunking and threads.
+// generated a bounded chunk at a time (by a few worker threads, written in
+// order by the caller's thread), so memory stays at a few tens of MB whatever
+// the model's size. Values are normal(0, 1/sqrt(fan_in)), drawn a block at a
+// time from a small pool of blocks quantized once per (type, scale), so that
+// no per-weight quantizer runs and writing is bound by the disk. The output
+// is a function of the options and the seed alone: every row picks its
+// blocks from its own PRNG stream, keyed by the seed, the tensor and the row,
+// independent of chunking and threads.
 #ifndef WASTE_DAEMON_TOOLS_MKMODEL_H_
 #define WASTE_DAEMON_TOOLS_MKMODEL_H_
 

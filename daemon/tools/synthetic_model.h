@@ -19,7 +19,7 @@ namespace waste::tools {
 
 // How a tensor's values are drawn.
 enum class WeightInit {
-  kNormal,  // ~normal(0, scale) (an Irwin-Hall approximation: fast, bounded).
+  kNormal,  // normal(0, scale), in the tensor's type.
   kOnes,    // Norm weights: all 1.
 };
 
