@@ -1,0 +1,125 @@
+// The memory plan of a model under a RAM budget: what the least is that can
+// run (the floor), what it would take to keep everything resident (the
+// recommended size), and for a given budget which chunks are pinned, how
+// many streaming slots the pool has, how many bytes a token reads from disk
+// and how far ahead the store prefetches.
+//
+// The plan works on chunk specs and byte counts (PlanInput), not on a Model,
+// so cache and scheduler tests can plan synthetic layouts; model_plan.h
+// builds a PlanInput from a Model.
+//
+// Pinning order: the global chunk (embeddings, output head) first, then
+// whole layers (attention + FFN), first and last layers preferred (0, L-1,
+// 1, L-2, ...): they are the ones every request starts and ends with, and
+// for a dense model every pinned byte is a byte not read per token. Single
+// chunks fill what whole layers leave.
+//
+// Thread-safety: plain values and free functions.
+#ifndef WASTE_DAEMON_MEMORY_PLAN_H_
+#define WASTE_DAEMON_MEMORY_PLAN_H_
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "daemon/cache/chunk.h"
+
+namespace waste::memory {
+
+// What the plan needs to know of a model and a context.
+struct PlanInput {
+  std::span<const cache::ChunkSpec> chunks;  // Ids 0..n-1 in order; borrowed.
+  int64_t n_ctx = 0;
+  uint64_t kv_bytes = 0;       // KV cache for n_ctx positions.
+  uint64_t scratch_bytes = 0;  // Activations and matvec scratch.
+};
+
+struct PlanOptions {
+  // Chunks read ahead of the one in use when the budget allows; the pool
+  // gets prefetch_depth + 1 streaming slots (at least 2).
+  int prefetch_depth = 2;
+  // Memory the process needs besides weights, KV and scratch (code, thread
+  // stacks, tokenizer, logits, I/O queues); measured ~30 MiB on a 7B-shaped
+  // model, rounded up.
+  uint64_t runtime_bytes = uint64_t{64} << 20;
+  // When recommending less than usable RAM, leave this much to the system
+  // (at least; 10% of usable RAM when that is more).
+  uint64_t system_reserve_bytes = uint64_t{1} << 30;
+};
+
+// The sizes that do not depend on a budget.
+struct PlanSizes {
+  uint64_t weight_bytes = 0;  // Slots of all chunks (aligned sizes in memory).
+  uint64_t global_bytes = 0;  // Chunks of kind kGlobal: always pinned.
+  uint64_t largest_streamed_slot = 0;
+  uint64_t kv_bytes = 0;
+  uint64_t scratch_bytes = 0;
+  uint64_t runtime_bytes = 0;
+  // global + KV + scratch + runtime + 2 x largest streamed chunk (one in use,
+  // one being read). Everything resident needs no slots, so when that is
+  // smaller it is the floor.
+  uint64_t floor_bytes = 0;
+  // Everything resident + KV + scratch + runtime, or when that exceeds
+  // usable RAM, usable RAM less a reserve (recommended_capped says so).
+  uint64_t recommended_bytes = 0;
+  bool recommended_capped = false;
+  uint64_t all_resident_bytes = 0;
+  std::optional<uint64_t> usable_bytes;  // When the caller knew it.
+  std::string usable_source;
+};
+
+struct MemoryPlan {
+  PlanSizes sizes;
+  uint64_t budget_bytes = 0;
+  int64_t n_ctx = 0;
+
+  std::vector<cache::ChunkId> pinned;  // In pinning order.
+  std::vector<bool> is_pinned;         // By ChunkId.
+  uint64_t pinned_bytes = 0;
+  int pinned_layers = 0;  // Layers with every chunk pinned.
+  int n_layers = 0;
+
+  int streaming_slots = 0;  // 0 when everything is pinned.
+  uint64_t slot_bytes = 0;  // Each slot: the largest unpinned chunk.
+  uint64_t streaming_bytes = 0;
+  int prefetch_depth = 0;     // Default for the store: streaming_slots - 1.
+  uint64_t unused_bytes = 0;  // Budget left over (too small for any chunk).
+
+  // Bytes read from disk per token: the unpinned chunks' extents (a dense
+  // token touches every chunk once).
+  uint64_t read_bytes_per_token = 0;
+  int streamed_chunks = 0;
+  // The order a dense token acquires its non-global chunks in, for the
+  // store's prefetch to follow across the token boundary.
+  std::vector<cache::ChunkId> access_order;
+
+  bool all_resident() const { return streaming_slots == 0; }
+  // The pool the store allocates: pinned + slots.
+  uint64_t pool_bytes() const { return pinned_bytes + streaming_bytes; }
+
+  // A few lines for people: floor, recommended, the budget's split, what a
+  // token reads.
+  std::string Explain() const;
+};
+
+// The budget-independent sizes. `usable_bytes` (when known) caps the
+// recommendation.
+PlanSizes ComputePlanSizes(const PlanInput& input, const PlanOptions& options,
+                           std::optional<uint64_t> usable_bytes = std::nullopt,
+                           const std::string& usable_source = "");
+
+// The plan for `budget_bytes`. A budget under the floor is
+// RESOURCE_EXHAUSTED with the floor's parts in the message and a pointer to
+// `wasted plan`. A model without chunks or with non-dense chunk kinds the
+// plan does not know is INVALID_ARGUMENT.
+absl::StatusOr<MemoryPlan> PlanMemory(const PlanInput& input, uint64_t budget_bytes,
+                                      const PlanOptions& options = {},
+                                      std::optional<uint64_t> usable_bytes = std::nullopt,
+                                      const std::string& usable_source = "");
+
+}  // namespace waste::memory
+
+#endif  // WASTE_DAEMON_MEMORY_PLAN_H_

@@ -1,0 +1,159 @@
+#include "daemon/memory/plan.h"
+
+#include "daemon/memory/model_plan.h"
+#include "daemon/model/model.h"
+#include "gtest/gtest.h"
+#include "storage/env.h"
+#include "storage/gguf.h"
+#include "tests/testdata.h"
+
+namespace waste::memory {
+namespace {
+
+using cache::ChunkKind;
+using cache::ChunkSpec;
+
+constexpr uint64_t kMiB = 1 << 20;
+
+// A dense model's chunks: global, then attention and FFN per layer, laid
+// out back to back in a file.
+std::vector<ChunkSpec> DenseChunks(int layers, uint64_t global, uint64_t attn, uint64_t ffn) {
+  std::vector<ChunkSpec> chunks;
+  uint64_t offset = 0;
+  auto add = [&](std::string name, int layer, ChunkKind kind, uint64_t bytes) {
+    ChunkSpec c;
+    c.id = static_cast<cache::ChunkId>(chunks.size());
+    c.name = std::move(name);
+    c.layer = layer;
+    c.kind = kind;
+    c.reads.push_back({offset, bytes, 0});
+    c.slot_bytes = c.tensor_bytes = bytes;
+    offset += bytes;
+    chunks.push_back(std::move(c));
+  };
+  add("global", -1, ChunkKind::kGlobal, global);
+  for (int l = 0; l < layers; ++l) {
+    add("blk." + std::to_string(l) + ".attn", l, ChunkKind::kAttention, attn);
+    add("blk." + std::to_string(l) + ".ffn", l, ChunkKind::kFfn, ffn);
+  }
+  return chunks;
+}
+
+class PlanTest : public ::testing::Test {
+ protected:
+  PlanTest() : chunks_(DenseChunks(8, 100 * kMiB, 40 * kMiB, 80 * kMiB)) {
+    input_.chunks = chunks_;
+    input_.n_ctx = 1024;
+    input_.kv_bytes = 30 * kMiB;
+    input_.scratch_bytes = 2 * kMiB;
+    options_.runtime_bytes = 16 * kMiB;
+  }
+  // 100 + 8 * 120 = 1060 MiB of weights, 48 MiB fixed.
+  std::vector<ChunkSpec> chunks_;
+  PlanInput input_;
+  PlanOptions options_;
+};
+
+TEST_F(PlanTest, FloorAndRecommended) {
+  PlanSizes s = ComputePlanSizes(input_, options_);
+  EXPECT_EQ(s.weight_bytes, 1060 * kMiB);
+  EXPECT_EQ(s.largest_streamed_slot, 80 * kMiB);
+  EXPECT_EQ(s.floor_bytes, (100 + 30 + 2 + 16 + 160) * kMiB);
+  EXPECT_EQ(s.recommended_bytes, (1060 + 48) * kMiB);
+  EXPECT_FALSE(s.recommended_capped);
+
+  PlanSizes capped = ComputePlanSizes(input_, options_, 800 * kMiB, "test");
+  EXPECT_TRUE(capped.recommended_capped);
+  // 10% of usable is less than the 1 GiB reserve, and usable - 1 GiB < floor.
+  EXPECT_EQ(capped.recommended_bytes, capped.floor_bytes);
+  options_.system_reserve_bytes = 100 * kMiB;
+  capped = ComputePlanSizes(input_, options_, 800 * kMiB, "test");
+  EXPECT_EQ(capped.recommended_bytes, 700 * kMiB);
+}
+
+TEST_F(PlanTest, EverythingResidentWhenItFits) {
+  auto plan = PlanMemory(input_, (1060 + 48) * kMiB, options_);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(plan->all_resident());
+  EXPECT_EQ(plan->pinned.size(), chunks_.size());
+  EXPECT_EQ(plan->pinned_layers, 8);
+  EXPECT_EQ(plan->read_bytes_per_token, 0u);
+  EXPECT_EQ(plan->unused_bytes, 0u);
+}
+
+TEST_F(PlanTest, AtTheFloorOnlyGlobalIsPinnedAndTwoSlotsStream) {
+  uint64_t floor = ComputePlanSizes(input_, options_).floor_bytes;
+  auto plan = PlanMemory(input_, floor, options_);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->pinned, std::vector<cache::ChunkId>{0});
+  EXPECT_EQ(plan->streaming_slots, 2);
+  EXPECT_EQ(plan->slot_bytes, 80 * kMiB);
+  EXPECT_EQ(plan->prefetch_depth, 1);
+  EXPECT_EQ(plan->read_bytes_per_token, 960 * kMiB);
+  EXPECT_EQ(plan->streamed_chunks, 16);
+  EXPECT_EQ(plan->access_order.size(), 16u);
+  EXPECT_EQ(plan->access_order.front(), 1);
+  EXPECT_EQ(plan->pool_bytes(), 260 * kMiB);
+}
+
+TEST_F(PlanTest, PinsWholeLayersFirstAndLastPreferred) {
+  // Fixed 48 + global 100 + 3 slots 240 + 2.5 layers of 120.
+  auto plan = PlanMemory(input_, (48 + 100 + 240 + 300) * kMiB, options_);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->streaming_slots, 3);
+  EXPECT_EQ(plan->prefetch_depth, 2);
+  EXPECT_EQ(plan->pinned_layers, 2);
+  // Global, layer 0, layer 7, then the half layer's worth: layer 1's attention
+  // (40) fits in the 60 left, its FFN (80) does not.
+  std::vector<cache::ChunkId> want = {0, 1, 2, 15, 16, 3};
+  EXPECT_EQ(plan->pinned, want);
+  EXPECT_EQ(plan->read_bytes_per_token, (1060 - 100 - 240 - 40) * kMiB);
+  EXPECT_EQ(plan->unused_bytes, 20 * kMiB);
+  EXPECT_NE(plan->Explain().find("2 of 8 whole layers"), std::string::npos) << plan->Explain();
+}
+
+TEST_F(PlanTest, SlotsShrinkWhenOnlySmallChunksStream) {
+  // Room for every FFN but not every attention: slots hold attention only.
+  std::vector<ChunkSpec> chunks = DenseChunks(2, 10 * kMiB, 40 * kMiB, 80 * kMiB);
+  input_.chunks = chunks;
+  // Fixed 48 + global 10 + 3 slots of 80 (240) + 160 = 458: pins layer 0
+  // whole (120), then layer 1's attention (40). Nothing streams any more.
+  auto plan = PlanMemory(input_, (48 + 10 + 240 + 160) * kMiB, options_);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(plan->all_resident()) << plan->Explain();
+  EXPECT_EQ(plan->read_bytes_per_token, 0u);
+}
+
+TEST_F(PlanTest, BudgetUnderTheFloorIsRefusedWithTheNumbers) {
+  uint64_t floor = ComputePlanSizes(input_, options_).floor_bytes;
+  auto plan = PlanMemory(input_, floor - 1, options_);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kResourceExhausted);
+  const std::string message(plan.status().message());
+  for (const char* part :
+       {"floor of 308.00 MiB (322961408 bytes", "pinned global chunk 100.00 MiB",
+        "KV cache for 1024 tokens 30.00 MiB", "2 streaming slots of 80.00 MiB", "wasted plan"}) {
+    EXPECT_NE(message.find(part), std::string::npos) << part << " not in: " << message;
+  }
+}
+
+TEST(ModelPlanTest, Stories260K) {
+  auto gguf = storage::GgufFile::Open(storage::Env::Default(),
+                                      testing::ModelPath("stories260K/stories260K.gguf"));
+  ASSERT_TRUE(gguf.ok()) << gguf.status();
+  auto model = model::Model::Create(**gguf);
+  ASSERT_TRUE(model.ok()) << model.status();
+  PlanInput input = PlanInputFor(**model, 512, kernels::ops::KvType::kF32);
+  EXPECT_EQ(input.chunks.size(), 11u);
+  // 5 layers x (K + V) x 512 positions x 4 kv heads x 8 dims x 4 bytes.
+  EXPECT_EQ(input.kv_bytes, 5u * 2 * 512 * 4 * 8 * 4);
+  EXPECT_GT(input.scratch_bytes, 0u);
+  PlanSizes sizes = ComputePlanSizes(input, {});
+  auto plan = PlanMemory(input, sizes.floor_bytes, {});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->n_layers, 5);
+  EXPECT_GT(plan->read_bytes_per_token, 0u);
+}
+
+}  // namespace
+}  // namespace waste::memory
