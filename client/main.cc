@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "client/cli_args.h"
 #include "client/format.h"
+#include "client/generate_command.h"
 #include "client/waste_client.h"
 
 namespace waste {
@@ -15,9 +16,13 @@ constexpr char kUsage[] =
     R"(usage: waste-client [--socket PATH | --address HOST:PORT] <command> [args]
 
 commands:
-  health     is the daemon serving? (prints SERVING)
-  models     the models the daemon can serve
-  stats      daemon statistics
+  health                  is the daemon serving? (prints SERVING)
+  models                  the models the daemon can serve
+  generate [flags] PROMPT stream a continuation of PROMPT (see generate --help)
+  chat [flags] MESSAGE    one chat turn through the model's template
+  tokenize --model M TEXT token ids of TEXT
+  load MODEL / unload MODEL
+  stats                   daemon statistics
 
 The daemon is found at --socket, else --address, else $WASTE_ADDRESS, else
 $XDG_RUNTIME_DIR/waste/wasted.sock (/run/waste/wasted.sock without it).
@@ -25,27 +30,16 @@ $XDG_RUNTIME_DIR/waste/wasted.sock (/run/waste/wasted.sock without it).
 
 constexpr size_t kMaxSocketPath = 107;  // sizeof(sockaddr_un::sun_path) - 1
 
-// Prints a failed call as one line, with how to start a daemon when none
-// answered. Returns the exit code.
-int Fail(const WasteClient& client, const absl::Status& status) {
-  std::cerr << "waste-client: " << status.message();
-  if (status.code() == absl::StatusCode::kUnavailable) {
-    std::cerr << "; " << StartDaemonHint(client.target());
-  }
-  std::cerr << "\n";
-  return 1;
-}
-
 int Health(WasteClient& client) {
   auto status = client.Health();
-  if (!status.ok()) return Fail(client, status.status());
+  if (!status.ok()) return FailCall(client, status.status());
   std::cout << grpc::health::v1::HealthCheckResponse::ServingStatus_Name(*status) << "\n";
   return *status == grpc::health::v1::HealthCheckResponse::SERVING ? 0 : 1;
 }
 
 int Models(WasteClient& client) {
   auto models = client.ListModels();
-  if (!models.ok()) return Fail(client, models.status());
+  if (!models.ok()) return FailCall(client, models.status());
   if (models->models().empty()) {
     std::cout << "no models (the daemon serves *.gguf files under its --models-dir)\n";
     return 0;
@@ -62,10 +56,50 @@ int Models(WasteClient& client) {
 
 int Stats(WasteClient& client) {
   auto stats = client.GetStats(v1::GetStatsRequest());
-  if (!stats.ok()) return Fail(client, stats.status());
+  if (!stats.ok()) return FailCall(client, stats.status());
   std::cout << absl::StrFormat("version %s, up %.0f s, %d active, %d queued\n", stats->version(),
                                stats->uptime_seconds(), stats->active_requests(),
                                stats->queued_requests());
+  return 0;
+}
+
+int Tokenize(WasteClient& client, const std::vector<std::string>& raw) {
+  auto args = ParseArgs(raw, {{"model"}, {"special", false}});
+  if (!args.ok() || args->positional().size() != 1) {
+    std::cerr << "usage: waste-client tokenize [--model NAME] [--special] TEXT\n";
+    return 2;
+  }
+  v1::TokenizeRequest request;
+  request.set_model(args->GetOr("model", ""));
+  request.set_text(args->positional()[0]);
+  request.set_add_special(args->Has("special"));
+  request.set_parse_special(args->Has("special"));
+  auto response = client.Tokenize(request);
+  if (!response.ok()) return FailCall(client, response.status());
+  for (int i = 0; i < response->ids_size(); ++i) {
+    std::cout << response->ids(i) << "\t" << response->pieces(i) << "\n";
+  }
+  return 0;
+}
+
+int LoadUnload(WasteClient& client, const std::vector<std::string>& raw, bool load) {
+  if (raw.size() != 1) {
+    std::cerr << "usage: waste-client " << (load ? "load" : "unload") << " MODEL\n";
+    return 2;
+  }
+  if (load) {
+    v1::LoadModelRequest request;
+    request.set_model(raw[0]);
+    auto response = client.LoadModel(request);
+    if (!response.ok()) return FailCall(client, response.status());
+    std::cout << "loaded " << response->model().name() << " in " << response->load_ms() << " ms\n";
+    return 0;
+  }
+  v1::UnloadModelRequest request;
+  request.set_model(raw[0]);
+  auto response = client.UnloadModel(request);
+  if (!response.ok()) return FailCall(client, response.status());
+  std::cout << "unloaded " << raw[0] << "\n";
   return 0;
 }
 
@@ -100,6 +134,11 @@ int Main(int argc, char** argv) {
   if (command == "health") return Health(*client);
   if (command == "models") return Models(*client);
   if (command == "stats") return Stats(*client);
+  std::vector<std::string> rest(raw.begin() + command_index + 1, raw.end());
+  if (command == "generate") return RunGenerate(*client, rest, /*chat=*/false);
+  if (command == "chat") return RunGenerate(*client, rest, /*chat=*/true);
+  if (command == "tokenize") return Tokenize(*client, rest);
+  if (command == "load" || command == "unload") return LoadUnload(*client, rest, command == "load");
   std::cerr << "waste-client: unknown command '" << command << "'\n\n" << kUsage;
   return 2;
 }

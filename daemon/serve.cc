@@ -9,7 +9,7 @@
 
 #include "client/cli_args.h"
 #include "daemon/config/config.h"
-#include "daemon/service/model_catalog.h"
+#include "daemon/engine/model_catalog.h"
 #include "daemon/service/sd_notify.h"
 #include "daemon/service/server.h"
 #include "daemon/service/version.h"
@@ -90,7 +90,8 @@ int RunServe(const std::vector<std::string>& raw_args) {
     return 1;
   }
 
-  WasteService service(&catalog);
+  engine::Engine engine(storage::Env::Default(), &catalog, *config);
+  WasteService service(&engine);
   absl::StatusOr<std::unique_ptr<Server>> server =
       Server::Start({.socket_path = config->socket(), .listen = config->listen()}, {&service});
   if (!server.ok()) {

@@ -1,17 +1,68 @@
 #include "daemon/service/waste_service.h"
 
+#include <thread>
+
+#include "absl/container/flat_hash_map.h"
+#include "daemon/service/generate_reactor.h"
 #include "daemon/service/version.h"
 
 namespace waste {
+namespace {
 
-WasteService::WasteService(const ModelCatalog* catalog)
-    : catalog_(catalog), started_(absl::Now()) {}
+// Runs `work` on its own thread and finishes the call with its status.
+grpc::ServerUnaryReactor* RunOffThread(grpc::CallbackServerContext* context,
+                                       std::function<absl::Status()> work) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  std::thread([reactor, work = std::move(work)] {
+    reactor->Finish(ToGrpcStatus(work()));
+  }).detach();
+  return reactor;
+}
+
+}  // namespace
+
+WasteService::WasteService(engine::Engine* engine) : engine_(engine), started_(absl::Now()) {}
+
+grpc::ServerWriteReactor<v1::GenerateEvent>* WasteService::Generate(
+    grpc::CallbackServerContext* /*context*/, const v1::GenerateRequest* request) {
+  return StartGenerate(engine_, request);
+}
+
+grpc::ServerUnaryReactor* WasteService::Tokenize(grpc::CallbackServerContext* context,
+                                                 const v1::TokenizeRequest* request,
+                                                 v1::TokenizeResponse* response) {
+  return RunOffThread(context, [this, request, response]() -> absl::Status {
+    auto model = engine_->Get(request->model());
+    if (!model.ok()) return model.status();
+    auto result = (*model)->Tokenize(*request);
+    if (!result.ok()) return result.status();
+    *response = *std::move(result);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* WasteService::Detokenize(grpc::CallbackServerContext* context,
+                                                   const v1::DetokenizeRequest* request,
+                                                   v1::DetokenizeResponse* response) {
+  return RunOffThread(context, [this, request, response]() -> absl::Status {
+    auto model = engine_->Get(request->model());
+    if (!model.ok()) return model.status();
+    auto result = (*model)->Detokenize(*request);
+    if (!result.ok()) return result.status();
+    *response = *std::move(result);
+    return absl::OkStatus();
+  });
+}
 
 grpc::ServerUnaryReactor* WasteService::ListModels(grpc::CallbackServerContext* context,
                                                    const v1::ListModelsRequest* /*request*/,
                                                    v1::ListModelsResponse* response) {
-  for (const ModelFile& file : catalog_->Scan()) {
+  absl::flat_hash_map<std::string, std::shared_ptr<engine::LoadedModel>> loaded;
+  for (auto& model : engine_->Loaded()) loaded[model->name()] = model;
+  for (const ModelFile& file : engine_->catalog().Scan()) {
     v1::ModelInfo* info = response->add_models();
+    auto it = loaded.find(file.name);
+    if (it != loaded.end()) it->second->FillInfo(info);
     info->set_name(file.name);
     info->set_path(file.path);
     info->set_size_bytes(file.size_bytes);
@@ -21,9 +72,32 @@ grpc::ServerUnaryReactor* WasteService::ListModels(grpc::CallbackServerContext* 
   return reactor;
 }
 
+grpc::ServerUnaryReactor* WasteService::LoadModel(grpc::CallbackServerContext* context,
+                                                  const v1::LoadModelRequest* request,
+                                                  v1::LoadModelResponse* response) {
+  return RunOffThread(context, [this, request, response]() -> absl::Status {
+    absl::Time start = absl::Now();
+    auto model = engine_->Load(request->model(), request->config());
+    if (!model.ok()) return model.status();
+    (*model)->FillInfo(response->mutable_model());
+    response->set_load_ms(absl::ToDoubleMilliseconds(absl::Now() - start));
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* WasteService::UnloadModel(grpc::CallbackServerContext* context,
+                                                    const v1::UnloadModelRequest* request,
+                                                    v1::UnloadModelResponse* /*response*/) {
+  return RunOffThread(context, [this, request] { return engine_->Unload(request->model()); });
+}
+
 grpc::ServerUnaryReactor* WasteService::GetStats(grpc::CallbackServerContext* context,
-                                                 const v1::GetStatsRequest* /*request*/,
+                                                 const v1::GetStatsRequest* request,
                                                  v1::GetStatsResponse* response) {
+  for (const auto& model : engine_->Loaded()) {
+    if (!request->model().empty() && request->model() != model->name()) continue;
+    *response->add_models() = model->Stats();
+  }
   response->set_uptime_seconds(absl::ToDoubleSeconds(absl::Now() - started_));
   response->set_version(kWasteVersion);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();

@@ -1,30 +1,43 @@
 // The waste.v1.Waste gRPC service: translates RPCs into engine calls and
-// back. Holds no scheduling logic. RPCs whose engine parts have not landed
-// answer UNIMPLEMENTED (the generated base class's default).
+// back. Holds no scheduling logic. Engine work (loading a model, tokenizing,
+// generating) runs off the gRPC threads so no reaction blocks.
 #ifndef WASTE_DAEMON_SERVICE_WASTE_SERVICE_H_
 #define WASTE_DAEMON_SERVICE_WASTE_SERVICE_H_
 
 #include "absl/time/time.h"
-#include "daemon/service/model_catalog.h"
+#include "daemon/engine/engine.h"
 #include "waste/v1/waste.grpc.pb.h"
 
 namespace waste {
 
 class WasteService final : public v1::Waste::CallbackService {
  public:
-  // `catalog` must outlive the service.
-  explicit WasteService(const ModelCatalog* catalog);
+  // `engine` must outlive the service.
+  explicit WasteService(engine::Engine* engine);
 
+  grpc::ServerWriteReactor<v1::GenerateEvent>* Generate(
+      grpc::CallbackServerContext* context, const v1::GenerateRequest* request) override;
+  grpc::ServerUnaryReactor* Tokenize(grpc::CallbackServerContext* context,
+                                     const v1::TokenizeRequest* request,
+                                     v1::TokenizeResponse* response) override;
+  grpc::ServerUnaryReactor* Detokenize(grpc::CallbackServerContext* context,
+                                       const v1::DetokenizeRequest* request,
+                                       v1::DetokenizeResponse* response) override;
   grpc::ServerUnaryReactor* ListModels(grpc::CallbackServerContext* context,
                                        const v1::ListModelsRequest* request,
                                        v1::ListModelsResponse* response) override;
-
+  grpc::ServerUnaryReactor* LoadModel(grpc::CallbackServerContext* context,
+                                      const v1::LoadModelRequest* request,
+                                      v1::LoadModelResponse* response) override;
+  grpc::ServerUnaryReactor* UnloadModel(grpc::CallbackServerContext* context,
+                                        const v1::UnloadModelRequest* request,
+                                        v1::UnloadModelResponse* response) override;
   grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* context,
                                      const v1::GetStatsRequest* request,
                                      v1::GetStatsResponse* response) override;
 
  private:
-  const ModelCatalog* catalog_;
+  engine::Engine* engine_;
   absl::Time started_;
 };
 

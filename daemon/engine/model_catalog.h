@@ -2,8 +2,8 @@
 // directories (searched recursively). The name of a model is its file stem.
 //
 // Thread-safe: Scan() only reads the filesystem and returns a fresh list.
-#ifndef WASTE_DAEMON_SERVICE_MODEL_CATALOG_H_
-#define WASTE_DAEMON_SERVICE_MODEL_CATALOG_H_
+#ifndef WASTE_DAEMON_ENGINE_MODEL_CATALOG_H_
+#define WASTE_DAEMON_ENGINE_MODEL_CATALOG_H_
 
 #include <cstdint>
 #include <string>
@@ -44,4 +44,4 @@ class ModelCatalog {
 
 }  // namespace waste
 
-#endif  // WASTE_DAEMON_SERVICE_MODEL_CATALOG_H_
+#endif  // WASTE_DAEMON_ENGINE_MODEL_CATALOG_H_

@@ -1,0 +1,106 @@
+#include "daemon/engine/engine.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "storage/status_macros.h"
+
+namespace waste::engine {
+
+Engine::Engine(storage::Env* env, const ModelCatalog* catalog, v1::DaemonConfig config)
+    : env_(env), catalog_(catalog), config_(std::move(config)) {}
+
+v1::ModelConfig Engine::ConfigFor(const std::string& name) const {
+  v1::ModelConfig config = config_.model_defaults();
+  auto it = config_.models().find(name);
+  if (it != config_.models().end()) config.MergeFrom(it->second);
+  return config;
+}
+
+absl::StatusOr<std::string> Engine::ResolveName(const std::string& name) const {
+  if (!name.empty()) return name;
+  if (!config_.default_model().empty()) return config_.default_model();
+  std::vector<std::string> loaded;
+  for (const auto& model : Loaded()) loaded.push_back(model->name());
+  if (loaded.size() == 1) return loaded[0];
+  std::vector<ModelFile> files = catalog_->Scan();
+  if (files.size() == 1) return files[0].name;
+  std::vector<std::string> names;
+  for (const ModelFile& file : files) names.push_back(file.name);
+  return absl::InvalidArgumentError(
+      absl::StrCat("model: name a model (the daemon has ",
+                   names.empty() ? "none" : absl::StrJoin(names, ", "), ")"));
+}
+
+std::shared_ptr<Engine::Slot> Engine::SlotFor(const std::string& name) {
+  absl::MutexLock lock(&mu_);
+  std::shared_ptr<Slot>& slot = slots_[name];
+  if (slot == nullptr) slot = std::make_shared<Slot>();
+  return slot;
+}
+
+absl::StatusOr<std::shared_ptr<LoadedModel>> Engine::Get(const std::string& requested) {
+  ASSIGN_OR_RETURN(std::string name, ResolveName(requested));
+  std::shared_ptr<Slot> slot = SlotFor(name);
+  absl::MutexLock lock(&slot->mu);
+  if (slot->model != nullptr) return slot->model;
+  ASSIGN_OR_RETURN(ModelFile file, catalog_->Find(name));
+  ASSIGN_OR_RETURN(std::unique_ptr<LoadedModel> loaded,
+                   LoadedModel::Load(env_, file.name, file.path, ConfigFor(name)));
+  slot->model = std::move(loaded);
+  return slot->model;
+}
+
+absl::StatusOr<std::shared_ptr<LoadedModel>> Engine::Load(const std::string& requested,
+                                                          const v1::ModelConfig& overrides) {
+  ASSIGN_OR_RETURN(std::string name, ResolveName(requested));
+  ASSIGN_OR_RETURN(ModelFile file, catalog_->Find(name));
+  v1::ModelConfig config = ConfigFor(name);
+  config.MergeFrom(overrides);
+  std::shared_ptr<Slot> slot = SlotFor(name);
+  absl::MutexLock lock(&slot->mu);
+  if (slot->model != nullptr &&
+      slot->model->config().SerializeAsString() == config.SerializeAsString()) {
+    return slot->model;
+  }
+  // Free the old copy first so both never hold their budget at once.
+  slot->model.reset();
+  ASSIGN_OR_RETURN(std::unique_ptr<LoadedModel> loaded,
+                   LoadedModel::Load(env_, file.name, file.path, config));
+  slot->model = std::move(loaded);
+  return slot->model;
+}
+
+absl::Status Engine::Unload(const std::string& name) {
+  std::shared_ptr<Slot> slot;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = slots_.find(name);
+    if (it != slots_.end()) slot = it->second;
+  }
+  if (slot != nullptr) {
+    absl::MutexLock lock(&slot->mu);
+    if (slot->model != nullptr) {
+      slot->model.reset();
+      return absl::OkStatus();
+    }
+  }
+  return absl::NotFoundError(absl::StrCat("model '", name, "' is not loaded"));
+}
+
+std::vector<std::shared_ptr<LoadedModel>> Engine::Loaded() const {
+  std::vector<std::shared_ptr<Slot>> slots;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [name, slot] : slots_) slots.push_back(slot);
+  }
+  std::vector<std::shared_ptr<LoadedModel>> loaded;
+  for (const auto& slot : slots) {
+    // A slot that is loading is skipped rather than waited for.
+    if (!slot->mu.TryLock()) continue;
+    if (slot->model != nullptr) loaded.push_back(slot->model);
+    slot->mu.Unlock();
+  }
+  return loaded;
+}
+
+}  // namespace waste::engine

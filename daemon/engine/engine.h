@@ -1,0 +1,68 @@
+// The engine: the models a daemon serves and the ones it has loaded. Models
+// load on first use (or by LoadModel) with the daemon's configuration for
+// them, and stay loaded until unloaded.
+//
+// Thread-safe. Loading one model does not block requests to others.
+#ifndef WASTE_DAEMON_ENGINE_ENGINE_H_
+#define WASTE_DAEMON_ENGINE_ENGINE_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "daemon/engine/loaded_model.h"
+#include "daemon/engine/model_catalog.h"
+#include "storage/env.h"
+#include "waste/v1/config.pb.h"
+
+namespace waste::engine {
+
+class Engine {
+ public:
+  // `env` and `catalog` must outlive the engine.
+  Engine(storage::Env* env, const ModelCatalog* catalog, v1::DaemonConfig config);
+
+  // The model called `name`, loading it if needed. An empty name means the
+  // configured default model, else the only loaded model, else the only
+  // model in the catalog; otherwise INVALID_ARGUMENT listing the choices.
+  absl::StatusOr<std::shared_ptr<LoadedModel>> Get(const std::string& name);
+
+  // Loads (or reloads, when `overrides` differ) the model with the daemon's
+  // config for it overlaid by `overrides`.
+  absl::StatusOr<std::shared_ptr<LoadedModel>> Load(const std::string& name,
+                                                    const v1::ModelConfig& overrides);
+
+  // Forgets a loaded model; requests still running on it finish first (they
+  // hold a reference), then its memory is freed. NOT_FOUND if not loaded.
+  absl::Status Unload(const std::string& name);
+
+  // The loaded models, by name.
+  std::vector<std::shared_ptr<LoadedModel>> Loaded() const;
+
+  // The configuration a model gets: defaults overlaid by its own section.
+  v1::ModelConfig ConfigFor(const std::string& name) const;
+
+  const ModelCatalog& catalog() const { return *catalog_; }
+
+ private:
+  struct Slot {
+    absl::Mutex mu;  // Held while loading.
+    std::shared_ptr<LoadedModel> model ABSL_GUARDED_BY(mu);
+  };
+
+  absl::StatusOr<std::string> ResolveName(const std::string& name) const;
+  std::shared_ptr<Slot> SlotFor(const std::string& name);
+
+  storage::Env* env_;
+  const ModelCatalog* catalog_;
+  v1::DaemonConfig config_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, std::shared_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace waste::engine
+
+#endif  // WASTE_DAEMON_ENGINE_ENGINE_H_

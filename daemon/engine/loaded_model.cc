@@ -1,0 +1,121 @@
+#include "daemon/engine/loaded_model.h"
+
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "daemon/cache/resident_store.h"
+#include "daemon/engine/stats.h"
+#include "daemon/text/vocab_gguf.h"
+#include "storage/logging.h"
+#include "storage/status_macros.h"
+
+namespace waste::engine {
+namespace {
+
+// Default context when neither the request nor the config sets one: the
+// trained context, capped so the KV cache stays modest.
+constexpr int64_t kDefaultContextCap = 4096;
+
+storage::IoEngine ParseIoEngine(const std::string& name) {
+  if (name == "io_uring") return storage::IoEngine::kIoUring;
+  if (name == "threads") return storage::IoEngine::kThreads;
+  if (name == "pread") return storage::IoEngine::kSync;
+  return storage::IoEngine::kAuto;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<LoadedModel>> LoadedModel::Load(storage::Env* env,
+                                                               const std::string& name,
+                                                               const std::string& path,
+                                                               const v1::ModelConfig& config) {
+  absl::Time start = absl::Now();
+  auto loaded = std::unique_ptr<LoadedModel>(new LoadedModel());
+  loaded->name_ = name;
+  loaded->path_ = path;
+  loaded->config_ = config;
+  ASSIGN_OR_RETURN(loaded->gguf_, storage::GgufFile::Open(env, path));
+  ASSIGN_OR_RETURN(loaded->model_, model::Model::Create(*loaded->gguf_));
+  ASSIGN_OR_RETURN(text::Vocab vocab, text::VocabFromGguf(*loaded->gguf_));
+  ASSIGN_OR_RETURN(loaded->tokenizer_, text::Tokenizer::Create(std::move(vocab)));
+  const model::HParams& hp = loaded->model_->hparams();
+  loaded->context_length_ = config.has_context_length()
+                                ? config.context_length()
+                                : std::min<int64_t>(hp.n_ctx_train, kDefaultContextCap);
+  if (loaded->context_length_ <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("context_length must be positive, is ", loaded->context_length_));
+  }
+  storage::ReadOptions read_options;
+  read_options.direct = !config.has_direct_io() || config.direct_io();
+  ASSIGN_OR_RETURN(loaded->file_, env->NewRandomAccessFile(path, read_options));
+  storage::ReadQueueOptions io;
+  io.engine = ParseIoEngine(config.io_engine());
+  if (config.has_io_depth()) io.depth = config.io_depth();
+  if (config.has_io_threads()) io.threads = config.io_threads();
+  ASSIGN_OR_RETURN(loaded->store_, cache::ResidentChunkStore::Load(env, *loaded->file_,
+                                                                   loaded->model_->chunks(), io));
+  int threads = config.has_threads() ? config.threads()
+                                     : static_cast<int>(std::thread::hardware_concurrency());
+  loaded->pool_ = std::make_unique<kernels::ThreadPool>(std::max(1, threads));
+  WLOG(INFO) << "loaded " << name << " (" << hp.arch_name << ", " << hp.n_layer << " layers, "
+             << loaded->model_->weight_bytes() << " weight bytes) in "
+             << absl::FormatDuration(absl::Now() - start) << ", context "
+             << loaded->context_length_;
+  return loaded;
+}
+
+LoadedModel::~LoadedModel() = default;
+
+absl::StatusOr<v1::TokenizeResponse> LoadedModel::Tokenize(
+    const v1::TokenizeRequest& request) const {
+  v1::TokenizeResponse response;
+  for (text::TokenId id :
+       tokenizer_->Encode(request.text(), request.add_special(), request.parse_special())) {
+    response.add_ids(id);
+    response.add_pieces(tokenizer_->Piece(id));
+  }
+  return response;
+}
+
+absl::StatusOr<v1::DetokenizeResponse> LoadedModel::Detokenize(
+    const v1::DetokenizeRequest& request) const {
+  std::vector<text::TokenId> ids(request.ids().begin(), request.ids().end());
+  for (text::TokenId id : ids) {
+    if (id < 0 || id >= tokenizer_->vocab_size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "ids: token id ", id, " is outside the vocabulary of ", tokenizer_->vocab_size()));
+    }
+  }
+  text::DetokenizeOptions options;
+  options.remove_special = !request.render_special();
+  options.unparse_special = request.render_special();
+  v1::DetokenizeResponse response;
+  response.set_text(tokenizer_->Decode(ids, options));
+  return response;
+}
+
+v1::ModelStats LoadedModel::Stats() const {
+  v1::ModelStats stats;
+  stats.set_model(name_);
+  *stats.mutable_totals() = ToEngineStats(store_->Stats());
+  absl::MutexLock lock(&stats_mu_);
+  stats.mutable_totals()->set_tokens(tokens_);
+  stats.mutable_totals()->set_compute_ms(compute_ms_);
+  stats.set_requests(requests_);
+  stats.set_failed_requests(failed_requests_);
+  stats.set_last_decode_tokens_per_second(last_decode_tps_);
+  return stats;
+}
+
+void LoadedModel::FillInfo(v1::ModelInfo* info) const {
+  const model::HParams& hp = model_->hparams();
+  info->set_name(name_);
+  info->set_path(path_);
+  info->set_size_bytes(static_cast<int64_t>(gguf_->file_size()));
+  info->set_loaded(true);
+  info->set_architecture(hp.arch_name);
+  info->set_context_length(static_cast<int32_t>(hp.n_ctx_train));
+}
+
+}  // namespace waste::engine

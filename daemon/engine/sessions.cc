@@ -1,0 +1,35 @@
+#include "daemon/engine/sessions.h"
+
+#include <random>
+
+#include "absl/strings/str_format.h"
+
+namespace waste::engine {
+
+Session* SessionTable::Find(const std::string& id) {
+  for (auto it = sessions_.begin(); it != sessions_.end(); ++it) {
+    if (it->id == id) {
+      sessions_.splice(sessions_.begin(), sessions_, it);
+      return &sessions_.front();
+    }
+  }
+  return nullptr;
+}
+
+Session* SessionTable::Create(
+    const std::function<std::unique_ptr<model::SequenceState>()>& make_state) {
+  if (sessions_.size() >= capacity_ && !sessions_.empty()) sessions_.pop_back();
+  // Unguessable enough that one client does not stumble into another's.
+  static std::mt19937_64 rng{std::random_device{}()};
+  Session session;
+  session.id = absl::StrFormat("s%d-%016x", next_id_++, rng());
+  session.state = make_state();
+  sessions_.push_front(std::move(session));
+  return &sessions_.front();
+}
+
+void SessionTable::Erase(const std::string& id) {
+  sessions_.remove_if([&](const Session& s) { return s.id == id; });
+}
+
+}  // namespace waste::engine

@@ -1,0 +1,102 @@
+#include "daemon/text/chat_template.h"
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+namespace waste::text {
+
+ChatFormat DetectChatFormat(const std::string& t) {
+  if (absl::StrContains(t, "<|im_start|>")) return ChatFormat::kChatMl;
+  if (absl::StrContains(t, "<|start_header_id|>")) return ChatFormat::kLlama3;
+  if (absl::StrContains(t, "<｜User｜>") || absl::StrContains(t, "<｜Assistant｜>")) {
+    return ChatFormat::kDeepSeek;
+  }
+  if (absl::StrContains(t, "[INST]")) return ChatFormat::kLlama2;
+  return ChatFormat::kPlain;
+}
+
+const char* ChatFormatName(ChatFormat format) {
+  switch (format) {
+    case ChatFormat::kPlain:
+      return "plain";
+    case ChatFormat::kChatMl:
+      return "chatml";
+    case ChatFormat::kLlama3:
+      return "llama3";
+    case ChatFormat::kLlama2:
+      return "llama2";
+    case ChatFormat::kDeepSeek:
+      return "deepseek";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string RenderLlama2(const std::vector<ChatTurn>& turns) {
+  // [INST] <<SYS>>\nsystem\n<</SYS>>\n\nuser [/INST] assistant</s>[INST] ...
+  std::string out, system;
+  for (const ChatTurn& turn : turns) {
+    if (turn.role == "system") {
+      system = turn.content;
+    } else if (turn.role == "assistant") {
+      absl::StrAppend(&out, " ", turn.content, "</s>");
+    } else {
+      std::string content = turn.content;
+      if (!system.empty()) {
+        content = absl::StrCat("<<SYS>>\n", system, "\n<</SYS>>\n\n", content);
+        system.clear();
+      }
+      absl::StrAppend(&out, out.empty() ? "" : "<s>", "[INST] ", content, " [/INST]");
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string RenderChat(ChatFormat format, const std::vector<ChatTurn>& turns,
+                       bool add_generation_prompt) {
+  std::string out;
+  switch (format) {
+    case ChatFormat::kChatMl:
+      for (const ChatTurn& t : turns) {
+        absl::StrAppend(&out, "<|im_start|>", t.role, "\n", t.content, "<|im_end|>\n");
+      }
+      if (add_generation_prompt) out += "<|im_start|>assistant\n";
+      return out;
+    case ChatFormat::kLlama3:
+      for (const ChatTurn& t : turns) {
+        absl::StrAppend(&out, "<|start_header_id|>", t.role, "<|end_header_id|>\n\n",
+                        absl::StripAsciiWhitespace(t.content), "<|eot_id|>");
+      }
+      if (add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
+      return out;
+    case ChatFormat::kDeepSeek:
+      for (const ChatTurn& t : turns) {
+        if (t.role == "system") {
+          out += t.content;
+        } else if (t.role == "assistant") {
+          absl::StrAppend(&out, "<｜Assistant｜>", t.content, "<｜end▁of▁sentence｜>");
+        } else {
+          absl::StrAppend(&out, "<｜User｜>", t.content);
+        }
+      }
+      if (add_generation_prompt) out += "<｜Assistant｜>";
+      return out;
+    case ChatFormat::kLlama2:
+      return RenderLlama2(turns);
+    case ChatFormat::kPlain:
+      for (const ChatTurn& t : turns) {
+        std::string role = t.role;
+        if (!role.empty()) role[0] = absl::ascii_toupper(role[0]);
+        absl::StrAppend(&out, role, ": ", t.content, "\n");
+      }
+      if (add_generation_prompt) out += "Assistant:";
+      return out;
+  }
+  return out;
+}
+
+}  // namespace waste::text
