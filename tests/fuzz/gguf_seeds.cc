@@ -26,7 +26,10 @@ void AddEveryValueType(GgufWriter& w) {
   WCHECK(w.AddFloat32("f32", 0.25f).ok());
   WCHECK(w.AddFloat64("f64", 1e-300).ok());
   WCHECK(w.AddBool("b", true).ok());
-  WCHECK(w.AddStringArray("tokenizer.ggml.tokens", {"<unk>", "<s>", "</s>", "\xE2\x96\x81a"}).ok());
+  WCHECK(w.AddStringArray("tokenizer.ggml.tokens", {"<unk>", "<s>", "</s>",
+                                                    "\xE2\x96\x81"
+                                                    "a"})
+             .ok());
   WCHECK(w.AddFloat32Array("tokenizer.ggml.scores", {0, 0, 0, -1.5f}).ok());
   WCHECK(w.AddInt32Array("tokenizer.ggml.token_type", {2, 3, 3, 1}).ok());
   WCHECK(w.AddUint32Array("u32s", {1, 2}).ok());
