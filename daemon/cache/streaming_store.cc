@@ -1,0 +1,350 @@
+#include "daemon/cache/streaming_store.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "daemon/cache/resident_store.h"
+#include "storage/logging.h"
+#include "storage/status_macros.h"
+
+namespace waste::cache {
+
+StreamingStoreOptions StreamingStoreOptions::FromPlan(const memory::MemoryPlan& plan) {
+  StreamingStoreOptions options;
+  options.pinned = plan.is_pinned;
+  options.n_slots = plan.streaming_slots;
+  options.slot_bytes = plan.slot_bytes;
+  options.prefetch_depth = plan.prefetch_depth;
+  options.access_order = plan.access_order;
+  return options;
+}
+
+StreamingChunkStore::StreamingChunkStore(const std::vector<ChunkSpec>* chunks,
+                                         const StreamingStoreOptions& options)
+    : chunks_(chunks), access_order_(options.access_order) {}
+
+StreamingChunkStore::~StreamingChunkStore() {
+  // The kernel may still be writing into slots: let reads land before the
+  // pool is unmapped.
+  if (queue_ != nullptr) {
+    while (queue_->Outstanding() > 0) {
+      completions_.clear();
+      if (!queue_->Wait(1, &completions_).ok()) break;
+    }
+  }
+}
+
+absl::StatusOr<std::unique_ptr<StreamingChunkStore>> StreamingChunkStore::Create(
+    storage::Env* env, const storage::RandomAccessFile& file, const std::vector<ChunkSpec>& chunks,
+    const StreamingStoreOptions& options) {
+  const size_t n = chunks.size();
+  if (options.pinned.size() != n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the pinned set names ", options.pinned.size(), " chunks; the model has ", n));
+  }
+  if (options.n_slots < 0 || options.max_read == 0 ||
+      options.max_read % storage::kDirectIoAlignment != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("bad streaming options: ", options.n_slots,
+                                                   " slots, max_read ", options.max_read));
+  }
+  auto store = std::unique_ptr<StreamingChunkStore>(new StreamingChunkStore(&chunks, options));
+  store->file_ = &file;
+  store->state_.resize(n);
+  store->pieces_.resize(n);
+  store->order_position_.assign(n, -1);
+  uint64_t pinned_bytes = 0;
+  size_t max_pieces = 1;
+  for (size_t i = 0; i < n; ++i) {
+    const ChunkSpec& chunk = chunks[i];
+    if (chunk.id != static_cast<ChunkId>(i)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("chunk ", chunk.name, " has id ", chunk.id, " at index ", i));
+    }
+    Chunk& c = store->state_[i];
+    if (options.pinned[i]) {
+      c.state = State::kPinned;
+      c.pinned_offset = pinned_bytes;
+      pinned_bytes += storage::AlignUp(chunk.slot_bytes, storage::kDirectIoAlignment);
+      continue;
+    }
+    if (options.n_slots == 0 || chunk.slot_bytes > options.slot_bytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "chunk ", chunk.name, " (", chunk.slot_bytes, " bytes) is not pinned and does not fit ",
+          options.n_slots, " streaming slots of ", options.slot_bytes, " bytes"));
+    }
+    for (const ChunkRead& read : chunk.reads) {
+      for (uint64_t done = 0; done < read.length; done += options.max_read) {
+        store->pieces_[i].push_back({read.file_offset + done,
+                                     std::min(options.max_read, read.length - done),
+                                     read.slot_offset + done});
+      }
+    }
+    max_pieces = std::max(max_pieces, store->pieces_[i].size());
+  }
+  for (size_t p = 0; p < store->access_order_.size(); ++p) {
+    ChunkId id = store->access_order_[p];
+    if (id < 0 || static_cast<size_t>(id) >= n) {
+      return absl::InvalidArgumentError(absl::StrCat("access order names chunk ", id));
+    }
+    store->order_position_[id] = static_cast<int>(p);
+  }
+
+  ASSIGN_OR_RETURN(store->pool_, memory::WeightPool::Create(pinned_bytes, options.slot_bytes,
+                                                            options.n_slots, options.pool));
+  // Deep enough that a slot's reads plus the next one's are all in flight:
+  // io_uring only refills from its backlog when polled.
+  storage::ReadQueueOptions io = options.io;
+  io.depth = std::max<int>(io.depth, static_cast<int>(std::min<size_t>(2 * max_pieces, 256)));
+  ASSIGN_OR_RETURN(store->queue_, env->NewReadQueue(&file, io));
+  store->policy_ = NewCachePolicy(options.policy, static_cast<int>(n));
+  store->slot_owner_.assign(options.n_slots, -1);
+  for (int s = options.n_slots - 1; s >= 0; --s) store->free_slots_.push_back(s);
+  store->requests_.reserve(max_pieces);
+  store->completions_.reserve(max_pieces * std::max(1, options.n_slots) + 16);
+  store->set_prefetch_depth(options.prefetch_depth);
+
+  // Pinned chunks: read once, now.
+  std::vector<const ChunkSpec*> specs;
+  std::vector<uint8_t*> slots;
+  for (size_t i = 0; i < n; ++i) {
+    if (!options.pinned[i]) continue;
+    specs.push_back(&chunks[i]);
+    slots.push_back(store->pool_->pinned() + store->state_[i].pinned_offset);
+    store->stats_.bytes_read += static_cast<int64_t>(chunks[i].slot_bytes);
+  }
+  absl::Time start = absl::Now();
+  RETURN_IF_ERROR(ReadChunksBlocking(store->queue_.get(), specs, slots, options.max_read));
+  store->stats_.read_busy_seconds += absl::ToDoubleSeconds(absl::Now() - start);
+  store->stats_.resident_bytes = static_cast<int64_t>(pinned_bytes);
+  store->stats_.capacity_bytes = static_cast<int64_t>(store->pool_->bytes());
+  return store;
+}
+
+void StreamingChunkStore::set_prefetch_depth(int depth) {
+  prefetch_depth_ = std::clamp(depth, 0, std::max(0, static_cast<int>(slot_owner_.size()) - 1));
+}
+
+bool StreamingChunkStore::Evictable(ChunkId id, bool respect_protection) const {
+  const Chunk& c = state_[id];
+  return c.state == State::kResident && c.refs == 0 && !c.prefetched_unused &&
+         !(respect_protection && c.protect_epoch == epoch_);
+}
+
+void StreamingChunkStore::Evict(ChunkId id) {
+  Chunk& c = state_[id];
+  WCHECK(c.state == State::kResident && c.refs == 0) << (*chunks_)[id].name;
+  policy_->OnRemove(id);
+  if (c.prefetched_unused) {
+    c.prefetched_unused = false;
+    --prefetched_outstanding_;
+    ++stats_.prefetch_wasted;
+  }
+  slot_owner_[c.slot] = -1;
+  free_slots_.push_back(c.slot);
+  c.slot = -1;
+  c.state = State::kAbsent;
+  stats_.resident_bytes -= static_cast<int64_t>((*chunks_)[id].slot_bytes);
+  ++streaming_stats_.evictions;
+}
+
+absl::StatusOr<int> StreamingChunkStore::TakeSlot(bool demand) {
+  if (free_slots_.empty()) {
+    ChunkId victim = policy_->PickVictim(
+        [&](ChunkId id) { return Evictable(id, /*respect_protection=*/!demand); });
+    if (victim < 0 && demand) {
+      // Rather waste a read-ahead than fail the chunk needed now; prefer one
+      // that has landed over one still in flight.
+      for (int pass = 0; pass < 2 && victim < 0; ++pass) {
+        for (ChunkId owner : slot_owner_) {
+          if (owner < 0 || !state_[owner].prefetched_unused) continue;
+          if (pass == 0 && state_[owner].state != State::kResident) continue;
+          if (state_[owner].state == State::kLoading) {
+            absl::Status status = WaitFor(owner);
+            (void)status;  // A failed read-ahead frees its slot itself.
+          }
+          victim = owner;
+          break;
+        }
+      }
+      if (victim >= 0 && state_[victim].state != State::kResident) {
+        // Its read failed and it already gave its slot back.
+        victim = -1;
+      }
+    }
+    if (victim >= 0) Evict(victim);
+  }
+  if (free_slots_.empty()) {
+    if (!demand) return -1;
+    return absl::ResourceExhaustedError(
+        absl::StrCat("all ", slot_owner_.size(), " streaming slots hold chunks in use; the plan ",
+                     "gives this model too few slots (raise --ram-budget)"));
+  }
+  int slot = free_slots_.back();
+  free_slots_.pop_back();
+  return slot;
+}
+
+absl::Status StreamingChunkStore::IssueRead(ChunkId id, int slot) {
+  Chunk& c = state_[id];
+  uint8_t* base = pool_->slot(slot);
+  requests_.clear();
+  for (const Piece& piece : pieces_[id]) {
+    requests_.push_back({piece.file_offset, piece.length,
+                         reinterpret_cast<char*>(base + piece.slot_offset),
+                         static_cast<uint64_t>(id)});
+  }
+  absl::Status status = queue_->Submit(requests_);
+  if (!status.ok()) {
+    free_slots_.push_back(slot);
+    return status;
+  }
+  slot_owner_[slot] = id;
+  c.slot = slot;
+  c.state = State::kLoading;
+  c.pending = static_cast<int>(requests_.size());
+  c.error = absl::OkStatus();
+  if (chunks_in_flight_++ == 0) busy_since_ = absl::Now();
+  return absl::OkStatus();
+}
+
+absl::Status StreamingChunkStore::PollCompletions() {
+  completions_.clear();
+  ASSIGN_OR_RETURN(size_t got, queue_->Wait(1, &completions_));
+  (void)got;
+  for (const storage::ReadCompletion& done : completions_) {
+    ChunkId id = static_cast<ChunkId>(done.tag);
+    Chunk& c = state_[id];
+    WCHECK(c.state == State::kLoading && c.pending > 0) << (*chunks_)[id].name;
+    if (!done.status.ok() && c.error.ok()) c.error = done.status;
+    if (--c.pending == 0) FinishRead(id);
+  }
+  return absl::OkStatus();
+}
+
+void StreamingChunkStore::FinishRead(ChunkId id) {
+  Chunk& c = state_[id];
+  if (--chunks_in_flight_ == 0) {
+    stats_.read_busy_seconds += absl::ToDoubleSeconds(absl::Now() - busy_since_);
+  }
+  if (c.error.ok()) {
+    c.state = State::kResident;
+    policy_->OnInsert(id);
+    stats_.bytes_read += static_cast<int64_t>((*chunks_)[id].slot_bytes);
+    stats_.resident_bytes += static_cast<int64_t>((*chunks_)[id].slot_bytes);
+    return;
+  }
+  // The slot goes back; the error stays for an Acquire waiting on it. A
+  // read-ahead nobody waits for just disappears: the Acquire that needs the
+  // chunk reads it again and meets the error itself if it persists.
+  ++streaming_stats_.read_errors;
+  slot_owner_[c.slot] = -1;
+  free_slots_.push_back(c.slot);
+  c.slot = -1;
+  c.state = State::kAbsent;
+  if (c.prefetched_unused) {
+    c.prefetched_unused = false;
+    --prefetched_outstanding_;
+  }
+}
+
+absl::Status StreamingChunkStore::WaitFor(ChunkId id) {
+  while (state_[id].state == State::kLoading) RETURN_IF_ERROR(PollCompletions());
+  return ReadError(id);
+}
+
+absl::Status StreamingChunkStore::ReadError(ChunkId id) const {
+  const Chunk& c = state_[id];
+  if (c.error.ok()) return absl::OkStatus();
+  const ChunkSpec& spec = (*chunks_)[id];
+  return absl::Status(
+      c.error.code(),
+      absl::StrCat("reading weight chunk ", spec.name, " (id ", id, ", ", spec.slot_bytes,
+                   " bytes) from ", file_->Path(), ": ", c.error.message(),
+                   "; the chunk stays unloaded and the next request retries it"));
+}
+
+absl::StatusOr<const uint8_t*> StreamingChunkStore::Acquire(ChunkId id) {
+  WCHECK(id >= 0 && static_cast<size_t>(id) < state_.size()) << "chunk " << id;
+  Chunk& c = state_[id];
+  last_acquired_ = id;
+  if (c.state == State::kPinned) {
+    ++stats_.hits;
+    ++streaming_stats_.pinned_hits;
+    ++c.refs;
+    return pool_->pinned() + c.pinned_offset;
+  }
+  if (c.prefetched_unused) {
+    c.prefetched_unused = false;
+    --prefetched_outstanding_;
+    ++stats_.prefetch_hits;
+  }
+  if (c.state == State::kResident) {
+    ++stats_.hits;
+  } else {
+    ++stats_.misses;
+    absl::Time start = absl::Now();
+    absl::Status status;
+    if (c.state == State::kAbsent) {
+      absl::StatusOr<int> slot = TakeSlot(/*demand=*/true);
+      status = slot.ok() ? IssueRead(id, *slot) : slot.status();
+    }
+    if (status.ok()) status = WaitFor(id);
+    stats_.io_wait_seconds += absl::ToDoubleSeconds(absl::Now() - start);
+    if (!status.ok()) {
+      c.error = absl::OkStatus();
+      return status;
+    }
+  }
+  ++c.refs;
+  policy_->OnUse(id);
+  return pool_->slot(c.slot);
+}
+
+void StreamingChunkStore::Release(ChunkId id) {
+  WCHECK(id >= 0 && static_cast<size_t>(id) < state_.size()) << "chunk " << id;
+  Chunk& c = state_[id];
+  WCHECK(c.refs > 0) << "Release of chunk " << (*chunks_)[id].name << " that is not acquired";
+  --c.refs;
+}
+
+void StreamingChunkStore::Prefetch(std::span<const ChunkId> upcoming) {
+  if (prefetch_depth_ == 0) return;
+  ++epoch_;
+  // Walks the chunks needed next; false when no more reads should start.
+  auto consider = [&](ChunkId id) {
+    Chunk& c = state_[id];
+    if (c.state == State::kPinned) return true;
+    if (c.state != State::kAbsent) {
+      c.protect_epoch = epoch_;  // Needed before anything read from here on.
+      return true;
+    }
+    if (prefetched_outstanding_ >= prefetch_depth_) return false;
+    absl::StatusOr<int> slot = TakeSlot(/*demand=*/false);
+    if (!slot.ok() || *slot < 0) return false;
+    if (!IssueRead(id, *slot).ok()) return false;  // The Acquire will report it.
+    c.prefetched_unused = true;
+    c.protect_epoch = epoch_;
+    ++prefetched_outstanding_;
+    return true;
+  };
+  for (ChunkId id : upcoming) {
+    WCHECK(id >= 0 && static_cast<size_t>(id) < state_.size()) << "chunk " << id;
+    if (!consider(id)) return;
+  }
+  ChunkId from = upcoming.empty() ? last_acquired_ : upcoming.back();
+  if (access_order_.empty() || from < 0 || order_position_[from] < 0) return;
+  const int n = static_cast<int>(access_order_.size());
+  for (int step = 1; step < n; ++step) {
+    if (!consider(access_order_[(order_position_[from] + step) % n])) return;
+  }
+}
+
+ChunkStoreStats StreamingChunkStore::Stats() const {
+  ChunkStoreStats stats = stats_;
+  if (chunks_in_flight_ > 0) {
+    stats.read_busy_seconds += absl::ToDoubleSeconds(absl::Now() - busy_since_);
+  }
+  return stats;
+}
+
+}  // namespace waste::cache

@@ -1,0 +1,158 @@
+// StreamingChunkStore: a ChunkStore for models larger than their RAM budget.
+// The memory plan decides which chunks are pinned; they are read into the
+// pool's pinned region when the store is created and never leave. Every
+// other chunk goes through a fixed number of equal streaming slots:
+//   - Acquire of a resident chunk is a hit; of an absent one it issues the
+//     chunk's reads (if not already in flight) into a free or evicted slot
+//     and waits, counting the wait as I/O wait.
+//   - A chunk is referenced from Acquire to Release and never evicted then.
+//   - Prefetch(upcoming) starts reads for the next absent chunks, up to
+//     prefetch_depth chunks read ahead and not yet used, into free slots or
+//     slots the cache policy gives up. It never evicts a chunk in use, a
+//     chunk prefetched but not yet used, or a resident chunk needed before
+//     the one being read. After the caller's hint it continues along
+//     `access_order` (cyclically), and from the last acquired chunk when the
+//     hint is empty, so the reads for the next token's first layers start
+//     while this token's last layers compute.
+//   - A failed read fails only the Acquire that needs the chunk, with the
+//     chunk, file, offset and errno in the message; its slot is freed, the
+//     chunk is absent again and the next Acquire retries it.
+// Reads go through one storage::ReadQueue (io_uring or the pread thread
+// pool; O_DIRECT when the file was opened so), straight into the slots. The
+// queue is polled from Acquire: completions of prefetched chunks are
+// noticed when a later Acquire waits or finds the chunk.
+//
+// Nothing on the token path allocates: per-chunk state, the read requests
+// and the completion buffer are sized at creation. (The io_uring queue
+// keeps a small record per read in flight; that is storage's.)
+//
+// Ownership: owns the weight pool, the read queue and the policy; borrows
+// the file and the chunk specs (both must outlive the store).
+// Thread-safety: one engine thread
+// calls Acquire/Release/Prefetch/Stats; not thread-safe.
+#ifndef WASTE_DAEMON_CACHE_STREAMING_STORE_H_
+#define WASTE_DAEMON_CACHE_STREAMING_STORE_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "daemon/cache/cache_policy.h"
+#include "daemon/cache/chunk_store.h"
+#include "daemon/memory/plan.h"
+#include "daemon/memory/pool.h"
+#include "storage/env.h"
+
+namespace waste::cache {
+
+struct StreamingStoreOptions {
+  std::vector<bool> pinned;  // By ChunkId; size = number of chunks.
+  int n_slots = 0;
+  uint64_t slot_bytes = 0;  // At least the largest unpinned chunk's slot.
+  int prefetch_depth = 1;   // Chunks read ahead and not yet used, at most.
+  PolicyKind policy = kDefaultPolicy;
+  std::vector<ChunkId> access_order;  // Empty: follow the hints only.
+  storage::ReadQueueOptions io;       // depth is raised to keep a whole slot in flight.
+  uint64_t max_read = 4 << 20;        // Reads are split into pieces of at most this.
+  memory::PoolOptions pool;
+
+  // Pinned set, slots and prefetch depth as `plan` says.
+  static StreamingStoreOptions FromPlan(const memory::MemoryPlan& plan);
+};
+
+// Counters beyond ChunkStoreStats.
+struct StreamingStoreStats {
+  int64_t pinned_hits = 0;  // Of ChunkStoreStats::hits, those on pinned chunks.
+  int64_t evictions = 0;
+  int64_t read_errors = 0;  // Chunks whose read failed.
+};
+
+class StreamingChunkStore final : public ChunkStore {
+ public:
+  // Allocates the pool and reads the pinned chunks. Errors: options that do
+  // not fit `chunks` (INVALID_ARGUMENT), the pool cannot be mapped, a pinned
+  // chunk cannot be read.
+  static absl::StatusOr<std::unique_ptr<StreamingChunkStore>> Create(
+      storage::Env* env, const storage::RandomAccessFile& file,
+      const std::vector<ChunkSpec>& chunks, const StreamingStoreOptions& options);
+  ~StreamingChunkStore() override;
+
+  absl::StatusOr<const uint8_t*> Acquire(ChunkId id) override;
+  void Release(ChunkId id) override;
+  void Prefetch(std::span<const ChunkId> upcoming) override;
+  ChunkStoreStats Stats() const override;
+
+  StreamingStoreStats StreamingStats() const { return streaming_stats_; }
+  const memory::WeightPool& pool() const { return *pool_; }
+  const char* policy_name() const { return policy_->Name(); }
+  storage::IoEngine io_engine() const { return queue_->Engine(); }
+  int prefetch_depth() const { return prefetch_depth_; }
+  // Changes how far ahead Prefetch reads (0 turns it off), capped at
+  // n_slots - 1.
+  void set_prefetch_depth(int depth);
+
+ private:
+  enum class State : uint8_t { kPinned, kAbsent, kLoading, kResident };
+  struct Piece {
+    uint64_t file_offset;
+    uint64_t length;
+    uint64_t slot_offset;
+  };
+  struct Chunk {
+    State state = State::kAbsent;
+    bool prefetched_unused = false;
+    int slot = -1;
+    int refs = 0;
+    int pending = 0;             // Pieces in flight.
+    uint64_t protect_epoch = 0;  // == epoch_: needed before what Prefetch reads.
+    uint64_t pinned_offset = 0;  // In the pool's pinned region.
+    absl::Status error;          // First failed piece of the read in flight.
+  };
+
+  StreamingChunkStore(const std::vector<ChunkSpec>* chunks, const StreamingStoreOptions& options);
+
+  // A slot for a read: a free one, else the policy's victim among evictable
+  // chunks; for an Acquire (`demand`) also a prefetched chunk not yet used
+  // (waiting for it when still loading). -1 when none.
+  absl::StatusOr<int> TakeSlot(bool demand);
+  void Evict(ChunkId id);
+  absl::Status IssueRead(ChunkId id, int slot);
+  // Waits until chunk `id` has no pieces in flight.
+  absl::Status WaitFor(ChunkId id);
+  // Waits for at least one completion and applies them all.
+  absl::Status PollCompletions();
+  // A chunk's last piece came back: resident, or freed with its error kept
+  // for the Acquire waiting on it.
+  void FinishRead(ChunkId id);
+  bool Evictable(ChunkId id, bool respect_protection) const;
+  absl::Status ReadError(ChunkId id) const;
+
+  const std::vector<ChunkSpec>* chunks_;  // Borrowed from the caller of Create.
+  const storage::RandomAccessFile* file_ = nullptr;
+  std::vector<Chunk> state_;
+  std::vector<std::vector<Piece>> pieces_;
+  std::vector<ChunkId> slot_owner_;  // -1: free.
+  std::vector<int> free_slots_;
+  std::vector<int> order_position_;  // Of each chunk in access_order_, -1 if absent.
+  std::vector<ChunkId> access_order_;
+  std::vector<storage::ReadRequest> requests_;
+  std::vector<storage::ReadCompletion> completions_;
+
+  std::unique_ptr<memory::WeightPool> pool_;
+  std::unique_ptr<storage::ReadQueue> queue_;
+  std::unique_ptr<CachePolicy> policy_;
+  int prefetch_depth_ = 0;
+  int prefetched_outstanding_ = 0;  // Chunks prefetched and not yet used.
+  int chunks_in_flight_ = 0;
+  uint64_t epoch_ = 0;
+  ChunkId last_acquired_ = -1;
+  absl::Time busy_since_;
+  ChunkStoreStats stats_;
+  StreamingStoreStats streaming_stats_;
+};
+
+}  // namespace waste::cache
+
+#endif  // WASTE_DAEMON_CACHE_STREAMING_STORE_H_

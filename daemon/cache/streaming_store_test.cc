@@ -1,0 +1,193 @@
+#include "daemon/cache/streaming_store.h"
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "storage/fault_env.h"
+#include "storage/mem_env.h"
+
+namespace waste::cache {
+namespace {
+
+constexpr uint64_t kChunk = 3 * 4096;
+constexpr char kPath[] = "/model";
+
+// A file of `n` chunks of kChunk bytes; chunk i is filled with byte i + 1.
+// Chunk 0 is global, then alternating attention/FFN per layer.
+class StreamingStoreTest : public ::testing::Test {
+ protected:
+  void Build(int n) {
+    std::string bytes;
+    chunks_.clear();
+    for (int i = 0; i < n; ++i) {
+      bytes.append(kChunk, static_cast<char>(i + 1));
+      ChunkSpec c;
+      c.id = i;
+      c.name =
+          i == 0 ? "global" : "blk." + std::to_string((i - 1) / 2) + (i % 2 ? ".attn" : ".ffn");
+      c.layer = i == 0 ? -1 : (i - 1) / 2;
+      c.kind = i == 0 ? ChunkKind::kGlobal : (i % 2 ? ChunkKind::kAttention : ChunkKind::kFfn);
+      // Two reads per chunk, so a chunk is several pieces in flight.
+      c.reads.push_back({i * kChunk, 4096, 0});
+      c.reads.push_back({i * kChunk + 4096, kChunk - 4096, 4096});
+      c.slot_bytes = c.tensor_bytes = kChunk;
+      chunks_.push_back(c);
+    }
+    mem_.SetFile(kPath, bytes);
+    auto file = fault_.NewRandomAccessFile(kPath);
+    ASSERT_TRUE(file.ok()) << file.status();
+    file_ = *std::move(file);
+  }
+
+  StreamingStoreOptions Options(int slots, int depth, PolicyKind policy) {
+    StreamingStoreOptions o;
+    o.pinned.assign(chunks_.size(), false);
+    o.pinned[0] = true;
+    o.n_slots = slots;
+    o.slot_bytes = kChunk;
+    o.prefetch_depth = depth;
+    o.policy = policy;
+    o.max_read = 4096;
+    o.io.engine = storage::IoEngine::kThreads;
+    for (ChunkId id = 1; id < static_cast<ChunkId>(chunks_.size()); ++id) {
+      o.access_order.push_back(id);
+    }
+    return o;
+  }
+
+  std::unique_ptr<StreamingChunkStore> Make(const StreamingStoreOptions& options) {
+    auto store = StreamingChunkStore::Create(&fault_, *file_, chunks_, options);
+    EXPECT_TRUE(store.ok()) << store.status();
+    return store.ok() ? *std::move(store) : nullptr;
+  }
+
+  // Acquires `id`, checks every byte, releases it.
+  void Use(StreamingChunkStore* store, ChunkId id, bool prefetch = true) {
+    auto slot = store->Acquire(id);
+    ASSERT_TRUE(slot.ok()) << slot.status();
+    if (prefetch) store->Prefetch({});
+    for (uint64_t b = 0; b < kChunk; ++b) {
+      ASSERT_EQ((*slot)[b], static_cast<uint8_t>(id + 1)) << "chunk " << id << " byte " << b;
+    }
+    store->Release(id);
+  }
+
+  storage::MemEnv mem_;
+  storage::FaultEnv fault_{&mem_, {.max_attempts = 2, .initial_backoff = absl::Microseconds(10)}};
+  std::vector<ChunkSpec> chunks_;
+  std::unique_ptr<storage::RandomAccessFile> file_;
+};
+
+TEST_F(StreamingStoreTest, EveryChunkArrivesWithItsBytes) {
+  Build(9);
+  auto store = Make(Options(2, 1, PolicyKind::kLfu));
+  ASSERT_NE(store, nullptr);
+  for (int round = 0; round < 3; ++round) {
+    for (ChunkId id = 0; id < 9; ++id) Use(store.get(), id);
+  }
+  ChunkStoreStats stats = store->Stats();
+  EXPECT_EQ(stats.hits + stats.misses, 27);
+  EXPECT_GT(stats.prefetch_hits, 0);
+  EXPECT_EQ(stats.capacity_bytes, static_cast<int64_t>(3 * kChunk));
+  EXPECT_EQ(store->StreamingStats().pinned_hits, 3);
+}
+
+TEST_F(StreamingStoreTest, ChunksInUseAreNeverEvicted) {
+  Build(9);
+  auto store = Make(Options(3, 2, PolicyKind::kLru));
+  ASSERT_NE(store, nullptr);
+  auto held = store->Acquire(1);
+  ASSERT_TRUE(held.ok());
+  // Prefetch and use everything else around the held chunk, twice.
+  for (int round = 0; round < 2; ++round) {
+    for (ChunkId id = 2; id < 9; ++id) Use(store.get(), id);
+  }
+  EXPECT_EQ((*held)[0], 2);
+  EXPECT_EQ((*held)[kChunk - 1], 2);
+  store->Release(1);
+}
+
+TEST_F(StreamingStoreTest, PrefetchStopsAtDepthAndKeepsReadAheadChunks) {
+  Build(9);
+  auto store = Make(Options(4, 2, PolicyKind::kLru));
+  ASSERT_NE(store, nullptr);
+  Use(store.get(), 1, /*prefetch=*/false);
+  ChunkId upcoming[] = {2, 3, 4, 5};
+  store->Prefetch(upcoming);
+  store->Prefetch(upcoming);  // Depth reached: no more reads, nothing evicted.
+  Use(store.get(), 2, false);
+  Use(store.get(), 3, false);
+  ChunkStoreStats stats = store->Stats();
+  EXPECT_EQ(stats.prefetch_hits, 2);
+  EXPECT_EQ(stats.prefetch_wasted, 0);
+  EXPECT_EQ(stats.bytes_read, static_cast<int64_t>(4 * kChunk));  // Global + 1, 2, 3.
+}
+
+TEST_F(StreamingStoreTest, CyclicScanLfuReadsLessThanLru) {
+  Build(17);  // 16 streamed chunks.
+  int64_t bytes[2];
+  for (PolicyKind policy : {PolicyKind::kLru, PolicyKind::kLfu}) {
+    auto store = Make(Options(8, 2, policy));
+    ASSERT_NE(store, nullptr);
+    for (int round = 0; round < 10; ++round) {
+      for (ChunkId id = 0; id < 17; ++id) Use(store.get(), id);
+    }
+    ChunkStoreStats stats = store->Stats();
+    bytes[static_cast<int>(policy)] = stats.bytes_read;
+    std::cout << store->policy_name() << ": hits " << stats.hits << " misses " << stats.misses
+              << " prefetch hits " << stats.prefetch_hits << " wasted " << stats.prefetch_wasted
+              << " bytes " << stats.bytes_read << "\n";
+  }
+  // LRU reads every streamed chunk every round (and reads ahead into the
+  // next); LFU keeps 5 of the 8 slots for good.
+  EXPECT_GE(bytes[0], static_cast<int64_t>((1 + 16 * 10) * kChunk));
+  EXPECT_LT(bytes[1], bytes[0] * 3 / 4);
+}
+
+TEST_F(StreamingStoreTest, ReadErrorFailsThatAcquireOnlyAndIsRetried) {
+  Build(9);
+  auto store = Make(Options(2, 1, PolicyKind::kLfu));
+  ASSERT_NE(store, nullptr);
+  fault_.InjectEio({kPath, 5 * kChunk + 4096, 5 * kChunk + 8192}, storage::kFaultForever);
+  for (ChunkId id = 1; id < 5; ++id) Use(store.get(), id);  // Prefetches 5, which fails.
+  auto slot = store->Acquire(5);
+  ASSERT_FALSE(slot.ok());
+  const std::string message(slot.status().message());
+  for (const char* part : {"blk.2.attn", "/model", "offset 65536", "errno 5"}) {
+    EXPECT_NE(message.find(part), std::string::npos) << part << " not in: " << message;
+  }
+  EXPECT_GE(store->StreamingStats().read_errors, 1);
+  // Still failing on retry; other chunks still work.
+  EXPECT_FALSE(store->Acquire(5).ok());
+  Use(store.get(), 6);
+  fault_.ClearFaults();
+  Use(store.get(), 5);
+  for (ChunkId id = 0; id < 9; ++id) Use(store.get(), id);
+}
+
+TEST_F(StreamingStoreTest, EverythingPinnedNeedsNoSlots) {
+  Build(5);
+  StreamingStoreOptions o = Options(0, 2, PolicyKind::kLfu);
+  o.pinned.assign(5, true);
+  auto store = Make(o);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->prefetch_depth(), 0);
+  for (ChunkId id = 0; id < 5; ++id) Use(store.get(), id);
+  EXPECT_EQ(store->Stats().misses, 0);
+}
+
+TEST_F(StreamingStoreTest, OptionsThatDoNotFitAreRefused) {
+  Build(5);
+  StreamingStoreOptions o = Options(2, 1, PolicyKind::kLfu);
+  o.slot_bytes = 4096;
+  auto store = StreamingChunkStore::Create(&fault_, *file_, chunks_, o);
+  ASSERT_FALSE(store.ok());
+  EXPECT_NE(store.status().message().find("does not fit"), std::string::npos);
+  o = Options(2, 1, PolicyKind::kLfu);
+  o.pinned.pop_back();
+  EXPECT_FALSE(StreamingChunkStore::Create(&fault_, *file_, chunks_, o).ok());
+}
+
+}  // namespace
+}  // namespace waste::cache
