@@ -4,7 +4,21 @@
 //
 // GgufFile::Open checks every count, string length, dimension, type and
 // extent against the file before anything trusts it; a bad file is refused
-// with one error naming what is wrong and where (key or tensor, byte offset).
+// with one error naming what is wrong and where (key or tensor, byte offset):
+//   stories.gguf: tensor 'blk.0.attn_q.weight' at byte 1234: data extent
+//   [x, y) ends past end of file (size z)
+// (one line; names are C-escaped). Format errors are INVALID_ARGUMENT; read
+// errors keep the Env's code and gain the path and place.
+//
+// What is checked: magic; version 1..3 (v1: 32-bit counts, lengths, dims);
+// counts and lengths against the bytes left (before allocating); value types
+// 0..12 (others, e.g. 13, are refused, naming key and type); bool 0/1; arrays
+// nested at most 8 deep; at most 2^24 metadata values in all; unique keys and
+// tensor names; general.alignment (default 32) an integer power of two
+// < 2^32; n_dims <= 4; dims >= 0 and their product within int64; tensor type
+// defined by ggml (the type need not be one we can compute with); shape[0] a
+// whole number of blocks; tensor offsets aligned; every extent inside the
+// file without overflow; no two tensors sharing bytes.
 //
 // A GgufFile is immutable after Open and safe to share between threads.
 #ifndef WASTE_STORAGE_GGUF_H_

@@ -149,9 +149,6 @@ class GgufParser {
   }
 
  private:
-  // Where an error is: "key 'x' at byte N", "tensor 'y' at byte N", ...
-  std::string where_;
-
   absl::Status Fail(std::string_view what) const {
     return absl::InvalidArgumentError(absl::StrCat(out_.path_, ": ", where_, ": ", Sv(what)));
   }
@@ -557,6 +554,8 @@ class GgufParser {
 
   Cursor cur_;
   GgufFile& out_;
+  // Where an error is: "key 'x' at byte N", "tensor 'y' at byte N", ...
+  std::string where_;
 
   uint64_t n_kv_ = 0;
   uint64_t n_tensors_ = 0;

@@ -79,6 +79,27 @@ TEST(GgufWriterTest, WritableFileSink) {
   EXPECT_EQ((*f)->tensors()[0].offset, w.data_offset());
 }
 
+TEST(GgufWriterTest, EmptyTensorsMayBeNamedOrPassedOver) {
+  std::string bytes;
+  StringSink sink(&bytes);
+  GgufWriter w(&sink);
+  ASSERT_TRUE(w.AddTensor("e1", GgmlType::kF32, {0}).ok());
+  ASSERT_TRUE(w.AddTensor("a", GgmlType::kF32, {4}).ok());
+  ASSERT_TRUE(w.AddTensor("e2", GgmlType::kQ8_0, {32, 0}).ok());
+  ASSERT_TRUE(w.AddTensor("e3", GgmlType::kF16, {0, 2}).ok());
+  ASSERT_TRUE(w.AddTensor("b", GgmlType::kF32, {2}).ok());
+  ASSERT_TRUE(w.WriteHeader().ok());
+  ASSERT_TRUE(w.WriteTensorData("a", std::string(16, 'a')).ok());  // Passes over e1.
+  ASSERT_TRUE(w.WriteTensorData("e2", "").ok());                   // Names e2.
+  ASSERT_TRUE(w.WriteTensorData("b", std::string(8, 'b')).ok());   // Passes over e3.
+  ASSERT_TRUE(w.Finish().ok());
+  StringFile in(bytes);
+  absl::StatusOr<std::unique_ptr<GgufFile>> f = GgufFile::Parse(in);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ((*f)->tensors().size(), 5u);
+  EXPECT_EQ(bytes.substr((*f)->FindTensor("b")->offset, 8), std::string(8, 'b'));
+}
+
 TEST(GgufWriterTest, NoTensorsEndsAfterHeader) {
   std::string bytes;
   StringSink sink(&bytes);
