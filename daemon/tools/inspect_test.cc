@@ -1,14 +1,13 @@
 #include "daemon/tools/inspect.h"
 
-#include <algorithm>
 #include <string>
 
 #include "absl/strings/str_split.h"
 #include "daemon/tools/mkmodel.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "storage/gguf_writer.h"
 #include "storage/mem_env.h"
-#include "tests/subprocess.h"
 #include "tests/testdata.h"
 
 namespace waste::tools {
@@ -77,37 +76,35 @@ TEST(InspectTest, ReportsExpertsOfASyntheticDeepseek2) {
   EXPECT_THAT(*json, HasSubstr("\"model\": \"gpt2\""));
 }
 
-// The real binary: `wasted mkmodel` then `wasted inspect`, and the exit
-// codes and one-line error a script sees.
-TEST(InspectBinaryTest, MkmodelThenInspect) {
-  const std::string wasted = waste::testing::RunfilePath("daemon/wasted");
-  const std::string out = waste::testing::TempDir() + "/m.gguf";
-  waste::testing::CommandResult made =
-      waste::testing::RunCommand({wasted, "mkmodel", "--arch", "qwen3moe", "--out", out, "--dim",
-                                  "128", "--layers", "2", "--type", "q4_0"});
-  ASSERT_EQ(made.exit_code, 0) << made.err;
-  EXPECT_THAT(made.out, HasSubstr("wrote"));
-
-  waste::testing::CommandResult inspected =
-      waste::testing::RunCommand({wasted, "inspect", out, "--json"});
-  ASSERT_EQ(inspected.exit_code, 0) << inspected.err;
-  EXPECT_THAT(inspected.out, HasSubstr("\"architecture\": \"qwen3moe\""));
-  EXPECT_THAT(inspected.out, HasSubstr("\"Q4_0\""));
-
-  waste::testing::CommandResult stories =
-      waste::testing::RunCommand({wasted, "inspect", Stories()});
-  ASSERT_EQ(stories.exit_code, 0) << stories.err;
-  EXPECT_THAT(stories.out, HasSubstr("llama"));
-
-  waste::testing::CommandResult bad = waste::testing::RunCommand({wasted, "inspect", BadFile()});
-  EXPECT_EQ(bad.exit_code, 1);
-  EXPECT_TRUE(bad.out.empty());
-  EXPECT_THAT(bad.err, HasSubstr("wasted inspect: "));
-  EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
-
-  waste::testing::CommandResult usage = waste::testing::RunCommand({wasted, "mkmodel"});
-  EXPECT_EQ(usage.exit_code, 2);
-  EXPECT_THAT(usage.err, HasSubstr("--out"));
+// Tensor types the engine cannot compute are still described.
+TEST(InspectTest, DescribesTypesTheEngineCannotCompute) {
+  std::string bytes;
+  storage::StringSink sink(&bytes);
+  storage::GgufWriter writer(&sink);
+  ASSERT_TRUE(writer.AddString("general.architecture", "llama").ok());
+  ASSERT_TRUE(writer.AddUint32("llama.block_count", 1).ok());
+  ASSERT_TRUE(writer.AddTensor("blk.0.attn_q.weight", storage::GgmlType::kIQ2_XXS, {256, 4}).ok());
+  ASSERT_TRUE(writer.AddTensor("blk.0.ffn_up.weight", storage::GgmlType::kTQ1_0, {256, 4}).ok());
+  ASSERT_TRUE(writer.WriteHeader().ok());
+  ASSERT_TRUE(
+      writer
+          .WriteTensorData(
+              "blk.0.attn_q.weight",
+              std::string(*storage::GgmlRowSize(storage::GgmlType::kIQ2_XXS, 256) * 4, '\0'))
+          .ok());
+  ASSERT_TRUE(writer
+                  .WriteTensorData(
+                      "blk.0.ffn_up.weight",
+                      std::string(*storage::GgmlRowSize(storage::GgmlType::kTQ1_0, 256) * 4, '\0'))
+                  .ok());
+  ASSERT_TRUE(writer.Finish().ok());
+  storage::MemEnv env;
+  env.SetFile("/iq.gguf", bytes);
+  absl::StatusOr<std::string> text = InspectModel(&env, "/iq.gguf", false);
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_THAT(*text, HasSubstr("IQ2_XXS"));
+  EXPECT_THAT(*text, HasSubstr("TQ1_0"));
+  EXPECT_THAT(*text, HasSubstr("tokenizer     none"));
 }
 
 }  // namespace

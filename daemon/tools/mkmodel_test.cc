@@ -6,6 +6,8 @@
 #include <string>
 
 #include "daemon/kernels/dequantize.h"
+#include "daemon/text/tokenizer.h"
+#include "daemon/text/vocab_gguf.h"
 #include "daemon/tools/synthetic_model.h"
 #include "daemon/tools/synthetic_tokenizer.h"
 #include "gtest/gtest.h"
@@ -316,6 +318,23 @@ TEST(MkModelTest, PadsTheBuiltInTokenizerToVocab) {
   o.vocab = 100;
   EXPECT_EQ(WriteSyntheticModel(o, w.env.get()).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// The built-in vocabulary is one the engine's tokenizer runs: text survives
+// encode + decode, the merges apply and BOS is added.
+TEST(MkModelTest, BuiltInTokenizerRoundTripsThroughTheEngineTokenizer) {
+  Written w = Write(Small(SyntheticArch::kLlama));
+  ASSERT_NE(w.gguf, nullptr);
+  absl::StatusOr<text::Vocab> vocab = text::VocabFromGguf(*w.gguf);
+  ASSERT_TRUE(vocab.ok()) << vocab.status();
+  auto tokenizer = text::Tokenizer::Create(*std::move(vocab));
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  const std::string input = "the cat is in the hat, and it was on the mat!\n\xC3\xA9t\xC3\xA9 42";
+  std::vector<text::TokenId> ids = (*tokenizer)->Encode(input, /*add_special=*/true);
+  ASSERT_FALSE(ids.empty());
+  EXPECT_EQ(ids[0], (*tokenizer)->bos());
+  EXPECT_LT(ids.size(), input.size());  // Merges joined some bytes.
+  EXPECT_EQ((*tokenizer)->Decode(absl::MakeConstSpan(ids).subspan(1)), input);
 }
 
 TEST(MkModelTest, RefusesInconsistentShapes) {
