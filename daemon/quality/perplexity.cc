@@ -1,0 +1,226 @@
+#include "daemon/quality/perplexity.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <iostream>
+#include <memory>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "client/cli_args.h"
+#include "daemon/cache/resident_store.h"
+#include "daemon/model/forward.h"
+#include "daemon/text/tokenizer.h"
+#include "daemon/text/vocab_gguf.h"
+#include "storage/gguf.h"
+#include "storage/logging.h"
+#include "storage/status_macros.h"
+
+namespace waste::quality {
+namespace {
+
+// -log p(token) from one position's logits, as llama.cpp's log_softmax:
+// float max and differences, double sum.
+double TokenNll(const float* logits, int64_t n_vocab, int32_t token) {
+  float max_logit = logits[0];
+  for (int64_t i = 1; i < n_vocab; ++i) max_logit = std::max(max_logit, logits[i]);
+  double sum_exp = 0;
+  for (int64_t i = 0; i < n_vocab; ++i) sum_exp += std::exp(logits[i] - max_logit);
+  return -(static_cast<double>(logits[token] - max_logit) - std::log(sum_exp));
+}
+
+double RunningPpl(double nll_sum, int64_t count) {
+  return count > 0 ? std::exp(nll_sum / static_cast<double>(count)) : 0.0;
+}
+
+}  // namespace
+
+absl::StatusOr<PerplexityResult> ComputePerplexity(const model::Model& model,
+                                                   cache::ChunkStore* store,
+                                                   kernels::ThreadPool* pool,
+                                                   std::span<const int32_t> tokens, int32_t bos,
+                                                   const PerplexityOptions& options,
+                                                   const ChunkCallback& on_chunk) {
+  const int64_t n_ctx = options.n_ctx;
+  const int64_t stride = options.stride == 0 ? n_ctx : options.stride;
+  const int64_t n_tokens = static_cast<int64_t>(tokens.size());
+  if (n_ctx < 3) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--ctx ", n_ctx,
+                     " is too small: each chunk must score at least one token; "
+                     "use 3 or more (llama.cpp's usual value is 512)"));
+  }
+  if (stride < 1 || stride > n_ctx) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--stride ", options.stride, " must be between 1 and --ctx (", n_ctx, ")"));
+  }
+  if (n_tokens < 2 * n_ctx) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the text tokenizes to only ", n_tokens,
+                     " tokens; perplexity with a context of ", n_ctx, " needs at least ", 2 * n_ctx,
+                     " (llama.cpp's rule): use a longer text or a smaller --ctx"));
+  }
+  const bool strided = stride < n_ctx;
+  const int64_t n_chunk_max = strided ? (n_tokens - n_ctx + stride - 1) / stride : n_tokens / n_ctx;
+  const int64_t n_chunk =
+      options.max_chunks < 0 ? n_chunk_max : std::min(options.max_chunks, n_chunk_max);
+  // The first position whose logits are scored; the last scored is n_ctx-2
+  // (its logits predict the chunk's last token).
+  const int64_t first_scored = strided ? n_ctx - stride - 1 : n_ctx / 2;
+  const int64_t n_vocab = model.hparams().n_vocab;
+
+  PerplexityResult result;
+  result.n_tokens = n_tokens;
+  model::SequenceState state(model, n_ctx, options.kv_type);
+  model::Forward forward(&model, store, pool);
+  std::vector<int32_t> window(n_ctx);
+  std::vector<float> logits(model::kMaxForwardBatch * n_vocab);
+  for (int64_t chunk = 0; chunk < n_chunk; ++chunk) {
+    const int64_t start = chunk * stride;
+    std::copy(tokens.begin() + start, tokens.begin() + start + n_ctx, window.begin());
+    if (!strided && bos >= 0) window[0] = bos;
+    state.Truncate(0);
+    // The unscored prefix needs no logits but its last; the chunk's last
+    // token is never an input that predicts anything scored.
+    if (first_scored > 0) {
+      RETURN_IF_ERROR(forward.Run(&state, std::span(window).first(first_scored), logits.data()));
+    }
+    for (int64_t p = first_scored; p < n_ctx - 1; p += model::kMaxForwardBatch) {
+      const int64_t n = std::min<int64_t>(model::kMaxForwardBatch, n_ctx - 1 - p);
+      RETURN_IF_ERROR(forward.Run(&state, std::span(window).subspan(p, n), logits.data(),
+                                  /*all_logits=*/true));
+      for (int64_t b = 0; b < n; ++b) {
+        const int32_t target = tokens[start + p + b + 1];
+        const double nll = TokenNll(&logits[b * n_vocab], n_vocab, target);
+        result.nll_sum += nll;
+        result.nll2_sum += nll * nll;
+        ++result.n_scored;
+      }
+    }
+    ++result.n_chunks;
+    result.running_ppl.push_back(RunningPpl(result.nll_sum, result.n_scored));
+    if (on_chunk) on_chunk(chunk + 1, result.running_ppl.back());
+  }
+  const double count = static_cast<double>(result.n_scored);
+  const double mean = result.nll_sum / count;
+  result.ppl = std::exp(mean);
+  const double variance = result.nll2_sum / count - mean * mean;
+  if (result.n_scored > 1 && variance > 0) {
+    result.ppl_error = std::sqrt(variance / (count - 1)) * result.ppl;
+  }
+  return result;
+}
+
+absl::StatusOr<PerplexityResult> PerplexityOfFile(storage::Env* env, const std::string& model_path,
+                                                  const std::string& text_path,
+                                                  const PerplexityOptions& options,
+                                                  const ChunkCallback& on_chunk) {
+  if (!env->FileExists(text_path)) {
+    return absl::NotFoundError(
+        absl::StrCat(text_path, ": no such file; pass the text to evaluate as a file"));
+  }
+  ASSIGN_OR_RETURN(std::string text, storage::ReadFileToString(env, text_path));
+  // As llama.cpp's -f: one trailing newline is not part of the text.
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+
+  ASSIGN_OR_RETURN(std::unique_ptr<storage::GgufFile> gguf,
+                   storage::GgufFile::Open(env, model_path));
+  ASSIGN_OR_RETURN(std::unique_ptr<model::Model> model, model::Model::Create(*gguf));
+  ASSIGN_OR_RETURN(text::Vocab vocab, text::VocabFromGguf(*gguf));
+  ASSIGN_OR_RETURN(std::unique_ptr<text::Tokenizer> tokenizer,
+                   text::Tokenizer::Create(std::move(vocab)));
+  if (tokenizer->add_eos()) {
+    // llama.cpp asserts on these too: an EOS at the end of the text would
+    // be scored as if it were part of it.
+    return absl::UnimplementedError(
+        absl::StrCat(model_path,
+                     ": the vocabulary adds EOS after every text, which perplexity does not "
+                     "support (nor does llama-perplexity)"));
+  }
+  const std::vector<text::TokenId> tokens =
+      tokenizer->Encode(text, /*add_special=*/true, /*parse_special=*/false);
+  const int32_t bos = tokenizer->add_bos() ? tokenizer->bos() : -1;
+  if (options.n_ctx > model->hparams().n_ctx_train && model->hparams().n_ctx_train > 0) {
+    WLOG(WARNING) << "--ctx " << options.n_ctx << " is beyond the model's trained context of "
+                  << model->hparams().n_ctx_train;
+  }
+
+  ASSIGN_OR_RETURN(std::unique_ptr<storage::RandomAccessFile> file,
+                   env->NewRandomAccessFile(model_path));
+  ASSIGN_OR_RETURN(std::unique_ptr<cache::ResidentChunkStore> store,
+                   cache::ResidentChunkStore::Load(env, *file, model->chunks(), {}));
+  int threads = options.threads;
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  kernels::ThreadPool pool(threads);
+  return ComputePerplexity(*model, store.get(), &pool, tokens, bos, options, on_chunk);
+}
+
+int RunPerplexity(const std::vector<std::string>& args) {
+  constexpr char kUsage[] =
+      "usage: wasted perplexity MODEL.gguf TEXT_FILE [--ctx N] [--stride S] [--threads N]\n"
+      "                         [--max-chunks K] [--kv f16|f32]\n"
+      "  --ctx N         tokens per chunk (default 512)\n"
+      "  --stride S      sliding windows every S tokens, scoring their last S (default: --ctx,\n"
+      "                  non-overlapping chunks scoring their second half)\n"
+      "  --max-chunks K  evaluate at most K chunks\n"
+      "  --kv TYPE       KV cache type (default f16, as llama.cpp)\n";
+  absl::StatusOr<ParsedArgs> parsed =
+      ParseArgs(args, {{"ctx"}, {"stride"}, {"threads"}, {"max-chunks"}, {"kv"}, {"help", false}});
+  if (!parsed.ok()) {
+    std::cerr << "wasted perplexity: " << parsed.status().message() << "\n" << kUsage;
+    return 2;
+  }
+  if (parsed->Has("help")) {
+    std::cout << kUsage;
+    return 0;
+  }
+  if (parsed->positional().size() != 2) {
+    std::cerr << "wasted perplexity: need MODEL.gguf and TEXT_FILE\n" << kUsage;
+    return 2;
+  }
+  PerplexityOptions options;
+  absl::Status flags_status;
+  auto get_int = [&](const char* name, int64_t fallback) {
+    absl::StatusOr<int64_t> v = parsed->GetInt(name, fallback);
+    if (!v.ok()) flags_status.Update(v.status());
+    return v.value_or(fallback);
+  };
+  options.n_ctx = get_int("ctx", options.n_ctx);
+  options.stride = get_int("stride", 0);
+  options.threads = static_cast<int>(get_int("threads", 0));
+  options.max_chunks = get_int("max-chunks", -1);
+  const std::string kv = parsed->GetOr("kv", "f16");
+  if (kv == "f32") {
+    options.kv_type = kernels::ops::KvType::kF32;
+  } else if (kv != "f16") {
+    flags_status.Update(absl::InvalidArgumentError("--kv: use f16 or f32"));
+  }
+  if (!flags_status.ok()) {
+    std::cerr << "wasted perplexity: " << flags_status.message() << "\n";
+    return 2;
+  }
+
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<PerplexityResult> result =
+      PerplexityOfFile(storage::Env::Default(), parsed->positional()[0], parsed->positional()[1],
+                       options, [](int64_t chunk, double ppl) {
+                         std::cout << absl::StrFormat("[%d]%.4f,", chunk, ppl) << std::flush;
+                       });
+  std::cout << "\n";
+  if (!result.ok()) {
+    std::cerr << "wasted perplexity: " << result.status().message() << "\n";
+    return 1;
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << absl::StrFormat("Final estimate: PPL = %.4f +/- %.5f\n", result->ppl,
+                               result->ppl_error);
+  std::cerr << absl::StrFormat("%d tokens, %d chunks of %d, %d tokens scored, %.1f s\n",
+                               result->n_tokens, result->n_chunks, options.n_ctx, result->n_scored,
+                               seconds);
+  return 0;
+}
+
+}  // namespace waste::quality

@@ -1,0 +1,278 @@
+// quantize and perplexity on the real stories260K model (F32, n_embd 64,
+// n_ff 172): quantized copies keep the golden greedy tokens (Q8_0) and a
+// perplexity close to F32's (Q4_0); bad input is refused with clear errors.
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "daemon/cache/resident_store.h"
+#include "daemon/model/forward.h"
+#include "daemon/model/model.h"
+#include "daemon/quality/perplexity.h"
+#include "daemon/quality/quantize_model.h"
+#include "gtest/gtest.h"
+#include "storage/env.h"
+#include "storage/gguf.h"
+#include "tests/testdata.h"
+
+namespace waste::quality {
+namespace {
+
+using storage::GgmlType;
+
+// TinyStories-like text the model has not generated itself.
+constexpr char kStory[] =
+    "Once upon a time, there was a little boy named Tim. Tim had a big red ball. He liked to "
+    "play with his ball in the park every day. One day, Tim saw a small dog near the tree. The "
+    "dog was sad because it was lost. Tim wanted to help the dog find its home.\n"
+    "Tim said, \"Do not be sad, little dog. I will help you.\" The dog wagged its tail and "
+    "followed Tim. They walked and walked until they saw a big house with a blue door. A girl "
+    "named Sue came out of the house. She was very happy to see the dog. \"Thank you, Tim!\" "
+    "she said. \"I looked for my dog all day.\"\n"
+    "Tim smiled and gave the dog a hug. Sue asked Tim to play with them. They played with the "
+    "ball and ran in the sun. The dog barked and jumped. Tim, Sue and the dog became best "
+    "friends. From that day on, they played together in the park. They were all very happy.\n"
+    "The next day, Tim went to the park again. He saw Sue and the dog by the big tree. The sun "
+    "was warm and the sky was blue. Tim and Sue ate cookies and drank milk. Then they went home "
+    "to their moms. Tim said, \"I had a fun day.\" His mom gave him a big hug and a kiss.\n";
+
+std::vector<int32_t> ReadIds(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::vector<int32_t> ids;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    for (absl::string_view field : absl::StrSplit(line, ',', absl::SkipWhitespace())) {
+      int32_t id;
+      if (absl::SimpleAtoi(field, &id)) ids.push_back(id);
+    }
+  }
+  return ids;
+}
+
+class QualityTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::string(testing::TempDir());
+    f32_ = new std::string(testing::ModelPath("stories260K/stories260K.gguf"));
+    story_ = new std::string(*dir_ + "/story.txt");
+    std::ofstream(*story_) << kStory;
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+    delete f32_;
+    delete story_;
+  }
+
+  // Quantizes stories260K to `type` (once per type for the suite).
+  static std::string Quantized(GgmlType type) {
+    const std::string out =
+        *dir_ + "/stories260K-" + std::string(storage::GgmlTypeName(type)) + ".gguf";
+    if (!storage::Env::Default()->FileExists(out)) {
+      QuantizeOptions options;
+      options.type = type;
+      options.threads = 2;
+      absl::StatusOr<QuantizeReport> report =
+          QuantizeModel(storage::Env::Default(), *f32_, out, options);
+      EXPECT_TRUE(report.ok()) << report.status();
+    }
+    return out;
+  }
+
+  static PerplexityResult Perplexity(const std::string& model, const std::string& text,
+                                     int64_t n_ctx, int64_t stride = 0) {
+    PerplexityOptions options;
+    options.n_ctx = n_ctx;
+    options.stride = stride;
+    options.threads = 2;
+    options.kv_type = kernels::ops::KvType::kF32;
+    absl::StatusOr<PerplexityResult> result =
+        PerplexityOfFile(storage::Env::Default(), model, text, options);
+    EXPECT_TRUE(result.ok()) << result.status();
+    return result.value_or(PerplexityResult{});
+  }
+
+  static std::string* dir_;
+  static std::string* f32_;
+  static std::string* story_;
+};
+
+std::string* QualityTest::dir_ = nullptr;
+std::string* QualityTest::f32_ = nullptr;
+std::string* QualityTest::story_ = nullptr;
+
+TEST_F(QualityTest, QuantizedFileHasExpectedTypesAndMetadata) {
+  for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ5_1, GgmlType::kF16}) {
+    SCOPED_TRACE(std::string(storage::GgmlTypeName(type)));
+    auto in = storage::GgufFile::Open(storage::Env::Default(), *f32_);
+    ASSERT_TRUE(in.ok()) << in.status();
+    auto out = storage::GgufFile::Open(storage::Env::Default(), Quantized(type));
+    ASSERT_TRUE(out.ok()) << out.status();
+    ASSERT_EQ((*out)->tensors().size(), (*in)->tensors().size());
+    int converted = 0;
+    for (size_t i = 0; i < (*in)->tensors().size(); ++i) {
+      const storage::TensorInfo& a = (*in)->tensors()[i];
+      const storage::TensorInfo& b = (*out)->tensors()[i];
+      EXPECT_EQ(a.name, b.name);
+      EXPECT_EQ(a.shape, b.shape);
+      const bool matrix = a.shape.size() == 2 && !absl::StrContains(a.name, "norm");
+      const bool divides = a.shape[0] % storage::GetGgmlTypeTraits(type).block_size == 0;
+      const GgmlType want = matrix && divides ? type : a.type;
+      EXPECT_EQ(b.type, want) << b.name;
+      converted += b.type == type;
+    }
+    // Embeddings, output and the 5 layers' q/k/v/o and gate/up (n_embd 64
+    // columns); ffn_down has 172 columns, which do not divide into 32.
+    EXPECT_GE(converted, 5 * 6);
+    EXPECT_EQ(*(*out)->GetUint("general.file_type"), *LlamaFileType(type));
+    EXPECT_EQ(*(*out)->GetUint("general.quantization_version"), 2u);
+    EXPECT_EQ(*(*out)->GetStringArray("tokenizer.ggml.tokens"),
+              *(*in)->GetStringArray("tokenizer.ggml.tokens"));
+    EXPECT_EQ(*(*out)->GetString("general.architecture"), "llama");
+  }
+}
+
+TEST_F(QualityTest, KQuantsKeepRowsThatDoNotDivideIntoSuperBlocks) {
+  const std::string out = *dir_ + "/stories260K-q4k.gguf";
+  QuantizeOptions options;
+  options.type = GgmlType::kQ4_K;
+  absl::StatusOr<QuantizeReport> report =
+      QuantizeModel(storage::Env::Default(), *f32_, out, options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->converted, 0);
+  EXPECT_FALSE(report->kept_ragged.empty());
+  auto gguf = storage::GgufFile::Open(storage::Env::Default(), out);
+  ASSERT_TRUE(gguf.ok()) << gguf.status();
+  for (const storage::TensorInfo& t : (*gguf)->tensors()) EXPECT_EQ(t.type, GgmlType::kF32);
+  EXPECT_EQ(*(*gguf)->GetUint("general.file_type"), 14u);  // LLAMA_FTYPE_MOSTLY_Q4_K_S
+}
+
+TEST_F(QualityTest, Q8_0KeepsTheGoldenGreedyTokens) {
+  const std::vector<int32_t> golden =
+      ReadIds(testing::ModelPath("stories260K/golden/greedy_from_bos_256.ids"));
+  ASSERT_GE(golden.size(), 32u);
+  storage::Env* env = storage::Env::Default();
+  auto gguf = storage::GgufFile::Open(env, Quantized(GgmlType::kQ8_0));
+  ASSERT_TRUE(gguf.ok()) << gguf.status();
+  auto model = model::Model::Create(**gguf);
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto file = env->NewRandomAccessFile((*gguf)->path());
+  ASSERT_TRUE(file.ok()) << file.status();
+  auto store = cache::ResidentChunkStore::Load(env, **file, (*model)->chunks(), {});
+  ASSERT_TRUE(store.ok()) << store.status();
+  kernels::ThreadPool pool(2);
+  model::SequenceState state(**model, 64, kernels::ops::KvType::kF32);
+  model::Forward forward(model->get(), store->get(), &pool);
+  std::vector<float> logits((*model)->hparams().n_vocab);
+  int32_t token = 1;  // BOS
+  for (size_t i = 0; i < 32; ++i) {
+    ASSERT_TRUE(forward.Run(&state, {&token, 1}, logits.data()).ok());
+    token = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    ASSERT_EQ(token, golden[i]) << "generated token " << i;
+  }
+}
+
+TEST_F(QualityTest, Q4_0PerplexityIsWithinFivePercentOfF32) {
+  const PerplexityResult f32 = Perplexity(*f32_, *story_, 64);
+  const PerplexityResult q8 = Perplexity(Quantized(GgmlType::kQ8_0), *story_, 64);
+  const PerplexityResult q4 = Perplexity(Quantized(GgmlType::kQ4_0), *story_, 64);
+  ASSERT_GT(f32.n_chunks, 0);
+  std::cout << "story, ctx 64, " << f32.n_chunks << " chunks, " << f32.n_scored
+            << " tokens scored: F32 " << f32.ppl << " +/- " << f32.ppl_error << ", Q8_0 " << q8.ppl
+            << " +/- " << q8.ppl_error << ", Q4_0 " << q4.ppl << " +/- " << q4.ppl_error << "\n";
+  RecordProperty("ppl_f32", std::to_string(f32.ppl));
+  RecordProperty("ppl_q8_0", std::to_string(q8.ppl));
+  RecordProperty("ppl_q4_0", std::to_string(q4.ppl));
+  EXPECT_GT(f32.ppl, 1.0);
+  EXPECT_LT(f32.ppl, 100.0);  // A trained model on text like its training data.
+  EXPECT_NEAR(q8.ppl / f32.ppl, 1.0, 0.01);
+  EXPECT_NEAR(q4.ppl / f32.ppl, 1.0, 0.05);
+
+  // The model's own greedy continuation is far more predictable to it.
+  const std::string golden = testing::ModelPath("stories260K/golden/greedy_from_bos_256.txt");
+  const PerplexityResult g32 = Perplexity(*f32_, golden, 64);
+  const PerplexityResult g4 = Perplexity(Quantized(GgmlType::kQ4_0), golden, 64);
+  std::cout << "golden greedy text, ctx 64: F32 " << g32.ppl << ", Q4_0 " << g4.ppl << "\n";
+  EXPECT_LT(g32.ppl, f32.ppl);
+  EXPECT_NEAR(g4.ppl / g32.ppl, 1.0, 0.05);
+}
+
+TEST_F(QualityTest, ChunksScoreTheirSecondHalfAndStridesTheirTail) {
+  const PerplexityResult plain = Perplexity(*f32_, *story_, 64);
+  ASSERT_GE(plain.n_tokens, 128);
+  EXPECT_EQ(plain.n_chunks, plain.n_tokens / 64);
+  EXPECT_EQ(plain.n_scored, plain.n_chunks * (64 - 32 - 1));
+  EXPECT_EQ(plain.running_ppl.size(), static_cast<size_t>(plain.n_chunks));
+  EXPECT_DOUBLE_EQ(plain.running_ppl.back(), plain.ppl);
+  EXPECT_GT(plain.ppl_error, 0);
+
+  const PerplexityResult strided = Perplexity(*f32_, *story_, 64, 16);
+  EXPECT_EQ(strided.n_chunks, (strided.n_tokens - 64 + 15) / 16);
+  EXPECT_EQ(strided.n_scored, strided.n_chunks * 16);
+  EXPECT_GT(strided.ppl, 1.0);
+  // Every scored token has at least 47 tokens of context rather than 32.
+  EXPECT_LT(strided.ppl, plain.ppl * 1.2);
+
+  PerplexityOptions options;
+  options.n_ctx = 64;
+  options.max_chunks = 2;
+  auto capped = PerplexityOfFile(storage::Env::Default(), *f32_, *story_, options);
+  ASSERT_TRUE(capped.ok()) << capped.status();
+  EXPECT_EQ(capped->n_chunks, 2);
+}
+
+TEST_F(QualityTest, PerplexityRefusesBadInput) {
+  storage::Env* env = storage::Env::Default();
+  PerplexityOptions options;
+  options.n_ctx = 4096;
+  auto too_short = PerplexityOfFile(env, *f32_, *story_, options);
+  EXPECT_EQ(too_short.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(too_short.status().message(), "needs at least 8192"))
+      << too_short.status();
+  options.n_ctx = 64;
+  options.stride = 65;
+  EXPECT_EQ(PerplexityOfFile(env, *f32_, *story_, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  options.stride = 0;
+  auto missing = PerplexityOfFile(env, *f32_, *dir_ + "/no-such.txt", options);
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound) << missing.status();
+}
+
+TEST_F(QualityTest, QuantizeRefusesBadInput) {
+  storage::Env* env = storage::Env::Default();
+  QuantizeOptions options;
+  auto missing = QuantizeModel(env, *dir_ + "/no-such.gguf", *dir_ + "/out.gguf", options);
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(absl::StrContains(missing.status().message(), "no-such.gguf")) << missing.status();
+  EXPECT_FALSE(env->FileExists(*dir_ + "/out.gguf"));
+
+  auto unknown = ParseQuantizeType("q3_xl");
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(unknown.status().message(), "q4_k")) << unknown.status();
+  EXPECT_EQ(*ParseQuantizeType("Q4_K"), GgmlType::kQ4_K);
+  options.type = GgmlType::kQ2_K;  // A type the quantizer does not write.
+  EXPECT_EQ(QuantizeModel(env, *f32_, *dir_ + "/out.gguf", options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  // Not a GGUF file.
+  auto bad = QuantizeModel(env, *story_, *dir_ + "/out.gguf", QuantizeOptions{});
+  EXPECT_FALSE(bad.ok());
+  EXPECT_FALSE(env->FileExists(*dir_ + "/out.gguf"));
+
+  // Quantized sources need --allow-requantize.
+  options.type = GgmlType::kQ4_0;
+  auto requant = QuantizeModel(env, Quantized(GgmlType::kQ8_0), *dir_ + "/out.gguf", options);
+  EXPECT_EQ(requant.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(requant.status().message(), "--allow-requantize"))
+      << requant.status();
+  options.allow_requantize = true;
+  auto allowed = QuantizeModel(env, Quantized(GgmlType::kQ8_0), *dir_ + "/out.gguf", options);
+  EXPECT_TRUE(allowed.ok()) << allowed.status();
+}
+
+}  // namespace
+}  // namespace waste::quality
