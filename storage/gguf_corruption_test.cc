@@ -140,6 +140,7 @@ TEST(GgufCorruptionTest, TruncationAtEveryByteIsRefused) {
 
 TEST(GgufCorruptionTest, TruncationMessages) {
   ExpectRefused("", "header at byte 0: not a GGUF file (0 bytes)");
+  ExpectRefused("GGU", "header at byte 0: not a GGUF file (3 bytes)");
   ExpectRefused("GGUF\x03", "header at byte 4: unexpected end of file");
   const std::string full = SmallWrittenFile(3);
   ExpectRefused(full.substr(0, 100), "key 'llama.block_count' at byte 69: unexpected end of file");
@@ -319,9 +320,8 @@ class FailingFile final : public RandomAccessFile {
 TEST(GgufCorruptionTest, ReadErrorsPassThrough) {
   FailingFile file;
   absl::Status s = GgufFile::Parse(file).status();
-  // The magic itself could not be read: reported as not a GGUF file.
-  EXPECT_FALSE(s.ok());
-  EXPECT_THAT(std::string(s.message()), StartsWith("bad.gguf: header at byte 0"));
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(s.message(), "bad.gguf: header at byte 0: EIO reading");
 }
 
 }  // namespace

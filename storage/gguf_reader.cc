@@ -191,8 +191,9 @@ class GgufParser {
   absl::Status ReadPreamble() {
     where_ = "header at byte 0";
     char magic[4];
+    if (cur_.size() < 4) return Fail(absl::StrCat("not a GGUF file (", cur_.size(), " bytes)"));
     absl::Status s = cur_.Read(magic, 4);
-    if (!s.ok()) return Fail(absl::StrCat("not a GGUF file (", cur_.size(), " bytes)"));
+    if (!s.ok()) return Annotate(s);
     if (std::memcmp(magic, kGgufMagic, 4) != 0) {
       return Fail("not a GGUF file (magic is not 'GGUF')");
     }
