@@ -31,6 +31,12 @@ std::unique_ptr<WasteClient> WasteClient::Connect(const std::string& target) {
   grpc::ChannelArguments args;
   // Generation streams can be long; keep idle connections alive.
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 60000);
+  // A local daemon that is just starting answers within milliseconds; do
+  // not let gRPC's default reconnect backoff (1 s and growing) make a
+  // client that arrived early wait seconds.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 50);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 50);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   auto channel = grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
   return std::unique_ptr<WasteClient>(new WasteClient(target, std::move(channel)));
 }

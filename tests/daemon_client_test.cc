@@ -32,11 +32,9 @@ class DaemonTest : public ::testing::Test {
     daemon_ = std::make_unique<Process>(std::vector<std::string>{
         Wasted(), "serve", "--socket", socket_, "--models-dir", testing::ModelPath("stories260K")});
     client_ = WasteClient::Connect("unix:" + socket_);
-    for (int i = 0; i < 100; ++i) {
-      auto health = client_->Health(absl::Milliseconds(200));
-      if (health.ok()) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
+    // Connecting before the socket exists would put the channel into
+    // reconnect backoff; wait for the file, then for SERVING.
+    if (testing::WaitForFile(socket_, 30000) && client_->Health(absl::Seconds(30)).ok()) return;
     FAIL() << "daemon did not start; its stderr:\n" << daemon_->Stderr();
   }
 
@@ -83,11 +81,20 @@ TEST_F(DaemonTest, CliReadsWasteAddress) {
   EXPECT_EQ(health.out, "SERVING\n");
 }
 
-TEST_F(DaemonTest, RpcsNotYetBuiltAnswerUnimplemented) {
-  v1::UnloadModelRequest request;
-  request.set_model("stories260K");
-  auto response = client_->UnloadModel(request);
-  EXPECT_EQ(response.status().code(), absl::StatusCode::kUnimplemented);
+TEST_F(DaemonTest, LoadAndUnloadAModel) {
+  v1::UnloadModelRequest unload;
+  unload.set_model("stories260K");
+  EXPECT_EQ(client_->UnloadModel(unload).status().code(), absl::StatusCode::kNotFound);
+  v1::LoadModelRequest load;
+  load.set_model("stories260K");
+  auto loaded = client_->LoadModel(load);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_TRUE(loaded->model().loaded());
+  EXPECT_EQ(loaded->model().architecture(), "llama");
+  auto models = client_->ListModels();
+  ASSERT_TRUE(models.ok());
+  EXPECT_TRUE(models->models(0).loaded());
+  EXPECT_TRUE(client_->UnloadModel(unload).ok());
 }
 
 TEST_F(DaemonTest, SecondDaemonOnTheSameSocketIsRefused) {
@@ -121,7 +128,8 @@ TEST(DaemonStartupTest, UnknownFlagIsAUsageError) {
 
 TEST(DaemonStartupTest, OverlongSocketPathIsAClearError) {
   std::string socket = "/tmp/" + std::string(120, 's') + ".sock";
-  CommandResult result = RunCommand({Wasted(), "serve", "--socket", socket, "--models-dir", testing::ModelPath("stories260K")});
+  CommandResult result = RunCommand(
+      {Wasted(), "serve", "--socket", socket, "--models-dir", testing::ModelPath("stories260K")});
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_TRUE(absl::StrContains(result.err, "the limit for Unix sockets")) << result.err;
 }

@@ -49,6 +49,14 @@ std::string RunfilePath(const std::string& relative) {
   return std::string(srcdir) + "/" + workspace + "/" + relative;
 }
 
+bool WaitForFile(const std::string& path, int timeout_ms) {
+  for (int waited = 0; waited < timeout_ms; waited += 10) {
+    if (access(path.c_str(), F_OK) == 0) return true;
+    usleep(10000);
+  }
+  return access(path.c_str(), F_OK) == 0;
+}
+
 CommandResult RunCommand(const std::vector<std::string>& argv) {
   std::string dir = TempDir();
   std::string out = dir + "/stdout", err = dir + "/stderr";

@@ -20,6 +20,9 @@ struct CommandResult {
   std::string err;
 };
 
+// Waits until `path` exists (a daemon's socket); false after `timeout_ms`.
+bool WaitForFile(const std::string& path, int timeout_ms);
+
 // Runs argv[0] with arguments, waits, and returns its exit code and output.
 CommandResult RunCommand(const std::vector<std::string>& argv);
 

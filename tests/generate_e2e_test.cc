@@ -1,0 +1,242 @@
+// Generation end to end: the real wasted binary serving stories260K, driven
+// through the client library and the waste-client CLI, checked against the
+// golden greedy output of the trained model.
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "client/waste_client.h"
+#include "gtest/gtest.h"
+#include "tests/subprocess.h"
+#include "tests/testdata.h"
+
+namespace waste {
+namespace {
+
+using testing::CommandResult;
+using testing::RunCommand;
+using testing::RunfilePath;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::vector<int32_t> GoldenIds() {
+  std::vector<int32_t> ids;
+  for (absl::string_view line : absl::StrSplit(
+           ReadFile(testing::ModelPath("stories260K/golden/greedy_from_bos_256.ids")), '\n')) {
+    if (line.empty() || line[0] == '#') continue;
+    for (absl::string_view field : absl::StrSplit(line, ',', absl::SkipWhitespace())) {
+      int32_t id;
+      if (absl::SimpleAtoi(field, &id)) ids.push_back(id);
+    }
+  }
+  return ids;
+}
+
+struct Collected {
+  absl::Status status;
+  std::string text;
+  std::vector<int32_t> ids;
+  v1::GenerateStarted started;
+  v1::GenerateDone done;
+  int done_events = 0;
+};
+
+class GenerateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    socket_ = testing::SocketDir() + "/w.sock";
+    daemon_ = std::make_unique<testing::Process>(
+        std::vector<std::string>{RunfilePath("daemon/wasted"), "serve", "--socket", socket_,
+                                 "--models-dir", testing::ModelPath("stories260K")});
+    client_ = WasteClient::Connect("unix:" + socket_);
+    // Connecting before the socket exists would put the channel into
+    // reconnect backoff; wait for the file, then for SERVING.
+    if (testing::WaitForFile(socket_, 30000) && client_->Health(absl::Seconds(30)).ok()) return;
+    FAIL() << "daemon did not start:\n" << daemon_->Stderr();
+  }
+
+  Collected Generate(const v1::GenerateRequest& request) {
+    Collected c;
+    c.status = client_->Generate(request, [&](const v1::GenerateEvent& event) {
+      if (event.has_started()) c.started = event.started();
+      if (event.has_token()) {
+        c.text += event.token().text();
+        if (event.token().id() >= 0) c.ids.push_back(event.token().id());
+      }
+      if (event.has_done()) {
+        c.done = event.done();
+        ++c.done_events;
+      }
+      return true;
+    });
+    return c;
+  }
+
+  std::string socket_;
+  std::unique_ptr<testing::Process> daemon_;
+  std::unique_ptr<WasteClient> client_;
+};
+
+TEST_F(GenerateTest, GreedyFromBosMatchesGoldenThroughTheCli) {
+  CommandResult result =
+      RunCommand({RunfilePath("client/waste-client"), "--socket", socket_, "generate", "--model",
+                  "stories260K", "--temperature", "0", "--max-tokens", "114", ""});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  std::string golden = ReadFile(testing::ModelPath("stories260K/golden/greedy_from_bos_256.txt"));
+  ASSERT_TRUE(absl::EndsWith(result.out, "\n"));
+  std::string text = result.out.substr(0, result.out.size() - 1);
+  EXPECT_TRUE(absl::StartsWith(golden, text)) << text;
+  EXPECT_GT(text.size(), 250u);
+  EXPECT_TRUE(absl::StartsWith(text, "Once upon a time, there was a little girl named Lily."));
+}
+
+TEST_F(GenerateTest, LibraryStreamsTheGoldenTokenIdsWithUsage) {
+  v1::GenerateRequest request;
+  request.set_model("stories260K");
+  request.set_max_tokens(256);
+  request.set_stop_at_eos(false);
+  Collected c = Generate(request);
+  ASSERT_TRUE(c.status.ok()) << c.status;
+  std::vector<int32_t> golden = GoldenIds();
+  ASSERT_EQ(c.ids.size(), 256u);
+  // f16 KV cache (the default): the first 114 tokens are robust to it.
+  EXPECT_EQ(std::vector<int32_t>(c.ids.begin(), c.ids.begin() + 114),
+            std::vector<int32_t>(golden.begin(), golden.begin() + 114));
+  EXPECT_EQ(c.done_events, 1);
+  EXPECT_EQ(c.done.finish_reason(), v1::FINISH_REASON_LENGTH);
+  EXPECT_EQ(c.done.usage().prompt_tokens(), 1);
+  EXPECT_EQ(c.done.usage().completion_tokens(), 256);
+  EXPECT_GT(c.done.timings().decode_tokens_per_second(), 0);
+  EXPECT_GT(c.done.stats().cache_hits(), 0);
+  EXPECT_FALSE(c.started.session_id().empty());
+}
+
+TEST_F(GenerateTest, TokensArriveBeforeGenerationEnds) {
+  v1::GenerateRequest request;
+  request.set_model("stories260K");
+  request.set_max_tokens(300);
+  request.set_stop_at_eos(false);
+  absl::Time first_token, done;
+  int tokens = 0;
+  absl::Status status = client_->Generate(request, [&](const v1::GenerateEvent& event) {
+    if (event.has_token() && tokens++ == 0) first_token = absl::Now();
+    if (event.has_done()) done = absl::Now();
+    return true;
+  });
+  ASSERT_TRUE(status.ok()) << status;
+  // Streaming, not batched at the end: the first token arrives long before
+  // the 300th is generated.
+  EXPECT_LT(first_token + (done - first_token) / 2, done);
+  EXPECT_GT(absl::ToDoubleMilliseconds(done - first_token), 0.0);
+}
+
+TEST_F(GenerateTest, CancellingStopsTheGeneration) {
+  v1::GenerateRequest request;
+  request.set_model("stories260K");
+  request.set_stop_at_eos(false);
+  request.set_max_tokens(1500);
+  int tokens = 0;
+  absl::Status status = client_->Generate(request, [&](const v1::GenerateEvent& event) {
+    return !(event.has_token() && ++tokens == 3);
+  });
+  EXPECT_EQ(status.code(), absl::StatusCode::kCancelled);
+  // The daemon is free again at once for the next request.
+  v1::GenerateRequest next;
+  next.set_max_tokens(5);
+  Collected c = Generate(next);
+  EXPECT_TRUE(c.status.ok()) << c.status;
+  EXPECT_EQ(c.ids.size(), 5u);
+}
+
+TEST_F(GenerateTest, SameSeedSameTokens) {
+  v1::GenerateRequest request;
+  request.set_prompt("Lily");
+  request.set_max_tokens(40);
+  request.mutable_sampling()->set_temperature(0.9f);
+  request.mutable_sampling()->set_top_p(0.95f);
+  request.mutable_sampling()->set_seed(42);
+  Collected a = Generate(request);
+  Collected b = Generate(request);
+  ASSERT_TRUE(a.status.ok()) << a.status;
+  EXPECT_EQ(a.ids, b.ids);
+  EXPECT_EQ(a.done.seed(), 42u);
+  request.mutable_sampling()->set_seed(43);
+  EXPECT_NE(Generate(request).ids, a.ids);
+}
+
+TEST_F(GenerateTest, StopSequenceEndsAndIsNotSent) {
+  v1::GenerateRequest request;
+  request.set_max_tokens(200);
+  request.add_stop("Lily");
+  Collected c = Generate(request);
+  ASSERT_TRUE(c.status.ok()) << c.status;
+  EXPECT_EQ(c.done.finish_reason(), v1::FINISH_REASON_STOP_SEQUENCE);
+  EXPECT_EQ(c.done.stop_sequence(), "Lily");
+  EXPECT_EQ(c.text, "Once upon a time, there was a little girl named ");
+}
+
+TEST_F(GenerateTest, SessionContinuationReusesTheCache) {
+  v1::GenerateRequest first;
+  first.set_prompt("Once upon a time");
+  first.set_max_tokens(10);
+  Collected a = Generate(first);
+  ASSERT_TRUE(a.status.ok()) << a.status;
+  v1::GenerateRequest second;
+  second.set_session_id(a.started.session_id());
+  second.set_prompt(" and then");
+  second.set_max_tokens(5);
+  Collected b = Generate(second);
+  ASSERT_TRUE(b.status.ok()) << b.status;
+  EXPECT_EQ(b.started.session_id(), a.started.session_id());
+  // The earlier prompt and output are already in the KV cache.
+  EXPECT_GE(b.started.cached_prompt_tokens(), a.done.usage().prompt_tokens() + 9);
+  second.set_session_id("no-such-session");
+  EXPECT_EQ(Generate(second).status.code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(GenerateTest, TokenizeAndDetokenize) {
+  v1::TokenizeRequest tokenize;
+  tokenize.set_model("stories260K");
+  tokenize.set_text("Once upon a time");
+  auto ids = client_->Tokenize(tokenize);
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  EXPECT_EQ(std::vector<int32_t>(ids->ids().begin(), ids->ids().end()),
+            (std::vector<int32_t>{403, 407, 261, 378}));
+  v1::DetokenizeRequest detokenize;
+  detokenize.set_model("stories260K");
+  std::vector<int32_t> golden = GoldenIds();
+  detokenize.add_ids(1);  // BOS
+  for (int32_t id : golden) detokenize.add_ids(id);
+  auto text = client_->Detokenize(detokenize);
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_EQ(text->text(),
+            ReadFile(testing::ModelPath("stories260K/golden/greedy_from_bos_256.txt")));
+}
+
+TEST_F(GenerateTest, ClearErrorsForBadRequests) {
+  v1::GenerateRequest unknown;
+  unknown.set_model("no-such-model");
+  absl::Status status = Generate(unknown).status;
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(absl::StrContains(status.message(), "no-such-model")) << status;
+
+  v1::GenerateRequest bad;
+  bad.set_top_logprobs(99);
+  EXPECT_EQ(Generate(bad).status.code(), absl::StatusCode::kInvalidArgument);
+
+  CommandResult cli = RunCommand({RunfilePath("client/waste-client"), "--socket", socket_,
+                                  "generate", "--model", "nope", "hi"});
+  EXPECT_EQ(cli.exit_code, 1);
+  EXPECT_TRUE(absl::StrContains(cli.err, "no model named 'nope'")) << cli.err;
+}
+
+}  // namespace
+}  // namespace waste
