@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/bench_io_command.h"
 #include "daemon/serve.h"
 #include "daemon/service/version.h"
 #include "daemon/tools/inspect.h"
@@ -17,6 +18,7 @@ commands:
   serve      run the daemon (see wasted serve --help)
   inspect    describe a GGUF model: shapes, bytes by part and layer (--json)
   mkmodel    write a synthetic GGUF model (see wasted mkmodel --help)
+  bench-io   this disk's read bandwidth through waste's reader
   version    print the version
 )";
 
@@ -30,6 +32,7 @@ int main(int argc, char** argv) {
   std::string command = argv[1];
   std::vector<std::string> args(argv + 2, argv + argc);
   if (command == "serve") return waste::RunServe(args);
+  if (command == "bench-io") return waste::RunBenchIoCommand(args);
   if (command == "inspect") return waste::tools::RunInspect(args);
   if (command == "mkmodel") return waste::tools::RunMkModel(args);
   if (command == "version" || command == "--version") {
