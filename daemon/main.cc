@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "daemon/bench_io_command.h"
+#include "daemon/quality/perplexity.h"
+#include "daemon/quality/quantize_model.h"
 #include "daemon/serve.h"
 #include "daemon/service/version.h"
 #include "daemon/tools/inspect.h"
@@ -19,6 +21,8 @@ commands:
   inspect    describe a GGUF model: shapes, bytes by part and layer (--json)
   mkmodel    write a synthetic GGUF model (see wasted mkmodel --help)
   bench-io   this disk's read bandwidth through waste's reader
+  quantize   rewrite a GGUF model's matrices in another type (q8_0, q4_0, q4_k, f16, ...)
+  perplexity a model's perplexity on a text file, comparable with llama-perplexity
   version    print the version
 )";
 
@@ -35,6 +39,8 @@ int main(int argc, char** argv) {
   if (command == "bench-io") return waste::RunBenchIoCommand(args);
   if (command == "inspect") return waste::tools::RunInspect(args);
   if (command == "mkmodel") return waste::tools::RunMkModel(args);
+  if (command == "quantize") return waste::quality::RunQuantize(args);
+  if (command == "perplexity") return waste::quality::RunPerplexity(args);
   if (command == "version" || command == "--version") {
     std::cout << "wasted " << waste::kWasteVersion << "\n";
     return 0;

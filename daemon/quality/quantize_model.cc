@@ -71,12 +71,22 @@ struct TensorPlan {
 absl::StatusOr<std::vector<TensorPlan>> PlanTensors(const storage::GgufFile& gguf,
                                                     const QuantizeOptions& options,
                                                     QuantizeReport* report) {
-  const int64_t block = storage::GetGgmlTypeTraits(options.type).block_size;
+  // The output head (or the token embeddings that stand in for it) is the
+  // matrix whose precision matters most; llama.cpp gives it Q6_K whatever
+  // the lower-bit target, or Q8_0 where rows do not divide into 256.
+  const bool high_precision_head = options.type != GgmlType::kQ8_0 && !IsFloatType(options.type);
+  const std::string head =
+      gguf.FindTensor("output.weight") != nullptr ? "output.weight" : "token_embd.weight";
   std::vector<TensorPlan> plans;
   for (const storage::TensorInfo& t : gguf.tensors()) {
     TensorPlan plan{&t, t.type, false};
+    GgmlType target = options.type;
+    if (high_precision_head && t.name == head && !t.shape.empty()) {
+      target = t.shape[0] % kernels::kQK_K == 0 ? GgmlType::kQ6_K : GgmlType::kQ8_0;
+    }
+    const int64_t block = storage::GetGgmlTypeTraits(target).block_size;
     const uint32_t id = static_cast<uint32_t>(t.type);
-    if (IsQuantizableWeight(t) && t.type != options.type && kernels::IsSupportedWeightType(id)) {
+    if (IsQuantizableWeight(t) && t.type != target && kernels::IsSupportedWeightType(id)) {
       if (t.shape[0] % block != 0) {
         report->kept_ragged.push_back(t.name);
       } else if (!IsFloatType(t.type) && !options.allow_requantize) {
@@ -86,7 +96,7 @@ absl::StatusOr<std::vector<TensorPlan>> PlanTensors(const storage::GgufFile& ggu
             "); quantize from the F32/F16/BF16 model, or pass --allow-requantize to convert "
             "it anyway (quality drops twice)"));
       } else {
-        plan.out_type = options.type;
+        plan.out_type = target;
         plan.convert = true;
       }
     }

@@ -13,9 +13,12 @@
 //     falls back to another quant type for such rows; here they simply keep
 //     their type, so a model with n_embd 64 quantized to Q4_K keeps every
 //     matrix in F32.
-// token_embd and output are converted like every other matrix: llama.cpp's
-// mixes (output.weight in Q6_K, ...) are not reproduced, so sizes differ a
-// little from llama-quantize's for the same nominal type.
+// The output head follows llama.cpp's rule: for targets below 8 bits,
+// output.weight (token_embd.weight when the model ties them) becomes Q6_K,
+// or Q8_0 when its rows do not divide into 256. llama.cpp's other mixes
+// (Q4_K_M's Q6_K attn_v/ffn_down layers, ...) are not reproduced: every
+// other matrix, token_embd included, gets the one target type, so files
+// are a little smaller than llama-quantize's for the same nominal type.
 //
 // Source types: F32, F16 and BF16 are converted; an already quantized
 // source is refused unless allow_requantize (quality drops twice, as
