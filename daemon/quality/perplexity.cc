@@ -35,17 +35,10 @@ double RunningPpl(double nll_sum, int64_t count) {
   return count > 0 ? std::exp(nll_sum / static_cast<double>(count)) : 0.0;
 }
 
-}  // namespace
-
-absl::StatusOr<PerplexityResult> ComputePerplexity(const model::Model& model,
-                                                   cache::ChunkStore* store,
-                                                   kernels::ThreadPool* pool,
-                                                   std::span<const int32_t> tokens, int32_t bos,
-                                                   const PerplexityOptions& options,
-                                                   const ChunkCallback& on_chunk) {
+// Options and text length, checked before any weight is read.
+absl::Status CheckInput(int64_t n_tokens, const PerplexityOptions& options) {
   const int64_t n_ctx = options.n_ctx;
   const int64_t stride = options.stride == 0 ? n_ctx : options.stride;
-  const int64_t n_tokens = static_cast<int64_t>(tokens.size());
   if (n_ctx < 3) {
     return absl::InvalidArgumentError(
         absl::StrCat("--ctx ", n_ctx,
@@ -62,6 +55,21 @@ absl::StatusOr<PerplexityResult> ComputePerplexity(const model::Model& model,
                      " tokens; perplexity with a context of ", n_ctx, " needs at least ", 2 * n_ctx,
                      " (llama.cpp's rule): use a longer text or a smaller --ctx"));
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<PerplexityResult> ComputePerplexity(const model::Model& model,
+                                                   cache::ChunkStore* store,
+                                                   kernels::ThreadPool* pool,
+                                                   std::span<const int32_t> tokens, int32_t bos,
+                                                   const PerplexityOptions& options,
+                                                   const ChunkCallback& on_chunk) {
+  const int64_t n_ctx = options.n_ctx;
+  const int64_t stride = options.stride == 0 ? n_ctx : options.stride;
+  const int64_t n_tokens = static_cast<int64_t>(tokens.size());
+  RETURN_IF_ERROR(CheckInput(n_tokens, options));
   const bool strided = stride < n_ctx;
   const int64_t n_chunk_max = strided ? (n_tokens - n_ctx + stride - 1) / stride : n_tokens / n_ctx;
   const int64_t n_chunk =
@@ -141,6 +149,7 @@ absl::StatusOr<PerplexityResult> PerplexityOfFile(storage::Env* env, const std::
   }
   const std::vector<text::TokenId> tokens =
       tokenizer->Encode(text, /*add_special=*/true, /*parse_special=*/false);
+  RETURN_IF_ERROR(CheckInput(static_cast<int64_t>(tokens.size()), options));
   const int32_t bos = tokenizer->add_bos() ? tokenizer->bos() : -1;
   if (options.n_ctx > model->hparams().n_ctx_train && model->hparams().n_ctx_train > 0) {
     WLOG(WARNING) << "--ctx " << options.n_ctx << " is beyond the model's trained context of "
@@ -203,12 +212,14 @@ int RunPerplexity(const std::vector<std::string>& args) {
   }
 
   const auto start = std::chrono::steady_clock::now();
+  bool printed = false;
   absl::StatusOr<PerplexityResult> result =
       PerplexityOfFile(storage::Env::Default(), parsed->positional()[0], parsed->positional()[1],
-                       options, [](int64_t chunk, double ppl) {
+                       options, [&printed](int64_t chunk, double ppl) {
                          std::cout << absl::StrFormat("[%d]%.4f,", chunk, ppl) << std::flush;
+                         printed = true;
                        });
-  std::cout << "\n";
+  if (printed) std::cout << "\n";
   if (!result.ok()) {
     std::cerr << "wasted perplexity: " << result.status().message() << "\n";
     return 1;
