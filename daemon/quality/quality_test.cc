@@ -2,6 +2,7 @@
 // n_ff 172): quantized copies keep the golden greedy tokens (Q8_0) and a
 // perplexity close to F32's (Q4_0); bad input is refused with clear errors.
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -10,13 +11,17 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "daemon/cache/resident_store.h"
+#include "daemon/kernels/dequantize.h"
 #include "daemon/model/forward.h"
 #include "daemon/model/model.h"
 #include "daemon/quality/perplexity.h"
 #include "daemon/quality/quantize_model.h"
+#include "daemon/tools/mkmodel.h"
 #include "gtest/gtest.h"
 #include "storage/env.h"
+#include "storage/fault_env.h"
 #include "storage/gguf.h"
+#include "storage/mem_env.h"
 #include "tests/testdata.h"
 
 namespace waste::quality {
@@ -280,6 +285,112 @@ TEST_F(QualityTest, QuantizeRefusesBadInput) {
   options.allow_requantize = true;
   auto allowed = QuantizeModel(env, Quantized(GgmlType::kQ8_0), *dir_ + "/out.gguf", options);
   EXPECT_TRUE(allowed.ok()) << allowed.status();
+}
+
+// Decodes row `row` of tensor `name` of the GGUF at `path`.
+std::vector<float> ReadRow(storage::Env* env, const std::string& path, const std::string& name,
+                           int64_t row) {
+  auto gguf = storage::GgufFile::Open(env, path);
+  EXPECT_TRUE(gguf.ok()) << gguf.status();
+  const storage::TensorInfo* t = (*gguf)->FindTensor(name);
+  EXPECT_NE(t, nullptr) << name;
+  const int64_t cols = t->shape[0];
+  const uint64_t row_bytes = *storage::GgmlRowSize(t->type, cols);
+  std::string bytes(row_bytes, '\0');
+  auto file = env->NewRandomAccessFile(path);
+  EXPECT_TRUE(file.ok()) << file.status();
+  EXPECT_TRUE((*file)->Read(t->offset + row * row_bytes, row_bytes, bytes.data()).ok());
+  std::vector<float> out(cols);
+  kernels::DequantizeRow(static_cast<kernels::WeightType>(t->type), bytes.data(), out.data(), cols);
+  return out;
+}
+
+double RelativeRmsError(const std::vector<float>& want, const std::vector<float>& got) {
+  double err = 0, norm = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    err += (want[i] - got[i]) * (want[i] - got[i]);
+    norm += want[i] * want[i];
+  }
+  return std::sqrt(err / norm);
+}
+
+// K-quants need rows of 256: a synthetic llama with n_embd 256 in memory.
+TEST(QuantizeSyntheticTest, KQuantsConvertRowsOf256AndStayCloseToTheSource) {
+  storage::MemEnv env;
+  tools::MkModelOptions mk;
+  mk.out = "/m/f32.gguf";
+  mk.dim = 256;
+  mk.layers = 2;
+  mk.heads = 4;
+  mk.ffn = 512;
+  mk.type = GgmlType::kF32;
+  mk.threads = 2;
+  ASSERT_TRUE(tools::WriteSyntheticModel(mk, &env).ok());
+  const struct {
+    GgmlType type;
+    double max_error;
+  } cases[] = {{GgmlType::kQ4_K, 0.15},
+               {GgmlType::kQ5_K, 0.08},
+               {GgmlType::kQ6_K, 0.04},
+               {GgmlType::kQ8_0, 0.01},
+               {GgmlType::kBF16, 0.005}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(std::string(storage::GgmlTypeName(c.type)));
+    const std::string out = "/m/" + std::string(storage::GgmlTypeName(c.type)) + ".gguf";
+    QuantizeOptions options;
+    options.type = c.type;
+    options.threads = 2;
+    auto report = QuantizeModel(&env, mk.out, out, options);
+    ASSERT_TRUE(report.ok()) << report.status();
+    EXPECT_TRUE(report->kept_ragged.empty());
+    auto gguf = storage::GgufFile::Open(&env, out);
+    ASSERT_TRUE(gguf.ok()) << gguf.status();
+    EXPECT_EQ((*gguf)->FindTensor("blk.1.ffn_down.weight")->type, c.type);
+    EXPECT_EQ((*gguf)->FindTensor("blk.0.attn_norm.weight")->type, GgmlType::kF32);
+    const bool low_bit = c.type != GgmlType::kQ8_0 && c.type != GgmlType::kBF16;
+    EXPECT_EQ((*gguf)->FindTensor("output.weight")->type, low_bit ? GgmlType::kQ6_K : c.type);
+    for (const char* name : {"blk.0.attn_q.weight", "blk.1.ffn_down.weight"}) {
+      for (int64_t row : {0, 7}) {
+        EXPECT_LT(RelativeRmsError(ReadRow(&env, mk.out, name, row), ReadRow(&env, out, name, row)),
+                  c.max_error)
+            << name << " row " << row;
+      }
+    }
+    EXPECT_FALSE(env.FileExists(out + ".quantize-tmp"));
+  }
+}
+
+TEST(QuantizeSyntheticTest, ReadErrorsNameTheTensorAndLeaveNoOutput) {
+  storage::MemEnv mem;
+  tools::MkModelOptions mk;
+  mk.out = "/m/f32.gguf";
+  mk.dim = 256;
+  mk.layers = 2;
+  mk.heads = 4;
+  mk.type = GgmlType::kF32;
+  ASSERT_TRUE(tools::WriteSyntheticModel(mk, &mem).ok());
+  auto gguf = storage::GgufFile::Open(&mem, mk.out);
+  ASSERT_TRUE(gguf.ok());
+  const storage::TensorInfo* victim = (*gguf)->FindTensor("blk.1.ffn_up.weight");
+  ASSERT_NE(victim, nullptr);
+  // Past the first MiB, which the header reader reads in one piece.
+  ASSERT_GT(victim->offset, 1u << 20);
+
+  storage::RetryPolicy retry;
+  retry.initial_backoff = absl::Microseconds(1);
+  storage::FaultEnv env(&mem, retry);
+  env.InjectShortRead({mk.out, 0, (*gguf)->file_size()}, 3);
+  QuantizeOptions options;
+  options.type = GgmlType::kQ4_0;
+  ASSERT_TRUE(QuantizeModel(&env, mk.out, "/m/short.gguf", options).ok());
+
+  env.InjectEio({mk.out, victim->offset, victim->offset + 1}, storage::kFaultForever);
+  auto failed = QuantizeModel(&env, mk.out, "/m/eio.gguf", options);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_TRUE(absl::StrContains(failed.status().message(), "blk.1.ffn_up.weight"))
+      << failed.status();
+  EXPECT_FALSE(mem.FileExists("/m/eio.gguf"));
+  EXPECT_FALSE(mem.FileExists("/m/eio.gguf.quantize-tmp"));
 }
 
 }  // namespace
