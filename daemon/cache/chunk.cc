@@ -13,6 +13,8 @@ const char* ChunkKindName(ChunkKind kind) {
       return "attention";
     case ChunkKind::kFfn:
       return "ffn";
+    case ChunkKind::kExpert:
+      return "expert";
   }
   return "?";
 }

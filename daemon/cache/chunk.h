@@ -18,7 +18,9 @@ using ChunkId = int32_t;
 enum class ChunkKind {
   kGlobal,     // Embeddings, output head, final norm: pinned.
   kAttention,  // One layer's attention block (with its norm).
-  kFfn,        // One layer's dense feed-forward block (with its norm).
+  kFfn,        // One layer's dense feed-forward block (with its norm), or
+               // the trunk of a MoE block: norm, router, shared experts.
+  kExpert,     // One routed expert of one layer: its gate/up/down slices.
 };
 
 const char* ChunkKindName(ChunkKind kind);
