@@ -121,7 +121,7 @@ absl::Status MatMulOnIsa(Isa isa, const WeightView& w, const float* x, int64_t x
     uint8_t* arrays = base + ((batch * sizeof(QuantizedActs) + 63) & ~size_t{63});
     for (int64_t b = 0; b < batch; ++b) {
       headers[b] = LayoutActs(arrays + b * ActsScratchBytes(w.cols), w.cols);
-      kernels.quantize_acts(x + b * x_stride, w.cols, headers[b]);
+      kernels.quantize_acts(w.type, x + b * x_stride, w.cols, headers[b]);
     }
     task.acts = headers;
   }

@@ -286,7 +286,7 @@ void RowsAvx2(const RowsTask& t, int64_t begin, int64_t end) {
 }
 
 // Per block of 32: d = max|x| / 127, qs = round(x * 127 / max|x|).
-void QuantizeActsAvx2(const float* x, int64_t cols, const QuantizedActs& out) {
+void QuantizeActsAvx2(WeightType, const float* x, int64_t cols, const QuantizedActs& out) {
   const __m256 sign_mask = _mm256_set1_ps(-0.0f);
   for (int64_t b = 0; b < cols / 32; ++b) {
     __m256 v[4];

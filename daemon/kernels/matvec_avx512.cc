@@ -1,13 +1,21 @@
 // AVX-512 (F/BW/VL/VNNI/VBMI) loops, compiled with those flags and run only
-// when DetectIsa() finds them. The quantized types work in units of 256
-// elements (one K-quant super-block, eight legacy blocks): four zmm of u8
-// codes, each dotted with 64 int8 activations by one vpdpbusd, scaled in f32
-// per int32 lane (4 elements) by weight scale x activation scale, with the
-// weight's zero point / min folded into one fma per unit against the
-// activation's 16-element sums (see Group in matvec_scalar.cc).
+// when DetectIsa() finds them.
+//
+// The quantized types work in units of 256 elements (one K-quant super-block,
+// eight legacy blocks). Weight bytes go to vpdpbusd with as little moving as
+// possible: the activation is reordered instead (QuantizedActs::qp, once per
+// call, shared by every row), so that e.g. a Q4_0 block's 16 bytes give its
+// low and its high nibbles with one and / shift each. Each int32 lane of a
+// vpdpbusd result then belongs to one scale group (32 elements; 16 for Q6_K),
+// so the scales apply per lane in f32: one vpermps spreads the unit's 8
+// (or 16) combined scales over the lanes, one cvt and one fma per zmm of lanes
+// into accumulators that are reduced once per row. The weight's zero point or
+// min folds into one masked add per unit against the activation's group sums
+// (see Group in matvec_scalar.cc).
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <type_traits>
 
@@ -20,11 +28,282 @@ namespace {
 
 constexpr int kMaxNb = 4;  // Activation vectors per pass over a row.
 
+// How a type's loop wants the activation's int8 values laid out (qp).
+enum class ActOrder {
+  kNatural,   // As qs.
+  kNibble32,  // Per 128: the first 16 of each of 4 blocks, then their last 16.
+  kNibbleK,   // Per 128: 32-element groups in the order 0, 2, 1, 3.
+};
+
 // 256 elements of a row, decoded for the integer dot.
 struct Unit {
-  __m512i codes[4];  // u8, element order.
-  __m512 wscale;     // Weight scale of each 16 elements.
-  __m512 coef;       // Coefficient of the activation's sum of each 16 elements.
+  __m512i codes[4];  // u8, in the activation's order.
+  // 32-element groups: lanes 0-7 the weight scale of each group, lanes 8-15
+  // the coefficient of its activation sum (s32; Dec::kSubtractSums: minus
+  // the coefficient). Q6_K: the weight scale of
+  // each 16 elements, the coefficients of s16 in `coef`.
+  __m512 wsc;
+  __m512 coef;
+};
+
+inline uint16_t LoadU16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+inline uint32_t LoadU32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+// The 16-bit words at p + kStride * i, i < 8, put together in integer
+// registers (off the vector ports, which the dot products keep busy).
+template <int kStride>
+inline __m128i GatherU16x8(const uint8_t* p) {
+  uint64_t lo = 0, hi = 0;
+#pragma GCC unroll 16
+  for (int i = 0; i < 4; ++i) {
+    lo |= uint64_t{LoadU16(p + kStride * i)} << (16 * i);
+    hi |= uint64_t{LoadU16(p + kStride * (i + 4))} << (16 * i);
+  }
+  return _mm_set_epi64x(static_cast<int64_t>(hi), static_cast<int64_t>(lo));
+}
+
+// As GatherU16x8 for 32-bit words.
+template <int kStride>
+inline __m256i GatherU32x8(const uint8_t* p) {
+  int64_t q[4];
+#pragma GCC unroll 16
+  for (int i = 0; i < 4; ++i) {
+    q[i] = static_cast<int64_t>(uint64_t{LoadU32(p + kStride * 2 * i)} |
+                                (uint64_t{LoadU32(p + kStride * (2 * i + 1))} << 32));
+  }
+  return _mm256_set_epi64x(q[3], q[2], q[1], q[0]);
+}
+
+// [v, v * c]: the 8 weight scales and the coefficients of the group sums of
+// a type whose zero point is a constant c (in units of the scale).
+inline __m512 ScaleAndZero(__m256 d, float c) {
+  const __m512 mult = _mm512_setr_ps(1, 1, 1, 1, 1, 1, 1, 1, c, c, c, c, c, c, c, c);
+  return _mm512_mul_ps(_mm512_broadcast_f32x8(d), mult);
+}
+
+// Lane l of lane vector v takes scale slot kSlots[v][l].
+using SlotTable = std::array<std::array<int32_t, 16>, 4>;
+
+// Q4_0, Q4_1, Q5_0, Q5_1: each half unit (4 blocks) is one vpermt2b that
+// packs the 64 nibble bytes, then low nibbles (the first 16 elements of each
+// block) and high nibbles (the last 16); the activation is in kNibble32
+// order to match. Both nibbles of a byte belong to one block, so the two
+// vpdpbusd of a half chain into one zmm of lanes, 4 lanes per block.
+template <typename Block, int kQsOffset, bool kFifthBit, bool kMin>
+struct Nibble32 {
+  static constexpr int kBlock = sizeof(Block);
+  static constexpr int kUnitBytes = 8 * kBlock;
+  static constexpr ActOrder kOrder = ActOrder::kNibble32;
+  static constexpr int kLaneVecs = 2;
+  static constexpr bool kPer16 = false;
+  static constexpr bool kSubtractSums = false;
+  // The second load of a half ends where its 4 blocks end (never past the row).
+  static constexpr int kSecond = 4 * kBlock - 64;
+  static constexpr SlotTable kSlots = [] {
+    SlotTable t{};
+    for (int v = 0; v < 2; ++v)
+      for (int l = 0; l < 16; ++l) t[v][l] = 4 * v + l / 4;
+    return t;
+  }();
+  alignas(64) static constexpr std::array<uint8_t, 64> kQsIndex = [] {
+    std::array<uint8_t, 64> t{};
+#pragma GCC unroll 16
+    for (int i = 0; i < 4; ++i) {
+      for (int j = 0; j < 16; ++j) {
+        const int pos = kBlock * i + kQsOffset + j;
+        t[16 * i + j] = static_cast<uint8_t>(pos < 64 ? pos : 64 + pos - kSecond);
+      }
+    }
+    return t;
+  }();
+
+  static void Load(const uint8_t* p, Unit* u) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const __m512i index = _mm512_load_si512(kQsIndex.data());
+    __m512i first[2];
+#pragma GCC unroll 16
+    for (int h = 0; h < 2; ++h) {
+      const uint8_t* base = p + 4 * kBlock * h;
+      first[h] = _mm512_loadu_si512(base);
+      const __m512i q =
+          _mm512_permutex2var_epi8(first[h], index, _mm512_loadu_si512(base + kSecond));
+      __m512i lo = _mm512_and_si512(q, m4);
+      __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+      if constexpr (kFifthBit) {
+        // Bit j of a block's qh is element j's fifth bit (added: the nibble has
+        // no bit 4): its low 16 bits go
+        // with the low nibbles, its high 16 with the high ones.
+        uint64_t mlo = 0, mhi = 0;
+#pragma GCC unroll 16
+        for (int i = 0; i < 4; ++i) {
+          const uint32_t qh = LoadU32(base + kBlock * i + offsetof(Block, qh));
+          mlo |= uint64_t{qh & 0xFFFF} << (16 * i);
+          mhi |= uint64_t{qh >> 16} << (16 * i);
+        }
+        const __m512i bit4 = _mm512_set1_epi8(0x10);
+        lo = _mm512_mask_add_epi8(lo, _cvtu64_mask64(mlo), lo, bit4);
+        hi = _mm512_mask_add_epi8(hi, _cvtu64_mask64(mhi), hi, bit4);
+      }
+      u->codes[2 * h] = lo;
+      u->codes[2 * h + 1] = hi;
+    }
+    if constexpr (kBlock == 18) {
+      // Q4_0: the 8 scales are words 0, 9, 18, 27 of each half's first load.
+      const __m512i idx = _mm512_zextsi128_si512(_mm_setr_epi16(0, 9, 18, 27, 32, 41, 50, 59));
+      const __m256 d = _mm256_cvtph_ps(
+          _mm512_castsi512_si128(_mm512_permutex2var_epi16(first[0], idx, first[1])));
+      u->wsc = ScaleAndZero(d, -8);
+    } else if constexpr (kMin) {
+      // d and m are adjacent: [d0 m0 d1 m1 ...] -> [d0..d7, m0..m7].
+      const __m512 dm = _mm512_cvtph_ps(GatherU32x8<kBlock>(p));
+      u->wsc = _mm512_permutexvar_ps(
+          _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15), dm);
+    } else {
+      u->wsc = ScaleAndZero(_mm256_cvtph_ps(GatherU16x8<kBlock>(p)), -16);
+    }
+  }
+};
+using Q4_0 = Nibble32<BlockQ4_0, offsetof(BlockQ4_0, qs), false, false>;
+using Q4_1 = Nibble32<BlockQ4_1, offsetof(BlockQ4_1, qs), false, true>;
+using Q5_0 = Nibble32<BlockQ5_0, offsetof(BlockQ5_0, qs), true, false>;
+using Q5_1 = Nibble32<BlockQ5_1, offsetof(BlockQ5_1, qs), true, true>;
+
+// Q8_0: two blocks per zmm; codes are q ^ 0x80 = q + 128 as u8, the 128 comes
+// back out through the coefficient -128 d (vpdpbusd does not saturate).
+struct Q8_0 {
+  static constexpr int kUnitBytes = 8 * sizeof(BlockQ8_0);
+  static constexpr ActOrder kOrder = ActOrder::kNatural;
+  static constexpr int kLaneVecs = 4;
+  static constexpr bool kPer16 = false;
+  static constexpr bool kSubtractSums = false;
+  static constexpr SlotTable kSlots = [] {
+    SlotTable t{};
+    for (int v = 0; v < 4; ++v)
+      for (int l = 0; l < 16; ++l) t[v][l] = 2 * v + l / 8;
+    return t;
+  }();
+  static void Load(const uint8_t* p, Unit* u) {
+    const BlockQ8_0* b = reinterpret_cast<const BlockQ8_0*>(p);
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+#pragma GCC unroll 16
+    for (int z = 0; z < 4; ++z) {
+      const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[2 * z].qs));
+      const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[2 * z + 1].qs));
+      u->codes[z] = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), flip);
+    }
+    u->wsc = ScaleAndZero(_mm256_cvtph_ps(GatherU16x8<sizeof(BlockQ8_0)>(p)), -128);
+  }
+};
+
+// Q4_K, Q5_K: 64 bytes of qs hold groups 0 and 2 of a 128 in their low
+// nibbles, 1 and 3 in their high ones; the activation is in kNibbleK order.
+// The 6-bit scales and mins are unpacked in integer registers and converted
+// together: 16 lanes [sc0..sc7, m0..m7] times [d x8, dmin x8].
+template <bool kQ5>
+struct Q45K {
+  using Block = std::conditional_t<kQ5, BlockQ5_K, BlockQ4_K>;
+  static constexpr int kUnitBytes = sizeof(Block);
+  static constexpr ActOrder kOrder = ActOrder::kNibbleK;
+  static constexpr int kLaneVecs = 4;
+  static constexpr bool kPer16 = false;
+  static constexpr bool kSubtractSums = true;
+  static constexpr SlotTable kSlots = [] {
+    SlotTable t{};
+    for (int v = 0; v < 4; ++v)
+      for (int l = 0; l < 16; ++l) t[v][l] = 4 * (v / 2) + v % 2 + 2 * (l / 8);
+    return t;
+  }();
+  static void Load(const uint8_t* p, Unit* u) {
+    const Block* b = reinterpret_cast<const Block*>(p);
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512i hbits;
+    if constexpr (kQ5) {
+      hbits = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qh)));
+    }
+#pragma GCC unroll 16
+    for (int h = 0; h < 2; ++h) {
+      const __m512i q = _mm512_loadu_si512(b->qs + 64 * h);
+#pragma GCC unroll 16
+      for (int n = 0; n < 2; ++n) {
+        __m512i codes = _mm512_and_si512(n ? _mm512_srli_epi16(q, 4) : q, m4);
+        if constexpr (kQ5) {
+          // Groups g (bytes 0-31) and g + 2 (32-63) take bits g and g + 2 of qh.
+          const int g = 4 * h + n;
+          const __m512i sel =
+              _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(1 << g)),
+                                 _mm256_set1_epi8(static_cast<char>(1 << (g + 2))), 1);
+          codes = _mm512_mask_add_epi8(codes, _mm512_test_epi8_mask(hbits, sel), codes,
+                                       _mm512_set1_epi8(0x10));
+        }
+        u->codes[2 * h + n] = codes;
+      }
+    }
+    // In 64-bit integer arithmetic (two groups' worth per op, and kept off the
+    // vector ports): [sc0-3 | m0-3] and [sc4-7 | m4-7].
+    uint64_t w01;
+    std::memcpy(&w01, b->scales, 8);
+    const uint64_t w2 = LoadU32(b->scales + 8);
+    const uint64_t lo = w01 & 0x3F3F3F3F3F3F3F3F;
+    const uint64_t hi =
+        ((w2 | ((w2 >> 4) << 32)) & 0x0F0F0F0F0F0F0F0F) | (((w01 >> 6) & 0x0303030303030303) << 4);
+    const __m128i scm =
+        _mm_shuffle_epi32(_mm_set_epi64x(static_cast<int64_t>(hi), static_cast<int64_t>(lo)), 0xD8);
+    const __m512 f = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(scm));  // [sc0-7, m0-7]
+    // [d x8, dmin x8]; the min term is subtracted (kSubtractSums).
+    const __m512 mult = _mm512_permutexvar_ps(
+        _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
+        _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(LoadU32(p))))));
+    u->wsc = _mm512_mul_ps(f, mult);
+  }
+};
+
+// Q6_K: 16 scales of 16 elements; natural order, lanes 4 per scale.
+struct Q6K {
+  static constexpr int kUnitBytes = sizeof(BlockQ6_K);
+  static constexpr ActOrder kOrder = ActOrder::kNatural;
+  static constexpr int kLaneVecs = 4;
+  static constexpr bool kPer16 = true;
+  static constexpr bool kSubtractSums = false;
+  static constexpr SlotTable kSlots = [] {
+    SlotTable t{};
+    for (int v = 0; v < 4; ++v)
+      for (int l = 0; l < 16; ++l) t[v][l] = 4 * v + l / 4;
+    return t;
+  }();
+  static void Load(const uint8_t* p, Unit* u) {
+    const BlockQ6_K* b = reinterpret_cast<const BlockQ6_K*>(p);
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x03);
+#pragma GCC unroll 16
+    for (int half = 0; half < 2; ++half) {
+      const __m512i ql = _mm512_loadu_si512(b->ql + 64 * half);
+      const __m512i qh = _mm512_broadcast_i64x4(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qh + 32 * half)));
+#pragma GCC unroll 16
+      for (int hi_nibble = 0; hi_nibble < 2; ++hi_nibble) {
+        // Rows r = 2*hi_nibble (first 32 bytes of ql) and r + 1 (last 32).
+        const int r = 2 * hi_nibble;
+        const __m512i low = _mm512_and_si512(hi_nibble ? _mm512_srli_epi16(ql, 4) : ql, m4);
+        const __m512i cnt =
+            _mm512_inserti64x4(_mm512_set1_epi16(static_cast<int16_t>(2 * r)),
+                               _mm256_set1_epi16(static_cast<int16_t>(2 * r + 2)), 1);
+        const __m512i high = _mm512_and_si512(_mm512_srlv_epi16(qh, cnt), m2);
+        u->codes[2 * half + hi_nibble] = _mm512_or_si512(low, _mm512_slli_epi16(high, 4));
+      }
+    }
+    const __m512 sc = _mm512_cvtepi32_ps(
+        _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b->scales))));
+    u->wsc = _mm512_mul_ps(sc, _mm512_set1_ps(F16ToF32(b->d)));
+    u->coef = _mm512_mul_ps(u->wsc, _mm512_set1_ps(-32));
+  }
 };
 
 // Repeats each of 8 floats twice: per 32-element group -> per 16 elements.
@@ -33,213 +312,62 @@ inline __m512 Dup8To16(__m256 v) {
                                _mm512_castps256_ps512(v));
 }
 
-inline __m256 HalvesToF32(const Half* h, int stride_halfs) {
-  const __m128i v = _mm_setr_epi16(h[0], h[stride_halfs], h[2 * stride_halfs], h[3 * stride_halfs],
-                                   h[4 * stride_halfs], h[5 * stride_halfs], h[6 * stride_halfs],
-                                   h[7 * stride_halfs]);
-  return _mm256_cvtph_ps(v);
-}
-
-inline __m512i Combine(__m256i lo, __m256i hi) {
-  return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-}
-
-inline __m256i LowHighNibbles(const uint8_t* qs) {
-  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-  const __m128i m = _mm_set1_epi8(0x0F);
-  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
-}
-
-inline __m256i FifthBitBytes(const uint8_t* qh_bytes) {
-  uint32_t qh;
-  std::memcpy(&qh, qh_bytes, 4);
-  return _mm256_maskz_mov_epi8(qh, _mm256_set1_epi8(0x10));
-}
-
-// Q4_0, eight 18-byte blocks: four 64-byte loads inside the 144 bytes, vpermb
-// to lay each pair's nibbles out as [lo a, hi a, lo b, hi b], one shift and
-// mask; the eight f16 scales come out of two of the loads with one vpermt2w.
-struct Q4_0 {
-  static void Load(const uint8_t* p, Unit* u) {
-    const __m512i l0 = _mm512_loadu_si512(p);
-    const __m512i l1 = _mm512_loadu_si512(p + 36);
-    const __m512i l2 = _mm512_loadu_si512(p + 72);
-    const __m512i l3 = _mm512_loadu_si512(p + 80);
-    // Words of bytes 16..31 and 48..63 (the high-nibble copies) shift by 4.
-    const __m512i shift = _mm512_setr_epi64(0, 0, 0x0004000400040004, 0x0004000400040004, 0, 0,
-                                            0x0004000400040004, 0x0004000400040004);
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
-    alignas(64) static constexpr auto kPerm = [] {
-      struct {
-        uint8_t at0[64], at28[64];
-      } t{};
-      for (int i = 0; i < 64; ++i) {
-        const int block = i / 32, j = i % 16;
-        t.at0[i] = static_cast<uint8_t>(18 * block + 2 + j);
-        t.at28[i] = static_cast<uint8_t>(28 + 18 * block + 2 + j);
-      }
-      return t;
-    }();
-    const __m512i perm0 = _mm512_load_si512(kPerm.at0);
-    const __m512i perm28 = _mm512_load_si512(kPerm.at28);
-    u->codes[0] =
-        _mm512_and_si512(_mm512_srlv_epi16(_mm512_permutexvar_epi8(perm0, l0), shift), m4);
-    u->codes[1] =
-        _mm512_and_si512(_mm512_srlv_epi16(_mm512_permutexvar_epi8(perm0, l1), shift), m4);
-    u->codes[2] =
-        _mm512_and_si512(_mm512_srlv_epi16(_mm512_permutexvar_epi8(perm0, l2), shift), m4);
-    u->codes[3] =
-        _mm512_and_si512(_mm512_srlv_epi16(_mm512_permutexvar_epi8(perm28, l3), shift), m4);
-    // Word offsets of the scales: blocks 0-3 in l0 (0, 18, 36, 54 bytes),
-    // blocks 4-7 in l2 (second source, indices + 32).
-    const __m512i didx = _mm512_zextsi128_si512(_mm_setr_epi16(0, 9, 18, 27, 32, 41, 50, 59));
-    const __m256 d =
-        _mm256_cvtph_ps(_mm512_castsi512_si128(_mm512_permutex2var_epi16(l0, didx, l2)));
-    u->wscale = Dup8To16(d);
-    u->coef = _mm512_mul_ps(u->wscale, _mm512_set1_ps(-8));
-  }
-};
-
-// Q4_1, Q5_0, Q5_1: one block at a time into a ymm, two per zmm.
-template <typename Block, bool kFifthBit, bool kMin>
-struct LegacyGeneric {
-  static void Load(const uint8_t* p, Unit* u) {
-    const Block* b = reinterpret_cast<const Block*>(p);
-    for (int z = 0; z < 4; ++z) {
-      __m256i lo = LowHighNibbles(b[2 * z].qs), hi = LowHighNibbles(b[2 * z + 1].qs);
-      if constexpr (kFifthBit) {
-        lo = _mm256_or_si256(lo, FifthBitBytes(b[2 * z].qh));
-        hi = _mm256_or_si256(hi, FifthBitBytes(b[2 * z + 1].qh));
-      }
-      u->codes[z] = Combine(lo, hi);
-    }
-    constexpr int kStride = sizeof(Block) / 2;
-    u->wscale = Dup8To16(HalvesToF32(&b->d, kStride));
-    if constexpr (kMin) {
-      u->coef = Dup8To16(HalvesToF32(&b->m, kStride));
-    } else {
-      u->coef = _mm512_mul_ps(u->wscale, _mm512_set1_ps(-16));
-    }
-  }
-};
-using Q4_1 = LegacyGeneric<BlockQ4_1, false, true>;
-using Q5_0 = LegacyGeneric<BlockQ5_0, true, false>;
-using Q5_1 = LegacyGeneric<BlockQ5_1, true, true>;
-
-// Q8_0: codes are q ^ 0x80 = q + 128 as u8; the 128 comes back out through
-// coef = -128 d (vpdpbusd does not saturate, unlike vpmaddubsw).
-struct Q8_0 {
-  static void Load(const uint8_t* p, Unit* u) {
-    const BlockQ8_0* b = reinterpret_cast<const BlockQ8_0*>(p);
-    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-    for (int z = 0; z < 4; ++z) {
-      const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[2 * z].qs));
-      const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[2 * z + 1].qs));
-      u->codes[z] = _mm512_xor_si512(Combine(lo, hi), flip);
-    }
-    u->wscale = Dup8To16(HalvesToF32(&b->d, sizeof(BlockQ8_0) / 2));
-    u->coef = _mm512_mul_ps(u->wscale, _mm512_set1_ps(-128));
-  }
-};
-
-// The 6-bit scales and mins of Q4_K/Q5_K as f32 per 16 elements.
-inline void KScales(const BlockQ4_K* b, Unit* u) {
-  uint32_t w[3];
-  std::memcpy(w, b->scales, 12);
-  const uint32_t sc_lo = w[0] & 0x3F3F3F3F, m_lo = w[1] & 0x3F3F3F3F;
-  const uint32_t sc_hi = (w[2] & 0x0F0F0F0F) | (((w[0] >> 6) & 0x03030303) << 4);
-  const uint32_t m_hi = ((w[2] >> 4) & 0x0F0F0F0F) | (((w[1] >> 6) & 0x03030303) << 4);
-  const __m128i sc = _mm_setr_epi32(sc_lo, sc_hi, 0, 0), m = _mm_setr_epi32(m_lo, m_hi, 0, 0);
-  const __m256 scf = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sc));
-  const __m256 mf = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m));
-  u->wscale = Dup8To16(_mm256_mul_ps(scf, _mm256_set1_ps(F16ToF32(b->d))));
-  u->coef = Dup8To16(_mm256_mul_ps(mf, _mm256_set1_ps(-F16ToF32(b->dmin))));
-}
-
-template <bool kQ5>
-struct Q45K {
-  using Block = std::conditional_t<kQ5, BlockQ5_K, BlockQ4_K>;
-  static void Load(const uint8_t* p, Unit* u) {
-    const Block* b = reinterpret_cast<const Block*>(p);
-    KScales(reinterpret_cast<const BlockQ4_K*>(b), u);
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
-    __m512i hbits;
-    if constexpr (kQ5)
-      hbits = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qh)));
-    for (int z = 0; z < 4; ++z) {
-      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs + 32 * z));
-      __m512i codes = _mm512_and_si512(Combine(q, _mm256_srli_epi16(q, 4)), m4);
-      if constexpr (kQ5) {
-        // Groups 2z (low half) and 2z+1 (high half) take bits 2z and 2z+1.
-        const __m512i cnt = Combine(_mm256_set1_epi16(2 * z), _mm256_set1_epi16(2 * z + 1));
-        const __m512i bit = _mm512_and_si512(_mm512_srlv_epi16(hbits, cnt), _mm512_set1_epi8(1));
-        codes = _mm512_or_si512(codes, _mm512_slli_epi16(bit, 4));
-      }
-      u->codes[z] = codes;
-    }
-  }
-};
-
-struct Q6K {
-  static void Load(const uint8_t* p, Unit* u) {
-    const BlockQ6_K* b = reinterpret_cast<const BlockQ6_K*>(p);
-    const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x03);
-    for (int half = 0; half < 2; ++half) {
-      const __m512i ql = _mm512_loadu_si512(b->ql + 64 * half);
-      const __m512i qh = _mm512_broadcast_i64x4(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qh + 32 * half)));
-      for (int hi_nibble = 0; hi_nibble < 2; ++hi_nibble) {
-        // Rows r = 2*hi_nibble (first 32 bytes of ql) and r + 1 (last 32).
-        const int r = 2 * hi_nibble;
-        const __m512i low = _mm512_and_si512(hi_nibble ? _mm512_srli_epi16(ql, 4) : ql, m4);
-        const __m512i cnt = Combine(_mm256_set1_epi16(2 * r), _mm256_set1_epi16(2 * r + 2));
-        const __m512i high = _mm512_and_si512(_mm512_srlv_epi16(qh, cnt), m2);
-        u->codes[2 * half + hi_nibble] = _mm512_or_si512(low, _mm512_slli_epi16(high, 4));
-      }
-    }
-    const __m512 sc = _mm512_cvtepi32_ps(
-        _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b->scales))));
-    u->wscale = _mm512_mul_ps(sc, _mm512_set1_ps(F16ToF32(b->d)));
-    u->coef = _mm512_mul_ps(u->wscale, _mm512_set1_ps(-32));
-  }
-};
-
 template <typename Dec, int NB>
 void DotQuantized(WeightType type, const uint8_t* row, int64_t cols, const QuantizedActs* acts,
                   float* out) {
-  const int64_t unit_bytes = RowBytes(type, 256);
+  constexpr int kLanes = Dec::kLaneVecs;
   const int64_t units = cols / 256;
-  // One accumulator per zmm of the unit: a single one would chain 4 fmas per
-  // unit through its latency.
-  __m512 acc[NB][4], bias[NB];
+  // One accumulator per zmm of lanes: one would chain the fmas of a unit
+  // through its latency.
+  __m512 acc[NB][kLanes], bias[NB];
+#pragma GCC unroll 16
   for (int k = 0; k < NB; ++k) {
     bias[k] = _mm512_setzero_ps();
-    for (int z = 0; z < 4; ++z) acc[k][z] = _mm512_setzero_ps();
+#pragma GCC unroll 16
+    for (int v = 0; v < kLanes; ++v) acc[k][v] = _mm512_setzero_ps();
   }
-  const __m512i lane_sub[4] = {
-      _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
-      _mm512_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7),
-      _mm512_setr_epi32(8, 8, 8, 8, 9, 9, 9, 9, 10, 10, 10, 10, 11, 11, 11, 11),
-      _mm512_setr_epi32(12, 12, 12, 12, 13, 13, 13, 13, 14, 14, 14, 14, 15, 15, 15, 15)};
+  __m512i slots[kLanes];
+#pragma GCC unroll 16
+  for (int v = 0; v < kLanes; ++v) slots[v] = _mm512_loadu_si512(Dec::kSlots[v].data());
   for (int64_t un = 0; un < units; ++un) {
     Unit u;
-    Dec::Load(row + un * unit_bytes, &u);
+    Dec::Load(row + un * Dec::kUnitBytes, &u);
+#pragma GCC unroll 16
     for (int k = 0; k < NB; ++k) {
       const QuantizedActs& a = acts[k];
-      const __m512 scale = _mm512_mul_ps(u.wscale, Dup8To16(_mm256_load_ps(a.d + 8 * un)));
-      bias[k] = _mm512_fmadd_ps(u.coef, _mm512_loadu_ps(a.s16 + 16 * un), bias[k]);
-      for (int z = 0; z < 4; ++z) {
-        const __m512i av = _mm512_load_si512(a.qs + 256 * un + 64 * z);
-        const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u.codes[z], av);
-        acc[k][z] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot),
-                                    _mm512_permutexvar_ps(lane_sub[z], scale), acc[k][z]);
+      const int8_t* q = (Dec::kOrder == ActOrder::kNatural ? a.qs : a.qp) + 256 * un;
+      __m512 scale;
+      if constexpr (Dec::kPer16) {
+        scale = _mm512_mul_ps(u.wsc, Dup8To16(_mm256_load_ps(a.d + 8 * un)));
+        bias[k] = _mm512_fmadd_ps(u.coef, _mm512_loadu_ps(a.s16 + 16 * un), bias[k]);
+      } else {
+        // Lanes 0-7: weight x activation scale; 8-15: coef x group sum.
+        scale = _mm512_mul_ps(u.wsc, _mm512_load_ps(a.ds + 16 * un));
+        bias[k] = Dec::kSubtractSums ? _mm512_mask_sub_ps(bias[k], 0xFF00, bias[k], scale)
+                                     : _mm512_mask_add_ps(bias[k], 0xFF00, bias[k], scale);
+      }
+#pragma GCC unroll 16
+      for (int v = 0; v < kLanes; ++v) {
+        __m512i dot;
+        if constexpr (kLanes == 2) {
+          dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u.codes[2 * v],
+                                    _mm512_load_si512(q + 128 * v));
+          dot = _mm512_dpbusd_epi32(dot, u.codes[2 * v + 1], _mm512_load_si512(q + 128 * v + 64));
+        } else {
+          dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u.codes[v],
+                                    _mm512_load_si512(q + 64 * v));
+        }
+        acc[k][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(slots[v], scale),
+                                    acc[k][v]);
       }
     }
   }
+#pragma GCC unroll 16
   for (int k = 0; k < NB; ++k) {
-    const __m512 sum =
-        _mm512_add_ps(_mm512_add_ps(acc[k][0], acc[k][1]), _mm512_add_ps(acc[k][2], acc[k][3]));
-    out[k] = _mm512_reduce_add_ps(_mm512_add_ps(sum, bias[k]));
+    __m512 sum = bias[k];
+#pragma GCC unroll 16
+    for (int v = 0; v < kLanes; ++v) sum = _mm512_add_ps(sum, acc[k][v]);
+    out[k] = _mm512_reduce_add_ps(sum);
     if (cols % 256 != 0) out[k] += DotGroupsRef(type, row, 8 * units, cols / 32, acts[k]);
   }
 }
@@ -338,9 +466,25 @@ void RowsAvx512(const RowsTask& t, int64_t begin, int64_t end) {
   }
 }
 
+ActOrder OrderFor(WeightType type) {
+  switch (type) {
+    case WeightType::kQ4_0:
+    case WeightType::kQ4_1:
+    case WeightType::kQ5_0:
+    case WeightType::kQ5_1:
+      return ActOrder::kNibble32;
+    case WeightType::kQ4_K:
+    case WeightType::kQ5_K:
+      return ActOrder::kNibbleK;
+    default:
+      return ActOrder::kNatural;
+  }
+}
+
 // Per block of 32: d = max|x| / 127, qs = round(x * 127 / max|x|); the two
-// zmm of a block are exactly its two 16-element halves.
-void QuantizeActsAvx512(const float* x, int64_t cols, const QuantizedActs& out) {
+// zmm of a block are exactly its two 16-element halves. Then, per 256
+// elements, the reordered copy qp and the d/s32 pairs ds.
+void QuantizeActsAvx512(WeightType type, const float* x, int64_t cols, const QuantizedActs& out) {
   for (int64_t b = 0; b < cols / 32; ++b) {
     const __m512 v0 = _mm512_loadu_ps(x + 32 * b), v1 = _mm512_loadu_ps(x + 32 * b + 16);
     const float max_abs = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
@@ -355,6 +499,34 @@ void QuantizeActsAvx512(const float* x, int64_t cols, const QuantizedActs& out) 
     out.s16[2 * b] = s0;
     out.s16[2 * b + 1] = s1;
     out.s32[b] = s0 + s1;
+  }
+  const int64_t units = cols / 256;
+  for (int64_t u = 0; u < units; ++u) {
+    _mm256_store_ps(out.ds + 16 * u, _mm256_load_ps(out.d + 8 * u));
+    _mm256_store_ps(out.ds + 16 * u + 8, _mm256_load_ps(out.s32 + 8 * u));
+  }
+  const ActOrder order = OrderFor(type);
+  if (order == ActOrder::kNatural) return;
+  alignas(64) static constexpr auto kNibbleIndex = [] {
+    std::array<std::array<uint8_t, 64>, 2> t{};
+    for (int n = 0; n < 2; ++n)
+      for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 16; ++j) t[n][16 * i + j] = static_cast<uint8_t>(32 * i + 16 * n + j);
+    return t;
+  }();
+  for (int64_t c = 0; c < 2 * units; ++c) {
+    const __m512i n0 = _mm512_load_si512(out.qs + 128 * c);
+    const __m512i n1 = _mm512_load_si512(out.qs + 128 * c + 64);
+    __m512i r0, r1;
+    if (order == ActOrder::kNibble32) {
+      r0 = _mm512_permutex2var_epi8(n0, _mm512_load_si512(kNibbleIndex[0].data()), n1);
+      r1 = _mm512_permutex2var_epi8(n0, _mm512_load_si512(kNibbleIndex[1].data()), n1);
+    } else {  // Groups [0 1] [2 3] -> [0 2] [1 3].
+      r0 = _mm512_shuffle_i64x2(n0, n1, 0x44);
+      r1 = _mm512_shuffle_i64x2(n0, n1, 0xEE);
+    }
+    _mm512_store_si512(out.qp + 128 * c, r0);
+    _mm512_store_si512(out.qp + 128 * c + 64, r1);
   }
 }
 

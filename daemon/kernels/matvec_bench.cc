@@ -4,6 +4,7 @@
 //   bazel build --config=opt //daemon/kernels:matvec_bench
 //   bazel-bin/daemon/kernels/matvec_bench [--gib=1] [--reps=5]
 //   WASTE_KERNELS_ISA=avx2 bazel-bin/...   (cap the kernel family)
+//   bazel-bin/... --cache_kib=256        (in-cache: compute cost per core)
 //
 // For each type a ~1 GiB matrix (4096 columns; far larger than the caches,
 // so every call streams from DRAM, as decode does) is multiplied by one
@@ -17,8 +18,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -33,6 +36,11 @@ ABSL_FLAG(double, gib, 1.0, "weight matrix size per type, GiB");
 ABSL_FLAG(int, reps, 5, "timed repetitions (best is reported)");
 ABSL_FLAG(int64_t, cols, 4096, "columns of the weight matrix");
 ABSL_FLAG(int, batch, 1, "activation vectors per call (MatMul)");
+ABSL_FLAG(int, cache_kib, 0,
+          "if > 0: a matrix of this many KiB, called repeatedly on one thread, so that "
+          "the weights stay in cache and the figure is the kernel's compute cost");
+ABSL_FLAG(std::string, types, "", "comma-separated types to run (e.g. Q4_0,Q4_K); empty: all");
+ABSL_FLAG(int, calls, 0, "in-cache mode: calls per repetition (0: about 50 ms worth)");
 
 namespace waste::kernels {
 namespace {
@@ -110,7 +118,84 @@ double MatVecGBps(const WeightView& w, int batch, ThreadPool* pool, Scratch* scr
   return w.rows * w.row_stride_bytes / best / 1e9;
 }
 
+// The weights of `type` for a matrix of about `bytes`: 64 distinct quantized
+// rows, repeated (the contents do not change the work, and quantizing 1 GiB
+// here would take longer than the benchmark).
+WeightView MakeWeights(WeightType type, int64_t cols, int64_t bytes, std::unique_ptr<Buffer>* out) {
+  const int64_t row_bytes = RowBytes(type, cols);
+  const int64_t rows = std::max<int64_t>(1, bytes / row_bytes);
+  auto w = std::make_unique<Buffer>(rows * row_bytes);
+  std::mt19937 rng(2);
+  std::normal_distribution<float> normal(0.0f, 0.02f);
+  std::vector<float> src(cols);
+  for (int64_t r = 0; r < std::min<int64_t>(rows, 64); ++r) {
+    for (float& v : src) v = normal(rng);
+    QuantizeRow(type, src.data(), w->data + r * row_bytes, cols);
+  }
+  for (int64_t r = 64; r < rows; r += 64) {
+    std::memcpy(w->data + r * row_bytes, w->data, std::min<int64_t>(64, rows - r) * row_bytes);
+  }
+  const WeightView view = DenseWeightView(type, rows, cols, w->data);
+  *out = std::move(w);
+  return view;
+}
+
+constexpr WeightType kBenchTypes[] = {WeightType::kQ4_0, WeightType::kQ8_0, WeightType::kQ4_K,
+                                      WeightType::kQ6_K, WeightType::kF16,  WeightType::kQ4_1,
+                                      WeightType::kQ5_0, WeightType::kQ5_1, WeightType::kQ5_K,
+                                      WeightType::kBF16, WeightType::kF32};
+
+bool Selected(WeightType type) {
+  const std::string list = "," + absl::GetFlag(FLAGS_types) + ",";
+  return list == ",," ||
+         list.find("," + std::string(GetWeightTypeInfo(type).name) + ",") != std::string::npos;
+}
+
+// Per-core compute throughput: weights in L2, one thread, many calls (best
+// of --reps), so memory bandwidth is out of the picture.
+int InCacheMain() {
+  const int reps = absl::GetFlag(FLAGS_reps);
+  const int64_t cols = absl::GetFlag(FLAGS_cols);
+  const int batch = absl::GetFlag(FLAGS_batch);
+  std::printf("kernels: %s, cols %ld, batch %d, in cache (%d KiB), 1 thread\n\n",
+              std::string(IsaName(DetectIsa())).c_str(), cols, batch,
+              absl::GetFlag(FLAGS_cache_kib));
+  std::printf("%-6s %9s %14s\n", "type", "GB/s", "ns/256 elems");
+  for (WeightType type : kBenchTypes) {
+    if (!Selected(type)) continue;
+    std::unique_ptr<Buffer> buf;
+    const WeightView w =
+        MakeWeights(type, cols, int64_t{absl::GetFlag(FLAGS_cache_kib)} << 10, &buf);
+    Scratch scratch(MatVecScratchBytes(type, cols, batch));
+    std::vector<float> x(cols * batch), y(w.rows * batch);
+    std::mt19937 rng(1);
+    std::normal_distribution<float> normal;
+    for (float& v : x) v = normal(rng);
+    const int64_t bytes = w.rows * w.row_stride_bytes;
+    int calls = absl::GetFlag(FLAGS_calls);
+    if (calls <= 0) calls = std::max<int64_t>(1, int64_t{500'000'000} / bytes);
+    double best = 1e30;
+    for (int r = 0; r < reps + 1; ++r) {
+      const double t0 = Now();
+      for (int c = 0; c < calls; ++c) {
+        const absl::Status s =
+            MatMul(w, x.data(), cols, batch, y.data(), w.rows, nullptr, &scratch);
+        if (!s.ok()) {
+          std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
+          std::exit(1);
+        }
+      }
+      if (r > 0) best = std::min(best, (Now() - t0) / calls);
+    }
+    std::printf("%-6s %9.1f %14.2f\n", std::string(GetWeightTypeInfo(type).name).c_str(),
+                bytes / best / 1e9, best * 1e9 / (w.rows * cols / 256.0));
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
 int Main() {
+  if (absl::GetFlag(FLAGS_cache_kib) > 0) return InCacheMain();
   const int reps = absl::GetFlag(FLAGS_reps);
   const int64_t cols = absl::GetFlag(FLAGS_cols);
   const int batch = absl::GetFlag(FLAGS_batch);
@@ -127,27 +212,12 @@ int Main() {
               machine[0], machine[1]);
   std::printf("%-6s %7s %9s %12s %7s %10s\n", "type", "threads", "GB/s", "machine GB/s", "ratio",
               "ms/call");
-  const WeightType types[] = {WeightType::kQ4_0, WeightType::kQ8_0, WeightType::kQ4_K,
-                              WeightType::kQ6_K, WeightType::kF16,  WeightType::kQ4_1,
-                              WeightType::kQ5_0, WeightType::kQ5_1, WeightType::kQ5_K,
-                              WeightType::kBF16, WeightType::kF32};
-  for (WeightType type : types) {
-    const int64_t row_bytes = RowBytes(type, cols);
-    const int64_t rows = static_cast<int64_t>(absl::GetFlag(FLAGS_gib) * (1 << 30)) / row_bytes;
-    Buffer w(rows * row_bytes);
-    // 64 distinct quantized rows, repeated: the contents do not change the
-    // work, and quantizing 1 GiB here would take longer than the benchmark.
-    std::mt19937 rng(2);
-    std::normal_distribution<float> normal(0.0f, 0.02f);
-    std::vector<float> src(cols);
-    for (int64_t r = 0; r < std::min<int64_t>(rows, 64); ++r) {
-      for (float& v : src) v = normal(rng);
-      QuantizeRow(type, src.data(), w.data + r * row_bytes, cols);
-    }
-    for (int64_t r = 64; r < rows; r += 64) {
-      std::memcpy(w.data + r * row_bytes, w.data, std::min<int64_t>(64, rows - r) * row_bytes);
-    }
-    const WeightView view = DenseWeightView(type, rows, cols, w.data);
+  for (WeightType type : kBenchTypes) {
+    if (!Selected(type)) continue;
+    std::unique_ptr<Buffer> buf;
+    const WeightView view =
+        MakeWeights(type, cols, static_cast<int64_t>(absl::GetFlag(FLAGS_gib) * (1 << 30)), &buf);
+    const int64_t rows = view.rows, row_bytes = view.row_stride_bytes;
     Scratch scratch(MatVecScratchBytes(type, cols, batch));
     for (int t = 0; t < 2; ++t) {
       const double gbps = MatVecGBps(view, batch, pools[t], &scratch, reps);

@@ -23,8 +23,9 @@ struct RowsTask {
 };
 
 struct IsaKernels {
-  // Quantizes one activation vector (cols a multiple of 32).
-  void (*quantize_acts)(const float* x, int64_t cols, const QuantizedActs& out);
+  // Quantizes one activation vector (cols a multiple of 32) for a dot with
+  // weights of `type` (the AVX-512 loops read it in a per-type order).
+  void (*quantize_acts)(WeightType type, const float* x, int64_t cols, const QuantizedActs& out);
   // y for rows [begin, end) of the task, all batch entries.
   void (*rows)(const RowsTask& task, int64_t begin, int64_t end);
 };

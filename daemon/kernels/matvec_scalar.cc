@@ -163,7 +163,11 @@ float DotGroupsRef(WeightType type, const void* row, int64_t g_begin, int64_t g_
 }
 
 const IsaKernels& ScalarKernels() {
-  static constexpr IsaKernels kKernels = {&QuantizeActsRef, &RowsScalar};
+  static constexpr IsaKernels kKernels = {
+      +[](WeightType, const float* x, int64_t cols, const QuantizedActs& out) {
+        QuantizeActsRef(x, cols, out);
+      },
+      &RowsScalar};
   return kKernels;
 }
 

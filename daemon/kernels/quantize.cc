@@ -249,8 +249,8 @@ void QuantizeRow(WeightType type, const float* src, void* dst, int64_t n) {
 }
 
 size_t ActsScratchBytes(int64_t cols) {
-  return Align64(cols) + 2 * Align64(cols / 32 * sizeof(float)) +
-         Align64(cols / 16 * sizeof(float));
+  return 2 * Align64(cols) + 2 * Align64(cols / 32 * sizeof(float)) +
+         Align64(cols / 16 * sizeof(float)) + Align64(cols / 256 * 16 * sizeof(float));
 }
 
 QuantizedActs LayoutActs(void* buf, int64_t cols) {
@@ -264,6 +264,10 @@ QuantizedActs LayoutActs(void* buf, int64_t cols) {
   a.s32 = reinterpret_cast<float*>(p);
   p += Align64(cols / 32 * sizeof(float));
   a.s16 = reinterpret_cast<float*>(p);
+  p += Align64(cols / 16 * sizeof(float));
+  a.qp = reinterpret_cast<int8_t*>(p);
+  p += Align64(cols);
+  a.ds = reinterpret_cast<float*>(p);
   return a;
 }
 

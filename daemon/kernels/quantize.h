@@ -33,6 +33,12 @@ struct QuantizedActs {
   float* d = nullptr;    // [cols / 32] scale: x ~= d * qs.
   float* s32 = nullptr;  // [cols / 32] d * (sum of the block's 32 qs).
   float* s16 = nullptr;  // [cols / 16] d * (sum of each 16 qs), for Q6_K.
+  // Filled by the AVX-512 quantizer only, for its loops (matvec_avx512.cc):
+  // qs reordered per 256 elements so that weight bytes feed vpdpbusd as
+  // they lie in memory (the activation moves once per call, the weights never),
+  // and per 256 elements the 8 d then the 8 s32, one zmm load per unit.
+  int8_t* qp = nullptr;  // [cols / 256 * 256], 64-byte aligned.
+  float* ds = nullptr;   // [cols / 256 * 16], 64-byte aligned.
 };
 
 // Bytes of scratch for one quantized activation vector of `cols` elements,
