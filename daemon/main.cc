@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/bench/commands.h"
 #include "daemon/bench_io_command.h"
 #include "daemon/quality/perplexity.h"
 #include "daemon/quality/quantize_model.h"
@@ -21,6 +22,8 @@ commands:
   inspect    describe a GGUF model: shapes, bytes by part and layer (--json)
   mkmodel    write a synthetic GGUF model (see wasted mkmodel --help)
   bench-io   this disk's read bandwidth through waste's reader
+  plan       the memory plan of a model for a RAM budget (wasted plan --help)
+  bench      prefill/decode speed under a RAM budget (wasted bench --help)
   quantize   rewrite a GGUF model's matrices in another type (q8_0, q4_0, q4_k, f16, ...)
   perplexity a model's perplexity on a text file, comparable with llama-perplexity
   version    print the version
@@ -37,6 +40,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 2, argv + argc);
   if (command == "serve") return waste::RunServe(args);
   if (command == "bench-io") return waste::RunBenchIoCommand(args);
+  if (command == "plan") return waste::bench::RunPlan(args);
+  if (command == "bench") return waste::bench::RunBench(args);
   if (command == "inspect") return waste::tools::RunInspect(args);
   if (command == "mkmodel") return waste::tools::RunMkModel(args);
   if (command == "quantize") return waste::quality::RunQuantize(args);

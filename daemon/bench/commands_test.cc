@@ -1,0 +1,59 @@
+#include "daemon/bench/commands.h"
+
+#include "daemon/bench/memory_bandwidth.h"
+#include "gtest/gtest.h"
+#include "tests/testdata.h"
+
+namespace waste::bench {
+namespace {
+
+std::string Stories() { return testing::ModelPath("stories260K/stories260K.gguf"); }
+
+TEST(PlanCommandTest, PrintsFloorRecommendedAndTheSplit) {
+  ::testing::internal::CaptureStdout();
+  EXPECT_EQ(RunPlan({Stories(), "--ram-budget", "65MiB", "--ctx", "256"}), 0);
+  std::string out = ::testing::internal::GetCapturedStdout();
+  for (const char* part : {"floor:", "recommended:", "pinned:", "streaming:", "per token:"}) {
+    EXPECT_NE(out.find(part), std::string::npos) << part << " not in:\n" << out;
+  }
+}
+
+TEST(PlanCommandTest, JsonAndRefusalUnderTheFloor) {
+  ::testing::internal::CaptureStdout();
+  EXPECT_EQ(RunPlan({Stories(), "--ram-budget", "1MiB", "--json"}), 1);
+  std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_NE(out.find("\"ok\": false"), std::string::npos) << out;
+  EXPECT_NE(out.find("is under this model's floor"), std::string::npos) << out;
+  EXPECT_EQ(RunPlan({Stories(), "--ram-budget", "lots"}), 2);
+  EXPECT_EQ(RunPlan({}), 2);
+}
+
+TEST(BenchCommandTest, StreamsStories260KAndReports) {
+  ::testing::internal::CaptureStdout();
+  EXPECT_EQ(RunBench({Stories(), "--ram-budget", "64.9MiB", "--prompt-tokens", "8", "--gen-tokens",
+                      "8", "--mem-bench-bytes", "64MiB", "--json"}),
+            0);
+  std::string out = ::testing::internal::GetCapturedStdout();
+  for (const char* part : {"\"mode\": \"streaming\"", "decode_tokens_per_second",
+                           "read_bytes_per_token", "memory_read_gbps", "io_wait_share"}) {
+    EXPECT_NE(out.find(part), std::string::npos) << part << " not in:\n" << out;
+  }
+}
+
+TEST(BenchCommandTest, ResidentWhenEverythingFits) {
+  ::testing::internal::CaptureStdout();
+  EXPECT_EQ(RunBench({Stories(), "--ram-budget", "512MiB", "--gen-tokens", "4", "--mem-bench-bytes",
+                      "64MiB"}),
+            0);
+  std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_NE(out.find("mode:           resident"), std::string::npos) << out;
+}
+
+TEST(MemoryBandwidthTest, MeasuresSomething) {
+  auto gbps = MeasureMemoryReadGbps(64 << 20, 2, 1);
+  ASSERT_TRUE(gbps.ok()) << gbps.status();
+  EXPECT_GT(*gbps, 0.1);
+}
+
+}  // namespace
+}  // namespace waste::bench

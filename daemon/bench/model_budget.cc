@@ -1,0 +1,52 @@
+#include "daemon/bench/model_budget.h"
+
+#include "absl/strings/str_cat.h"
+#include "daemon/config/config.h"
+#include "daemon/memory/model_plan.h"
+#include "storage/env.h"
+#include "storage/status_macros.h"
+
+namespace waste::bench {
+
+void AddBudgetFlags(std::vector<FlagDef>* flags) {
+  for (const char* name : {"ram-budget", "ctx", "kv-type", "prefetch-depth"}) {
+    flags->push_back({name, true});
+  }
+}
+
+absl::StatusOr<PlannedModel> OpenAndBudget(const std::string& path, const ParsedArgs& args,
+                                           int64_t default_ctx) {
+  PlannedModel pm;
+  pm.path = path;
+  ASSIGN_OR_RETURN(int64_t ctx, args.GetInt("ctx", default_ctx));
+  if (ctx < 1) return absl::InvalidArgumentError(absl::StrCat("--ctx must be positive, got ", ctx));
+  std::string kv = args.GetOr("kv-type", "f16");
+  if (kv == "f16") {
+    pm.kv_type = kernels::ops::KvType::kF16;
+  } else if (kv == "f32") {
+    pm.kv_type = kernels::ops::KvType::kF32;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("--kv-type ", kv, " is not f16 or f32"));
+  }
+  ASSIGN_OR_RETURN(int64_t depth, args.GetInt("prefetch-depth", pm.options.prefetch_depth));
+  if (depth < 0) return absl::InvalidArgumentError("--prefetch-depth must not be negative");
+  pm.options.prefetch_depth = static_cast<int>(depth);
+
+  ASSIGN_OR_RETURN(pm.gguf, storage::GgufFile::Open(storage::Env::Default(), path));
+  ASSIGN_OR_RETURN(pm.model, model::Model::Create(*pm.gguf));
+  ASSIGN_OR_RETURN(pm.usable, memory::DetectUsableRam());
+  pm.input = memory::PlanInputFor(*pm.model, ctx, pm.kv_type);
+  if (std::optional<std::string> budget = args.Get("ram-budget")) {
+    ASSIGN_OR_RETURN(int64_t bytes, ParseByteSize(*budget));
+    if (bytes <= 0) return absl::InvalidArgumentError("--ram-budget must be positive");
+    pm.budget_bytes = static_cast<uint64_t>(bytes);
+  } else {
+    pm.budget_bytes =
+        memory::ComputePlanSizes(pm.input, pm.options, pm.usable.bytes, pm.usable.source)
+            .recommended_bytes;
+    pm.budget_defaulted = true;
+  }
+  return pm;
+}
+
+}  // namespace waste::bench
