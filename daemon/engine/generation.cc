@@ -11,6 +11,7 @@
 #include "daemon/text/detokenizer.h"
 #include "daemon/text/sampler.h"
 #include "daemon/text/stop_matcher.h"
+#include "daemon/text/utf8.h"
 #include "storage/logging.h"
 #include "storage/status_macros.h"
 
@@ -133,7 +134,7 @@ absl::Status LoadedModel::Generate(const v1::GenerateRequest& request, const Eve
     for (size_t i = 0; i < full.size(); ++i) {
       event.Clear();
       event.mutable_token()->set_id(full[i]);
-      event.mutable_token()->set_text(tokenizer_->Piece(full[i]));
+      event.mutable_token()->set_text(text::SanitizeUtf8(tokenizer_->Piece(full[i])));
       event.mutable_token()->set_position(static_cast<int32_t>(i));
       event.mutable_token()->set_prompt(true);
       if (!sink(event)) return absl::CancelledError("the client went away");
@@ -186,7 +187,7 @@ absl::Status LoadedModel::Generate(const v1::GenerateRequest& request, const Eve
     for (const text::TokenLogprob& alt : sample.top) {
       v1::TokenLogprob* top = token->add_top();
       top->set_id(alt.token);
-      top->set_text(tokenizer_->Piece(alt.token));
+      top->set_text(text::SanitizeUtf8(tokenizer_->Piece(alt.token)));
       top->set_logprob(alt.logprob);
     }
     ++generated;

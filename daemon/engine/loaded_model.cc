@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "daemon/cache/resident_store.h"
 #include "daemon/engine/stats.h"
+#include "daemon/text/utf8.h"
 #include "daemon/text/vocab_gguf.h"
 #include "storage/logging.h"
 #include "storage/status_macros.h"
@@ -73,7 +74,7 @@ absl::StatusOr<v1::TokenizeResponse> LoadedModel::Tokenize(
   for (text::TokenId id :
        tokenizer_->Encode(request.text(), request.add_special(), request.parse_special())) {
     response.add_ids(id);
-    response.add_pieces(tokenizer_->Piece(id));
+    response.add_pieces(text::SanitizeUtf8(tokenizer_->Piece(id)));
   }
   return response;
 }

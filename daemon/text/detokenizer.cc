@@ -20,7 +20,10 @@ void StreamingDetokenizer::Push(TokenId id, std::string* out) {
     first_piece_ = false;
   }
   const size_t hold = IncompleteUtf8Suffix(pending_);
-  out->append(pending_, 0, pending_.size() - hold);
+  // Byte tokens can spell sequences that are not UTF-8 at all (random or
+  // badly trained models do): those bytes become U+FFFD, so the stream is
+  // always valid UTF-8.
+  out->append(SanitizeUtf8(std::string_view(pending_).substr(0, pending_.size() - hold)));
   pending_.erase(0, pending_.size() - hold);
 }
 

@@ -25,7 +25,8 @@ class StreamingDetokenizer {
   explicit StreamingDetokenizer(const Tokenizer& tokenizer, bool unparse_special = false,
                                 bool strip_leading_space = false);
 
-  // Appends to *out the text that `id` completes (possibly nothing).
+  // Appends to *out the text that `id` completes (possibly nothing); always
+  // valid UTF-8 (malformed bytes become U+FFFD).
   void Push(TokenId id, std::string* out);
 
   // End of stream: appends whatever is still held back (an incomplete

@@ -46,6 +46,24 @@ TEST(StreamingDetokenizerTest, HoldsBackSplitCharacters) {
   EXPECT_EQ(out, " hi\xF0\x9F\xA6\x99");
 }
 
+TEST(StreamingDetokenizerTest, MalformedBytesBecomeReplacementCharacters) {
+  auto tokenizer = MakeTokenizer();
+  StreamingDetokenizer d(*tokenizer);
+  std::string out;
+  d.Push(Byte(0x80), &out);  // A stray continuation byte.
+  d.Push(Byte('a'), &out);
+  d.Push(Byte(0xC3), &out);  // A lead byte followed by ASCII, not a continuation.
+  d.Push(Byte('b'), &out);
+  d.Push(Byte(0xFF), &out);  // Never valid in UTF-8.
+  EXPECT_EQ(out,
+            "\xEF\xBF\xBD"
+            "a"
+            "\xEF\xBF\xBD"
+            "b"
+            "\xEF\xBF\xBD");
+  EXPECT_EQ(d.pending_bytes(), 0u);
+}
+
 TEST(StreamingDetokenizerTest, FlushReplacesIncompleteAndStripOption) {
   auto tokenizer = MakeTokenizer();
   StreamingDetokenizer d(*tokenizer, /*unparse_special=*/true, /*strip_leading_space=*/true);
