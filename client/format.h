@@ -5,10 +5,19 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
 namespace waste {
 
 // "1.13 MiB", "8.00 GiB", "123 B" (powers of 1024).
 std::string FormatBytes(int64_t bytes);
+
+// Parses a byte size: a plain number of bytes, or a number with a unit
+// ("512MiB", "8GiB", "1.5G", "64 GB"): K/M/G/T are powers of 1000 when
+// followed by "B" without "i"; KiB/MiB/GiB/TiB and bare K/M/G/T are powers of
+// 1024.
+absl::StatusOr<int64_t> ParseByteSize(absl::string_view text);
 
 }  // namespace waste
 

@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "client/format.h"  // ParseByteSize, for byte-size settings
 #include "waste/v1/config.pb.h"
 
 namespace waste {
@@ -20,12 +21,6 @@ absl::StatusOr<v1::DaemonConfig> ParseDaemonConfig(absl::string_view toml,
 
 // Reads and parses a config file.
 absl::StatusOr<v1::DaemonConfig> LoadDaemonConfig(const std::string& path);
-
-// Parses a byte size: a plain number of bytes, or a number with a unit
-// ("512MiB", "8GiB", "1.5G", "64 GB"): K/M/G/T are powers of 1000 when
-// followed by "B" without "i"; KiB/MiB/GiB/TiB and bare K/M/G/T are powers of
-// 1024.
-absl::StatusOr<int64_t> ParseByteSize(absl::string_view text);
 
 // Fills in defaults for fields the file and flags left unset (socket path,
 // log level, state dir).

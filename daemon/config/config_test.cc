@@ -6,17 +6,6 @@
 namespace waste {
 namespace {
 
-TEST(ParseByteSizeTest, UnitsAndErrors) {
-  EXPECT_EQ(*ParseByteSize("1024"), 1024);
-  EXPECT_EQ(*ParseByteSize("8GiB"), 8LL << 30);
-  EXPECT_EQ(*ParseByteSize("8G"), 8LL << 30);
-  EXPECT_EQ(*ParseByteSize("1.5 GB"), 1500000000LL);
-  EXPECT_EQ(*ParseByteSize("512MiB"), 512LL << 20);
-  EXPECT_FALSE(ParseByteSize("lots").ok());
-  EXPECT_FALSE(ParseByteSize("8 parsecs").ok());
-  EXPECT_FALSE(ParseByteSize("").ok());
-}
-
 TEST(ParseDaemonConfigTest, ReadsEveryKindOfField) {
   auto config = ParseDaemonConfig(R"(
 socket = "/tmp/w.sock"
