@@ -39,11 +39,10 @@ enum class ActOrder {
 struct Unit {
   __m512i codes[4];  // u8, in the activation's order.
   // 32-element groups: lanes 0-7 the weight scale of each group, lanes 8-15
-  // the coefficient of its activation sum (s32; Dec::kSubtractSums: minus
-  // the coefficient). Q6_K: the weight scale of
-  // each 16 elements, the coefficients of s16 in `coef`.
+  // the coefficient of its activation sum (s32) divided by Dec::kSumScale,
+  // which multiplies the row's sum of those terms once at the end. Q6_K: the weight scale of
+  // each 16 elements (the coefficients of s16 too, times kSumScale).
   __m512 wsc;
-  __m512 coef;
 };
 
 inline uint16_t LoadU16(const uint8_t* p) {
@@ -83,11 +82,10 @@ inline __m256i GatherU32x8(const uint8_t* p) {
   return _mm256_set_epi64x(q[3], q[2], q[1], q[0]);
 }
 
-// [v, v * c]: the 8 weight scales and the coefficients of the group sums of
-// a type whose zero point is a constant c (in units of the scale).
-inline __m512 ScaleAndZero(__m256 d, float c) {
-  const __m512 mult = _mm512_setr_ps(1, 1, 1, 1, 1, 1, 1, 1, c, c, c, c, c, c, c, c);
-  return _mm512_mul_ps(_mm512_broadcast_f32x8(d), mult);
+// [d0..d7, d0..d7] from 8 f16 scales: the weight scales and, for a type whose
+// zero point is a constant (kSumScale), the coefficients of the group sums.
+inline __m512 ScaleTwice(__m128i halves) {
+  return _mm512_cvtph_ps(_mm256_broadcastsi128_si256(halves));
 }
 
 // Lane l of lane vector v takes scale slot kSlots[v][l].
@@ -105,7 +103,7 @@ struct Nibble32 {
   static constexpr ActOrder kOrder = ActOrder::kNibble32;
   static constexpr int kLaneVecs = 2;
   static constexpr bool kPer16 = false;
-  static constexpr bool kSubtractSums = false;
+  static constexpr float kSumScale = kMin ? 1 : kFifthBit ? -16 : -8;
   // The second load of a half ends where its 4 blocks end (never past the row).
   static constexpr int kSecond = 4 * kBlock - 64;
   static constexpr SlotTable kSlots = [] {
@@ -157,18 +155,19 @@ struct Nibble32 {
       u->codes[2 * h + 1] = hi;
     }
     if constexpr (kBlock == 18) {
-      // Q4_0: the 8 scales are words 0, 9, 18, 27 of each half's first load.
-      const __m512i idx = _mm512_zextsi128_si512(_mm_setr_epi16(0, 9, 18, 27, 32, 41, 50, 59));
-      const __m256 d = _mm256_cvtph_ps(
-          _mm512_castsi512_si128(_mm512_permutex2var_epi16(first[0], idx, first[1])));
-      u->wsc = ScaleAndZero(d, -8);
+      // Q4_0: the 8 scales are words 0, 9, 18, 27 of each half's first load;
+      // gathered twice, they convert straight to [d x8 | d x8].
+      const __m512i idx = _mm512_castsi256_si512(
+          _mm256_setr_epi16(0, 9, 18, 27, 32, 41, 50, 59, 0, 9, 18, 27, 32, 41, 50, 59));
+      u->wsc = _mm512_cvtph_ps(
+          _mm512_castsi512_si256(_mm512_permutex2var_epi16(first[0], idx, first[1])));
     } else if constexpr (kMin) {
       // d and m are adjacent: [d0 m0 d1 m1 ...] -> [d0..d7, m0..m7].
       const __m512 dm = _mm512_cvtph_ps(GatherU32x8<kBlock>(p));
       u->wsc = _mm512_permutexvar_ps(
           _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15), dm);
     } else {
-      u->wsc = ScaleAndZero(_mm256_cvtph_ps(GatherU16x8<kBlock>(p)), -16);
+      u->wsc = ScaleTwice(GatherU16x8<kBlock>(p));
     }
   }
 };
@@ -184,7 +183,7 @@ struct Q8_0 {
   static constexpr ActOrder kOrder = ActOrder::kNatural;
   static constexpr int kLaneVecs = 4;
   static constexpr bool kPer16 = false;
-  static constexpr bool kSubtractSums = false;
+  static constexpr float kSumScale = -128;
   static constexpr SlotTable kSlots = [] {
     SlotTable t{};
     for (int v = 0; v < 4; ++v)
@@ -200,7 +199,7 @@ struct Q8_0 {
       const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[2 * z + 1].qs));
       u->codes[z] = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), flip);
     }
-    u->wsc = ScaleAndZero(_mm256_cvtph_ps(GatherU16x8<sizeof(BlockQ8_0)>(p)), -128);
+    u->wsc = ScaleTwice(GatherU16x8<sizeof(BlockQ8_0)>(p));
   }
 };
 
@@ -215,7 +214,7 @@ struct Q45K {
   static constexpr ActOrder kOrder = ActOrder::kNibbleK;
   static constexpr int kLaneVecs = 4;
   static constexpr bool kPer16 = false;
-  static constexpr bool kSubtractSums = true;
+  static constexpr float kSumScale = -1;  // The min is subtracted.
   static constexpr SlotTable kSlots = [] {
     SlotTable t{};
     for (int v = 0; v < 4; ++v)
@@ -258,7 +257,7 @@ struct Q45K {
     const __m128i scm =
         _mm_shuffle_epi32(_mm_set_epi64x(static_cast<int64_t>(hi), static_cast<int64_t>(lo)), 0xD8);
     const __m512 f = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(scm));  // [sc0-7, m0-7]
-    // [d x8, dmin x8]; the min term is subtracted (kSubtractSums).
+    // [d x8, dmin x8]; the min term is subtracted (kSumScale).
     const __m512 mult = _mm512_permutexvar_ps(
         _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
         _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(LoadU32(p))))));
@@ -272,7 +271,7 @@ struct Q6K {
   static constexpr ActOrder kOrder = ActOrder::kNatural;
   static constexpr int kLaneVecs = 4;
   static constexpr bool kPer16 = true;
-  static constexpr bool kSubtractSums = false;
+  static constexpr float kSumScale = -32;
   static constexpr SlotTable kSlots = [] {
     SlotTable t{};
     for (int v = 0; v < 4; ++v)
@@ -302,7 +301,6 @@ struct Q6K {
     const __m512 sc = _mm512_cvtepi32_ps(
         _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b->scales))));
     u->wsc = _mm512_mul_ps(sc, _mm512_set1_ps(F16ToF32(b->d)));
-    u->coef = _mm512_mul_ps(u->wsc, _mm512_set1_ps(-32));
   }
 };
 
@@ -339,12 +337,11 @@ void DotQuantized(WeightType type, const uint8_t* row, int64_t cols, const Quant
       __m512 scale;
       if constexpr (Dec::kPer16) {
         scale = _mm512_mul_ps(u.wsc, Dup8To16(_mm256_load_ps(a.d + 8 * un)));
-        bias[k] = _mm512_fmadd_ps(u.coef, _mm512_loadu_ps(a.s16 + 16 * un), bias[k]);
+        bias[k] = _mm512_fmadd_ps(u.wsc, _mm512_loadu_ps(a.s16 + 16 * un), bias[k]);
       } else {
         // Lanes 0-7: weight x activation scale; 8-15: coef x group sum.
         scale = _mm512_mul_ps(u.wsc, _mm512_load_ps(a.ds + 16 * un));
-        bias[k] = Dec::kSubtractSums ? _mm512_mask_sub_ps(bias[k], 0xFF00, bias[k], scale)
-                                     : _mm512_mask_add_ps(bias[k], 0xFF00, bias[k], scale);
+        bias[k] = _mm512_mask_add_ps(bias[k], 0xFF00, bias[k], scale);
       }
 #pragma GCC unroll 16
       for (int v = 0; v < kLanes; ++v) {
@@ -364,7 +361,7 @@ void DotQuantized(WeightType type, const uint8_t* row, int64_t cols, const Quant
   }
 #pragma GCC unroll 16
   for (int k = 0; k < NB; ++k) {
-    __m512 sum = bias[k];
+    __m512 sum = _mm512_mul_ps(bias[k], _mm512_set1_ps(Dec::kSumScale));
 #pragma GCC unroll 16
     for (int v = 0; v < kLanes; ++v) sum = _mm512_add_ps(sum, acc[k][v]);
     out[k] = _mm512_reduce_add_ps(sum);
