@@ -6,6 +6,7 @@
 #include "daemon/kernels/dequantize.h"
 #include "daemon/kernels/ops/ops.h"
 #include "daemon/kernels/ops/rope.h"
+#include "daemon/model/chunk_lease.h"
 #include "storage/logging.h"
 #include "storage/status_macros.h"
 
@@ -14,24 +15,7 @@ namespace {
 
 namespace ops = kernels::ops;
 
-// Releases an acquired chunk when the scope ends, whatever the path.
-class ChunkLease {
- public:
-  ChunkLease(cache::ChunkStore* store, cache::ChunkId id) : store_(store), id_(id) {}
-  ~ChunkLease() {
-    if (slot_ != nullptr) store_->Release(id_);
-  }
-  absl::Status Acquire() {
-    ASSIGN_OR_RETURN(slot_, store_->Acquire(id_));
-    return absl::OkStatus();
-  }
-  const uint8_t* slot() const { return slot_; }
-
- private:
-  cache::ChunkStore* store_;
-  cache::ChunkId id_;
-  const uint8_t* slot_ = nullptr;
-};
+using internal::ChunkLease;
 
 }  // namespace
 
@@ -40,8 +24,9 @@ KvCache::KvCache(const HParams& hp, int64_t n_ctx, ops::KvType type)
       type_(type),
       n_kv_head_(static_cast<int>(hp.n_head_kv)),
       head_dim_(static_cast<int>(hp.head_dim)),
+      shared_kv_(hp.is_mla()),
       layer_bytes_(storage::AlignUp(ops::KvCacheBytes(type, n_ctx, n_kv_head_, head_dim_), 64)),
-      buffer_(std::max<uint64_t>(1, 2 * layer_bytes_ * hp.n_layer), 64) {
+      buffer_(std::max<uint64_t>(1, Bytes(hp, n_ctx, type)), 64) {
   WCHECK(buffer_.data() != nullptr) << "cannot allocate the KV cache";
 }
 
@@ -49,14 +34,18 @@ uint64_t KvCache::Bytes(const HParams& hp, int64_t n_ctx, ops::KvType type) {
   uint64_t layer = storage::AlignUp(
       ops::KvCacheBytes(type, n_ctx, static_cast<int>(hp.n_head_kv), static_cast<int>(hp.head_dim)),
       64);
-  return 2 * layer * hp.n_layer;
+  return (hp.is_mla() ? 1 : 2) * layer * hp.n_layer;
 }
 
 ops::KvCacheLayer KvCache::Layer(int64_t l) const {
   ops::KvCacheLayer layer;
   layer.type = type_;
-  layer.k = buffer_.data() + 2 * l * layer_bytes_;
-  layer.v = buffer_.data() + (2 * l + 1) * layer_bytes_;
+  if (shared_kv_) {
+    layer.k = layer.v = buffer_.data() + l * layer_bytes_;
+  } else {
+    layer.k = buffer_.data() + 2 * l * layer_bytes_;
+    layer.v = buffer_.data() + (2 * l + 1) * layer_bytes_;
+  }
   layer.n_ctx = n_ctx_;
   layer.n_kv_head = n_kv_head_;
   layer.head_dim = head_dim_;
@@ -70,6 +59,7 @@ ops::AttentionParams AttentionParamsOf(const HParams& hp) {
   params.n_head = static_cast<int>(hp.n_head);
   params.n_kv_head = static_cast<int>(hp.n_head_kv);
   params.head_dim = static_cast<int>(hp.head_dim);
+  params.scale = hp.mla.kq_scale;  // 0 (the default 1/sqrt) unless MLA.
   return params;
 }
 
@@ -82,39 +72,82 @@ size_t MatVecScratchFor(const Model& model) {
   };
   consider(model.globals().output);
   for (const LayerTensors& l : model.layers()) {
-    for (const TensorRef* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down}) consider(*t);
+    for (const TensorRef* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down, &l.wq_a,
+                               &l.wq_b, &l.wkv_a_mqa, &l.wk_b, &l.wv_b, &l.gate_shexp, &l.up_shexp,
+                               &l.down_shexp, &l.gate_exps, &l.up_exps, &l.down_exps}) {
+      consider(*t);
+    }
   }
   return bytes;
 }
+
+// Element counts of a sequence's activation buffers, for the constructor
+// and the memory plan alike.
+struct BufferSizes {
+  int64_t x, xb, q, kv, att, tmp, ff, rope_table, attn_scratch;
+  int64_t q_lora, mla_q;
+  int64_t router, select, moe_x, moe_out, routes, experts;
+
+  explicit BufferSizes(const HParams& hp) {
+    const int64_t b = kMaxForwardBatch;
+    const MlaParams& mla = hp.mla;
+    x = tmp = moe_x = b * hp.n_embd;
+    xb = b * std::max({hp.n_embd, hp.q_dim(), hp.n_head * mla.v_head});
+    q = att = b * hp.q_dim();
+    kv = b * hp.kv_dim();
+    ff = b * hp.max_ff();
+    rope_table = b * ops::RopeTableFloats(hp.rope);
+    attn_scratch = ops::AttentionScratchFloats(AttentionParamsOf(hp));
+    q_lora = b * mla.q_lora_rank;
+    mla_q = b * hp.n_head * (mla.qk_nope + mla.qk_rope);
+    const bool moe = hp.moe.n_expert > 0;
+    router = moe ? b * hp.moe.n_expert : 0;
+    select = hp.moe.n_expert;
+    moe_out = moe ? b * hp.n_embd : 0;
+    moe_x = moe ? moe_x : 0;
+    routes = b * hp.moe.n_expert_used;
+    experts = hp.moe.n_expert + 4;  // Experts, then the next layer's chunks.
+  }
+  uint64_t Bytes() const {
+    return sizeof(float) * (x + xb + 2 * q + 2 * kv + att + tmp + 2 * ff + rope_table +
+                            attn_scratch + q_lora + mla_q + router + select + moe_x + moe_out) +
+           routes * (sizeof(ExpertRoute) + sizeof(int32_t) + sizeof(float)) +
+           experts * sizeof(cache::ChunkId);
+  }
+};
 
 }  // namespace
 
 SequenceState::SequenceState(const Model& model, int64_t n_ctx, ops::KvType kv_type)
     : kv_(model.hparams(), n_ctx, kv_type), matvec_scratch_(MatVecScratchFor(model)) {
-  const HParams& hp = model.hparams();
-  const int64_t b = kMaxForwardBatch;
-  x_.resize(b * hp.n_embd);
-  xb_.resize(b * std::max(hp.n_embd, hp.q_dim()));
-  q_.resize(b * hp.q_dim());
-  k_.resize(b * hp.kv_dim());
-  v_.resize(b * hp.kv_dim());
-  att_.resize(b * hp.q_dim());
-  tmp_.resize(b * hp.n_embd);
-  gate_.resize(b * hp.n_ff);
-  up_.resize(b * hp.n_ff);
-  rope_table_.resize(b * ops::RopeTableFloats(hp.rope));
-  attn_scratch_.resize(ops::AttentionScratchFloats(AttentionParamsOf(hp)));
+  const BufferSizes size(model.hparams());
+  x_.resize(size.x);
+  xb_.resize(size.xb);
+  q_.resize(size.q);
+  k_.resize(size.kv);
+  v_.resize(size.kv);
+  att_.resize(size.att);
+  tmp_.resize(size.tmp);
+  gate_.resize(size.ff);
+  up_.resize(size.ff);
+  rope_table_.resize(size.rope_table);
+  attn_scratch_.resize(size.attn_scratch);
+  q_lora_.resize(size.q_lora);
+  mla_q_.resize(size.mla_q);
+  router_.resize(size.router);
+  select_.resize(size.select);
+  moe_x_.resize(size.moe_x);
+  moe_out_.resize(size.moe_out);
+  routes_.resize(size.routes);
+  route_ids_.resize(size.routes);
+  route_weights_.resize(size.routes);
+  expert_chunks_.resize(size.experts);
 }
 
 uint64_t SequenceState::bytes() const { return kv_.bytes() + matvec_scratch_.bytes(); }
 
 uint64_t SequenceState::ScratchBytes(const Model& model) {
-  const HParams& hp = model.hparams();
-  uint64_t floats =
-      kMaxForwardBatch * (3 * hp.n_embd + std::max(hp.n_embd, hp.q_dim()) + 2 * hp.q_dim() +
-                          2 * hp.kv_dim() + 2 * hp.n_ff + ops::RopeTableFloats(hp.rope)) +
-      ops::AttentionScratchFloats(AttentionParamsOf(hp));
-  return floats * sizeof(float) + MatVecScratchFor(model);
+  return BufferSizes(model.hparams()).Bytes() + MatVecScratchFor(model);
 }
 
 absl::Status Forward::Run(SequenceState* state, std::span<const int32_t> tokens, float* logits,
@@ -181,8 +214,9 @@ absl::Status Forward::RunBatch(SequenceState* s, const uint8_t* global,
 
   for (int64_t l = 0; l < hp.n_layer; ++l) {
     const LayerTensors& layer = model_->layers()[l];
-    RETURN_IF_ERROR(Attention(s, layer, l, n));
-    RETURN_IF_ERROR(FeedForward(s, layer, l, n));
+    RETURN_IF_ERROR(hp.is_mla() ? MlaAttention(s, layer, l, n) : Attention(s, layer, l, n));
+    RETURN_IF_ERROR(hp.IsMoeLayer(l) ? MoeFeedForward(s, layer, l, n)
+                                     : FeedForward(s, layer, l, n));
   }
   s->n_past_ += n;
 
@@ -261,16 +295,22 @@ absl::Status Forward::FeedForward(SequenceState* s, const LayerTensors& layer, i
     ops::RmsNorm(&s->x_[b * hp.n_embd], layer.ffn_norm.F32(slot), hp.n_embd, hp.rms_eps,
                  &s->xb_[b * hp.n_embd]);
   }
-  kernels::Scratch* scratch = &s->matvec_scratch_;
-  RETURN_IF_ERROR(kernels::MatMul(layer.gate.View(slot), s->xb_.data(), hp.n_embd, n,
-                                  s->gate_.data(), hp.n_ff, pool_, scratch));
-  RETURN_IF_ERROR(kernels::MatMul(layer.up.View(slot), s->xb_.data(), hp.n_embd, n, s->up_.data(),
-                                  hp.n_ff, pool_, scratch));
-  ops::SwiGlu(s->gate_.data(), s->up_.data(), n * hp.n_ff, s->gate_.data());
-  RETURN_IF_ERROR(kernels::MatMul(layer.down.View(slot), s->gate_.data(), hp.n_ff, n,
-                                  s->tmp_.data(), hp.n_embd, pool_, scratch));
+  RETURN_IF_ERROR(SwiGluFfn(s, slot, layer.gate, layer.up, layer.down, n));
   ops::Add(s->x_.data(), s->tmp_.data(), n * hp.n_embd, s->x_.data());
   return absl::OkStatus();
+}
+
+absl::Status Forward::SwiGluFfn(SequenceState* s, const uint8_t* slot, const TensorRef& gate,
+                                const TensorRef& up, const TensorRef& down, int64_t n) {
+  const int64_t d = model_->hparams().n_embd, ff = gate.rows;
+  kernels::Scratch* scratch = &s->matvec_scratch_;
+  RETURN_IF_ERROR(
+      kernels::MatMul(gate.View(slot), s->xb_.data(), d, n, s->gate_.data(), ff, pool_, scratch));
+  RETURN_IF_ERROR(
+      kernels::MatMul(up.View(slot), s->xb_.data(), d, n, s->up_.data(), ff, pool_, scratch));
+  ops::SwiGlu(s->gate_.data(), s->up_.data(), n * ff, s->gate_.data());
+  return kernels::MatMul(down.View(slot), s->gate_.data(), ff, n, s->tmp_.data(), d, pool_,
+                         scratch);
 }
 
 }  // namespace waste::model

@@ -1,7 +1,16 @@
-// The forward pass of a dense transformer over a ChunkStore: token ids in,
-// logits out, one batch of consecutive positions of one sequence at a time
-// (a decode step is a batch of one; prefill runs batches of up to
+// The forward pass of a transformer over a ChunkStore: token ids in, logits
+// out, one batch of consecutive positions of one sequence at a time (a
+// decode step is a batch of one; prefill runs batches of up to
 // kMaxForwardBatch so each weight row is read once per batch).
+//
+// Mixture-of-experts layers (moe.cc) acquire only the routed experts' chunks:
+// for a batch, the union of its tokens' experts, each acquired once and
+// applied to every token routed to it, so a chunked prefill reads each
+// expert at most once per layer per batch and gives the same logits as
+// running the tokens one at a time. As soon as a layer's routing is known
+// the chosen experts are passed to ChunkStore::Prefetch, before the first is
+// computed. MLA layers (mla.cc) keep one compressed row per position in the
+// KV cache.
 #ifndef WASTE_DAEMON_MODEL_FORWARD_H_
 #define WASTE_DAEMON_MODEL_FORWARD_H_
 
@@ -22,7 +31,9 @@ namespace waste::model {
 
 inline constexpr int64_t kMaxForwardBatch = 32;
 
-// The KV cache of one sequence: per layer, K and V for n_ctx positions.
+// The KV cache of one sequence: per layer, K and V for n_ctx positions. For
+// MLA one row of kv_lora_rank + rope dims per position serves as both K and
+// V (the attention output's first kv_lora_rank dims are the latent mix).
 class KvCache {
  public:
   KvCache(const HParams& hp, int64_t n_ctx, kernels::ops::KvType type);
@@ -36,8 +47,16 @@ class KvCache {
   int64_t n_ctx_;
   kernels::ops::KvType type_;
   int n_kv_head_, head_dim_;
+  bool shared_kv_;        // MLA: V aliases K.
   uint64_t layer_bytes_;  // Of one of K or V.
   storage::AlignedBuffer buffer_;
+};
+
+// One token's choice at one MoE layer: routed to `expert` with `weight`.
+struct ExpertRoute {
+  int32_t expert;
+  int32_t token;
+  float weight;
 };
 
 // Everything one sequence needs besides the weights: its KV cache, its
@@ -61,7 +80,25 @@ class SequenceState {
   KvCache kv_;
   int64_t n_past_ = 0;
   std::vector<float> x_, xb_, q_, k_, v_, att_, tmp_, gate_, up_, rope_table_, attn_scratch_;
+  // MLA: q_a output, and the per-head [nope | rope] query before absorption.
+  std::vector<float> q_lora_, mla_q_;
+  // MoE: router logits/probabilities, one token's selection scores,
+  // gathered input rows of one expert, the block's output, the routes of a
+  // batch (sorted by expert) and the distinct experts to acquire.
+  std::vector<float> router_, select_, moe_x_, moe_out_;
+  std::vector<ExpertRoute> routes_;
+  std::vector<cache::ChunkId> expert_chunks_;
+  std::vector<int32_t> route_ids_;
+  std::vector<float> route_weights_;
   kernels::Scratch matvec_scratch_;
+};
+
+// Counters of the MoE path, summed over the runs of one Forward.
+struct MoeStats {
+  int64_t routed = 0;           // (token, layer, expert) choices.
+  int64_t expert_acquires = 0;  // Expert chunks acquired (once per batch each).
+  int64_t expert_bytes = 0;     // Tensor bytes of the expert chunks acquired.
+  int64_t moe_tokens = 0;       // (token, MoE layer) pairs.
 };
 
 // Runs a model on a store with a thread pool; neither is owned.
@@ -78,16 +115,25 @@ class Forward {
   absl::Status Run(SequenceState* state, std::span<const int32_t> tokens, float* logits,
                    bool all_logits = false);
 
+  const MoeStats& moe_stats() const { return moe_stats_; }
+
  private:
   absl::Status RunBatch(SequenceState* s, const uint8_t* global, std::span<const int32_t> tokens,
                         float* logits, bool all_logits);
   absl::Status Attention(SequenceState* s, const LayerTensors& layer, int64_t l, int64_t n);
+  absl::Status MlaAttention(SequenceState* s, const LayerTensors& layer, int64_t l, int64_t n);
   absl::Status FeedForward(SequenceState* s, const LayerTensors& layer, int64_t l, int64_t n);
+  absl::Status MoeFeedForward(SequenceState* s, const LayerTensors& layer, int64_t l, int64_t n);
+  // The dense SwiGLU FFN y = down(silu(gate x) * up x) of n rows of xb_ into
+  // tmp_ (dense layers and shared experts).
+  absl::Status SwiGluFfn(SequenceState* s, const uint8_t* slot, const TensorRef& gate,
+                         const TensorRef& up, const TensorRef& down, int64_t n);
   void PrefetchAfter(int64_t l, bool ffn);
 
   const Model* model_;
   cache::ChunkStore* store_;
   kernels::ThreadPool* pool_;
+  MoeStats moe_stats_;
 };
 
 }  // namespace waste::model

@@ -1,5 +1,8 @@
 #include "daemon/model/hparams.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "storage/status_macros.h"
 
@@ -29,7 +32,153 @@ double OptionalFloat(const storage::GgufFile& gguf, const std::string& key, doub
   return value.ok() ? *value : fallback;
 }
 
+bool OptionalBool(const storage::GgufFile& gguf, const std::string& key, bool fallback) {
+  absl::StatusOr<bool> value = gguf.GetBool(key);
+  return value.ok() ? *value : fallback;
+}
+
+// The expert keys every MoE architecture shares, then each one's defaults
+// as llama.cpp's loader and graph builders apply them.
+absl::Status ReadMoe(const storage::GgufFile& gguf, HParams* hp) {
+  const std::string& a = hp->arch_name;
+  MoeParams& moe = hp->moe;
+  moe.n_expert = OptionalInt(gguf, a + ".expert_count", 0);
+  const bool moe_arch =
+      hp->arch == Arch::kQwen2Moe || hp->arch == Arch::kQwen3Moe || hp->arch == Arch::kDeepseek2;
+  if (moe.n_expert <= 0) {
+    if (moe_arch) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(gguf.path(), ": ", a, ".expert_count must be positive for ", a));
+    }
+    moe.n_expert = 0;
+    return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(moe.n_expert_used, RequiredInt(gguf, a + ".expert_used_count"));
+  if (moe.n_expert_used > moe.n_expert) {
+    return absl::InvalidArgumentError(absl::StrCat(gguf.path(), ": ", a, ".expert_used_count ",
+                                                   moe.n_expert_used, " exceeds expert_count ",
+                                                   moe.n_expert));
+  }
+  moe.weights_scale = static_cast<float>(OptionalFloat(gguf, a + ".expert_weights_scale", 0.0));
+  switch (hp->arch) {
+    case Arch::kLlama:  // mixtral: experts of feed_forward_length rows.
+      moe.n_ff_exp = hp->n_ff;
+      moe.norm_weights = true;
+      break;
+    case Arch::kQwen3Moe:  // norm_topk_prob: llama.cpp always renormalises.
+      moe.n_ff_exp = OptionalInt(gguf, a + ".expert_feed_forward_length", hp->n_ff);
+      moe.norm_weights = true;
+      break;
+    case Arch::kQwen2Moe:
+      moe.n_ff_exp =
+          OptionalInt(gguf, a + ".expert_feed_forward_length", hp->n_ff / moe.n_expert_used);
+      moe.n_ff_shexp = OptionalInt(gguf, a + ".expert_shared_feed_forward_length", hp->n_ff);
+      break;
+    case Arch::kDeepseek2: {
+      ASSIGN_OR_RETURN(moe.n_ff_exp, RequiredInt(gguf, a + ".expert_feed_forward_length"));
+      moe.n_ff_shexp = moe.n_ff_exp * OptionalInt(gguf, a + ".expert_shared_count", 0);
+      moe.n_layer_dense_lead = OptionalInt(gguf, a + ".leading_dense_block_count", 0);
+      moe.norm_weights = OptionalBool(gguf, a + ".expert_weights_norm", false);
+      // 0 (absent) is V2's softmax, as llama.cpp keeps it for old files.
+      int64_t gating = OptionalInt(gguf, a + ".expert_gating_func", 1);
+      if (gating == 0 || gating == 1) {
+        moe.gating = ExpertGating::kSoftmax;
+      } else if (gating == 2) {
+        moe.gating = ExpertGating::kSigmoid;
+      } else {
+        return absl::UnimplementedError(absl::StrCat(gguf.path(), ": ", a, ".expert_gating_func ",
+                                                     gating,
+                                                     " is not supported (1 softmax, 2 sigmoid)"));
+      }
+      moe.n_group = OptionalInt(gguf, a + ".expert_group_count", 0);
+      moe.n_group_used = OptionalInt(gguf, a + ".expert_group_used_count", 0);
+      break;
+    }
+    default:
+      break;
+  }
+  if (moe.n_ff_exp <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(gguf.path(), ": ", a, ".expert_feed_forward_length must be positive"));
+  }
+  if (moe.n_group > 1) {
+    const int64_t per_group = moe.n_expert / moe.n_group;
+    if (moe.n_expert % moe.n_group != 0 || per_group < 2 || moe.n_group_used < 1 ||
+        moe.n_group_used > moe.n_group || moe.n_group_used * per_group < moe.n_expert_used) {
+      return absl::InvalidArgumentError(absl::StrCat(gguf.path(), ": ", a, ".expert_group_count ",
+                                                     moe.n_group, " / expert_group_used_count ",
+                                                     moe.n_group_used, " do not fit ", moe.n_expert,
+                                                     " experts with ", moe.n_expert_used, " used"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// llama_context's get_mscale.
+float YarnMscale(float scale, float mscale) {
+  return scale <= 1.0f ? 1.0f : 0.1f * mscale * std::log(scale) + 1.0f;
+}
+
+// deepseek2's MLA shape, and its rope magnitude and score scale as
+// llama.cpp derives them: llama_context turns the GGUF's attn_factor and
+// yarn_log_multiplier into cparams.yarn_attn_factor, the graph then undoes
+// ggml's YaRN magnitude to recover the original factor and squares YaRN's
+// mscale into kq_scale.
+absl::Status ReadMla(const storage::GgufFile& gguf, bool yarn, HParams* hp) {
+  const std::string& a = hp->arch_name;
+  MlaParams& mla = hp->mla;
+  mla.q_lora_rank = OptionalInt(gguf, a + ".attention.q_lora_rank", 0);
+  ASSIGN_OR_RETURN(mla.kv_lora_rank, RequiredInt(gguf, a + ".attention.kv_lora_rank"));
+  absl::StatusOr<int64_t> k_mla = RequiredInt(gguf, a + ".attention.key_length_mla");
+  absl::StatusOr<int64_t> v_mla = RequiredInt(gguf, a + ".attention.value_length_mla");
+  if (!k_mla.ok() || !v_mla.ok()) {
+    return absl::UnimplementedError(absl::StrCat(
+        gguf.path(), ": ", a,
+        ".attention.key_length_mla/value_length_mla are missing: only "
+        "MLA files with split attn_k_b/attn_v_b are supported (re-convert with a current "
+        "llama.cpp)"));
+  }
+  mla.qk_rope = hp->rope.n_rot;
+  mla.qk_nope = *k_mla - mla.qk_rope;
+  mla.v_head = *v_mla;
+  if (mla.qk_nope <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(gguf.path(), ": ", a, ".attention.key_length_mla ", *k_mla,
+                     " must exceed rope.dimension_count ", mla.qk_rope));
+  }
+  if (hp->n_head_kv != 1 || hp->head_dim != mla.kv_lora_rank + mla.qk_rope) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(gguf.path(), ": MLA expects ", a, ".attention.head_count_kv 1 and key_length ",
+                     mla.kv_lora_rank + mla.qk_rope, " (kv_lora_rank + rope dims), got ",
+                     hp->n_head_kv, " and ", hp->head_dim));
+  }
+  kernels::ops::RopeParams& rope = hp->rope;
+  const float rope_attn_factor =
+      static_cast<float>(OptionalFloat(gguf, a + ".rope.scaling.attn_factor", 1.0));
+  // The converter writes 0.1 * mscale_all_dims.
+  const float log_mul =
+      static_cast<float>(OptionalFloat(gguf, a + ".rope.scaling.yarn_log_multiplier", 0.0)) / 0.1f;
+  float attn_factor = 1.0f;
+  if (yarn) {
+    const float factor = 1.0f / rope.freq_scale;
+    // With a log multiplier llama_context sets get_mscale(f, m) /
+    // get_mscale(f, log_mul) where deepseek2 takes m = log_mul: 1.
+    attn_factor = log_mul != 0.0f ? 1.0f : YarnMscale(factor, 1.0f);
+    // Cancels the magnitude ggml's YaRN rope multiplies in.
+    attn_factor *= 1.0f / (1.0f + 0.1f * std::log(factor));
+  }
+  attn_factor *= rope_attn_factor;
+  rope.attn_factor = attn_factor;
+  const float ln_inv_scale = std::log(1.0f / rope.freq_scale);
+  const float attn_factor_org = attn_factor * (1.0f + 0.1f * ln_inv_scale);
+  const float mscale = attn_factor_org * (1.0f + 0.1f * log_mul * ln_inv_scale);
+  mla.kq_scale = mscale * mscale / std::sqrt(static_cast<float>(mla.qk_nope + mla.qk_rope));
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+int64_t HParams::max_ff() const { return std::max({n_ff, moe.n_ff_exp, moe.n_ff_shexp}); }
 
 absl::StatusOr<HParams> ReadHParams(const storage::GgufFile& gguf) {
   HParams hp;
@@ -41,9 +190,17 @@ absl::StatusOr<HParams> ReadHParams(const storage::GgufFile& gguf) {
     hp.arch = Arch::kQwen2;
   } else if (a == "qwen3") {
     hp.arch = Arch::kQwen3;
+  } else if (a == "qwen2moe") {
+    hp.arch = Arch::kQwen2Moe;
+  } else if (a == "qwen3moe") {
+    hp.arch = Arch::kQwen3Moe;
+  } else if (a == "deepseek2") {
+    hp.arch = Arch::kDeepseek2;
   } else {
-    return absl::UnimplementedError(absl::StrCat(
-        gguf.path(), ": architecture '", a, "' is not supported (supported: llama, qwen2, qwen3)"));
+    return absl::UnimplementedError(
+        absl::StrCat(gguf.path(), ": architecture '", a,
+                     "' is not supported (supported: llama (incl. mixtral), qwen2, qwen3, "
+                     "qwen2moe, qwen3moe, deepseek2)"));
   }
   ASSIGN_OR_RETURN(hp.n_embd, RequiredInt(gguf, a + ".embedding_length"));
   ASSIGN_OR_RETURN(hp.n_layer, RequiredInt(gguf, a + ".block_count"));
@@ -67,8 +224,9 @@ absl::StatusOr<HParams> ReadHParams(const storage::GgufFile& gguf) {
   hp.n_vocab = static_cast<int64_t>(tokens.size());
 
   kernels::ops::RopeParams& rope = hp.rope;
-  rope.mode =
-      hp.arch == Arch::kLlama ? kernels::ops::RopeMode::kNormal : kernels::ops::RopeMode::kNeox;
+  rope.mode = hp.arch == Arch::kLlama || hp.arch == Arch::kDeepseek2
+                  ? kernels::ops::RopeMode::kNormal
+                  : kernels::ops::RopeMode::kNeox;
   rope.n_rot = static_cast<int>(OptionalInt(gguf, a + ".rope.dimension_count", hp.head_dim));
   rope.freq_base = static_cast<float>(OptionalFloat(gguf, a + ".rope.freq_base", 10000.0));
   std::string scaling = gguf.GetString(a + ".rope.scaling.type").value_or("none");
@@ -91,6 +249,8 @@ absl::StatusOr<HParams> ReadHParams(const storage::GgufFile& gguf) {
                                                    rope.n_rot, " does not fit head dimension ",
                                                    hp.head_dim));
   }
+  RETURN_IF_ERROR(ReadMoe(gguf, &hp));
+  if (hp.arch == Arch::kDeepseek2) RETURN_IF_ERROR(ReadMla(gguf, rope.ext_factor != 0, &hp));
   return hp;
 }
 

@@ -1,5 +1,8 @@
 // A model's hyperparameters, read from GGUF metadata as llama.cpp names the
-// keys ("{arch}.embedding_length", "{arch}.attention.head_count", ...).
+// keys ("{arch}.embedding_length", "{arch}.attention.head_count", ...),
+// including the mixture-of-experts keys (expert_count, expert_used_count,
+// expert_gating_func, ...) and DeepSeek-V2/V3's multi-head latent attention
+// (attention.q_lora_rank, attention.kv_lora_rank, ..._mla lengths).
 #ifndef WASTE_DAEMON_MODEL_HPARAMS_H_
 #define WASTE_DAEMON_MODEL_HPARAMS_H_
 
@@ -12,7 +15,47 @@
 
 namespace waste::model {
 
-enum class Arch { kLlama, kQwen2, kQwen3 };
+// kLlama covers mixtral-style models too: llama.cpp writes them as "llama"
+// with expert_count > 0.
+enum class Arch { kLlama, kQwen2, kQwen3, kQwen2Moe, kQwen3Moe, kDeepseek2 };
+
+// How router logits become expert probabilities (llama.cpp's
+// llama_expert_gating_func_type: 1 softmax, 2 sigmoid).
+enum class ExpertGating { kSoftmax, kSigmoid };
+
+// Routed experts. n_expert == 0 means a dense model.
+struct MoeParams {
+  int64_t n_expert = 0;
+  int64_t n_expert_used = 0;
+  int64_t n_ff_exp = 0;            // Rows of one expert's gate/up.
+  int64_t n_ff_shexp = 0;          // Width of the shared expert FFN; 0 if none.
+  int64_t n_layer_dense_lead = 0;  // Leading layers with a dense FFN (deepseek2).
+  ExpertGating gating = ExpertGating::kSoftmax;
+  // Divide the chosen experts' probabilities by their sum, then multiply by
+  // weights_scale when it is not 0.
+  bool norm_weights = false;
+  float weights_scale = 0;
+  // Group-limited routing (DeepSeek-V3): experts form n_group equal groups;
+  // only the n_group_used groups with the best top-2 sums are eligible.
+  // n_group <= 1 disables it.
+  int64_t n_group = 0;
+  int64_t n_group_used = 0;
+};
+
+// Multi-head latent attention (deepseek2). kv_lora_rank == 0: not MLA.
+// The KV cache holds one row of kv_lora_rank + qk_rope per position (the
+// normalised latent and the roped shared key), attended to as MQA with the
+// absorbed query (see mla.cc).
+struct MlaParams {
+  int64_t q_lora_rank = 0;  // 0: attn_q projects the input directly.
+  int64_t kv_lora_rank = 0;
+  int64_t qk_nope = 0;  // Per-head query/key dims without rope.
+  int64_t qk_rope = 0;  // = rope.n_rot.
+  int64_t v_head = 0;   // Per-head value dims after attn_v_b.
+  // Attention score scale: mscale^2 / sqrt(qk_nope + qk_rope), with YaRN's
+  // mscale as llama.cpp's deepseek2 graph computes it.
+  float kq_scale = 0;
+};
 
 struct HParams {
   std::string arch_name;  // general.architecture
@@ -22,14 +65,22 @@ struct HParams {
   int64_t n_layer = 0;
   int64_t n_head = 0;
   int64_t n_head_kv = 0;
-  int64_t head_dim = 0;  // attention.key_length, else n_embd / n_head.
+  // attention.key_length, else n_embd / n_head. For MLA this is the cached
+  // row, kv_lora_rank + qk_rope, and n_head_kv is 1.
+  int64_t head_dim = 0;
   int64_t n_ff = 0;
   int64_t n_ctx_train = 0;
   float rms_eps = 1e-5f;
   kernels::ops::RopeParams rope;  // freq_factors is bound by the model at load.
+  MoeParams moe;
+  MlaParams mla;
 
   int64_t q_dim() const { return n_head * head_dim; }
   int64_t kv_dim() const { return n_head_kv * head_dim; }
+  bool is_mla() const { return mla.kv_lora_rank > 0; }
+  bool IsMoeLayer(int64_t l) const { return moe.n_expert > 0 && l >= moe.n_layer_dense_lead; }
+  // The widest FFN hidden size of any block (dense, expert or shared).
+  int64_t max_ff() const;
 };
 
 // Reads and checks the hyperparameters; an unsupported architecture or a

@@ -1,84 +1,30 @@
 #include "daemon/model/model.h"
 
-#include <functional>
-
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
+#include "daemon/model/binding.h"
 #include "storage/status_macros.h"
 
 namespace waste::model {
+
+using internal::ChunkBuilder;
+
 namespace {
 
-using storage::TensorInfo;
-
-// Collects the tensors of one chunk while binding them to TensorRefs.
-class ChunkBuilder {
- public:
-  ChunkBuilder(const storage::GgufFile& gguf, std::vector<cache::ChunkSpec>* chunks,
-               uint64_t* weight_bytes, int64_t* max_cols)
-      : gguf_(gguf), chunks_(chunks), weight_bytes_(weight_bytes), max_cols_(max_cols) {}
-
-  // Binds `name` with the expected shape {cols, rows} (rows 0 for 1-D). A
-  // missing required tensor, a shape mismatch or a type the kernels cannot
-  // compute is an error naming the tensor.
-  absl::Status Bind(const std::string& name, int64_t cols, int64_t rows, bool required,
-                    TensorRef* ref) {
-    const TensorInfo* info = gguf_.FindTensor(name);
-    if (info == nullptr) {
-      if (!required) return absl::OkStatus();
-      return absl::InvalidArgumentError(
-          absl::StrCat(gguf_.path(), ": tensor '", name, "' is missing"));
-    }
-    std::vector<int64_t> expected = {cols};
-    if (rows > 0) expected.push_back(rows);
-    if (info->shape != expected) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          gguf_.path(), ": tensor '", name, "' has shape [", absl::StrJoin(info->shape, ", "),
-          "], expected [", absl::StrJoin(expected, ", "), "]"));
-    }
-    uint32_t type_id = static_cast<uint32_t>(info->type);
-    if (!kernels::IsSupportedWeightType(type_id)) {
-      return absl::UnimplementedError(absl::StrCat(gguf_.path(), ": tensor '", name, "' has type ",
-                                                   std::string(storage::GgmlTypeName(info->type)),
-                                                   ", which waste cannot compute yet"));
-    }
-    ref->present = true;
-    ref->type = static_cast<kernels::WeightType>(type_id);
-    ref->cols = cols;
-    ref->rows = rows > 0 ? rows : 1;
-    ref->row_bytes = info->size / ref->rows;
-    if (rows == 0 && ref->type != kernels::WeightType::kF32) {
-      return absl::UnimplementedError(absl::StrCat(gguf_.path(), ": vector tensor '", name,
-                                                   "' must be F32, is ",
-                                                   std::string(storage::GgmlTypeName(info->type))));
-    }
-    *max_cols_ = std::max(*max_cols_, cols);
-    tensors_.push_back(info);
-    refs_.push_back(ref);
-    return absl::OkStatus();
-  }
-
-  // Closes the chunk: builds its spec and fixes the placements of its refs.
-  cache::ChunkId Finish(std::string name, int layer, cache::ChunkKind kind) {
-    cache::ChunkId id = static_cast<cache::ChunkId>(chunks_->size());
-    std::vector<cache::TensorPlacement> placements;
-    chunks_->push_back(cache::BuildChunkSpec(id, std::move(name), layer, kind, tensors_,
-                                             gguf_.file_size(), &placements));
-    for (size_t i = 0; i < refs_.size(); ++i) refs_[i]->place = placements[i];
-    *weight_bytes_ += chunks_->back().tensor_bytes;
-    tensors_.clear();
-    refs_.clear();
-    return id;
-  }
-
- private:
-  const storage::GgufFile& gguf_;
-  std::vector<cache::ChunkSpec>* chunks_;
-  uint64_t* weight_bytes_;
-  int64_t* max_cols_;
-  std::vector<const TensorInfo*> tensors_;
-  std::vector<TensorRef*> refs_;
-};
+// The llama/qwen attention block: Q/K/V/O, qwen2's biases, qwen3's Q/K norms.
+absl::Status BindAttention(ChunkBuilder* b, const HParams& hp, const std::string& p,
+                           LayerTensors* layer) {
+  const bool qkv_bias = hp.arch == Arch::kQwen2 || hp.arch == Arch::kQwen2Moe;
+  const bool qk_norm = hp.arch == Arch::kQwen3 || hp.arch == Arch::kQwen3Moe;
+  RETURN_IF_ERROR(b->Bind(p + "attn_q.weight", hp.n_embd, hp.q_dim(), true, &layer->wq));
+  RETURN_IF_ERROR(b->Bind(p + "attn_k.weight", hp.n_embd, hp.kv_dim(), true, &layer->wk));
+  RETURN_IF_ERROR(b->Bind(p + "attn_v.weight", hp.n_embd, hp.kv_dim(), true, &layer->wv));
+  RETURN_IF_ERROR(b->Bind(p + "attn_output.weight", hp.q_dim(), hp.n_embd, true, &layer->wo));
+  RETURN_IF_ERROR(b->Bind(p + "attn_q.bias", hp.q_dim(), 0, qkv_bias, &layer->bq));
+  RETURN_IF_ERROR(b->Bind(p + "attn_k.bias", hp.kv_dim(), 0, qkv_bias, &layer->bk));
+  RETURN_IF_ERROR(b->Bind(p + "attn_v.bias", hp.kv_dim(), 0, qkv_bias, &layer->bv));
+  RETURN_IF_ERROR(b->Bind(p + "attn_q_norm.weight", hp.head_dim, 0, qk_norm, &layer->q_norm));
+  return b->Bind(p + "attn_k_norm.weight", hp.head_dim, 0, qk_norm, &layer->k_norm);
+}
 
 }  // namespace
 
@@ -99,26 +45,22 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const storage::GgufFile& gg
   for (int64_t l = 0; l < hp.n_layer; ++l) {
     LayerTensors layer;
     std::string p = absl::StrCat("blk.", l, ".");
-    bool qwen2 = hp.arch == Arch::kQwen2, qwen3 = hp.arch == Arch::kQwen3;
     RETURN_IF_ERROR(builder.Bind(p + "attn_norm.weight", hp.n_embd, 0, true, &layer.attn_norm));
-    RETURN_IF_ERROR(builder.Bind(p + "attn_q.weight", hp.n_embd, hp.q_dim(), true, &layer.wq));
-    RETURN_IF_ERROR(builder.Bind(p + "attn_k.weight", hp.n_embd, hp.kv_dim(), true, &layer.wk));
-    RETURN_IF_ERROR(builder.Bind(p + "attn_v.weight", hp.n_embd, hp.kv_dim(), true, &layer.wv));
-    RETURN_IF_ERROR(builder.Bind(p + "attn_output.weight", hp.q_dim(), hp.n_embd, true, &layer.wo));
-    RETURN_IF_ERROR(builder.Bind(p + "attn_q.bias", hp.q_dim(), 0, qwen2, &layer.bq));
-    RETURN_IF_ERROR(builder.Bind(p + "attn_k.bias", hp.kv_dim(), 0, qwen2, &layer.bk));
-    RETURN_IF_ERROR(builder.Bind(p + "attn_v.bias", hp.kv_dim(), 0, qwen2, &layer.bv));
-    RETURN_IF_ERROR(builder.Bind(p + "attn_q_norm.weight", hp.head_dim, 0, qwen3, &layer.q_norm));
-    RETURN_IF_ERROR(builder.Bind(p + "attn_k_norm.weight", hp.head_dim, 0, qwen3, &layer.k_norm));
+    RETURN_IF_ERROR(hp.is_mla() ? internal::BindMlaAttention(&builder, hp, l, &layer)
+                                : BindAttention(&builder, hp, p, &layer));
     layer.attn_chunk =
         builder.Finish(p + "attn", static_cast<int>(l), cache::ChunkKind::kAttention);
-
+    if (hp.IsMoeLayer(l)) {
+      RETURN_IF_ERROR(internal::BindMoeBlock(&builder, hp, l, &layer));
+      model->layers_.push_back(std::move(layer));
+      continue;
+    }
     RETURN_IF_ERROR(builder.Bind(p + "ffn_norm.weight", hp.n_embd, 0, true, &layer.ffn_norm));
     RETURN_IF_ERROR(builder.Bind(p + "ffn_gate.weight", hp.n_embd, hp.n_ff, true, &layer.gate));
     RETURN_IF_ERROR(builder.Bind(p + "ffn_up.weight", hp.n_embd, hp.n_ff, true, &layer.up));
     RETURN_IF_ERROR(builder.Bind(p + "ffn_down.weight", hp.n_ff, hp.n_embd, true, &layer.down));
     layer.ffn_chunk = builder.Finish(p + "ffn", static_cast<int>(l), cache::ChunkKind::kFfn);
-    model->layers_.push_back(layer);
+    model->layers_.push_back(std::move(layer));
   }
   return model;
 }

@@ -1,8 +1,11 @@
-// A dense transformer (llama, qwen2, qwen3) bound to a GGUF file: its
+// A transformer (llama, qwen2, qwen3, and the mixture-of-experts mixtral,
+// qwen2moe, qwen3moe and deepseek2 with MLA) bound to a GGUF file: its
 // hyperparameters, every weight tensor checked for shape and type, and the
-// chunks the weights are read in (one global chunk, then per layer an
-// attention chunk and an FFN chunk). Holds no weight bytes: those come from
-// a ChunkStore while the forward pass runs.
+// chunks the weights are read in: one global chunk, then per layer an
+// attention chunk and an FFN chunk (for a MoE layer: the trunk of norm,
+// router and shared expert), then per routed expert one kExpert chunk with
+// its slices of the 3-D expert tensors. Holds no weight bytes: those come
+// from a ChunkStore while the forward pass runs.
 //
 // Immutable after Create; safe to share between threads.
 #ifndef WASTE_DAEMON_MODEL_MODEL_H_
@@ -23,8 +26,9 @@ namespace waste::model {
 struct TensorRef {
   bool present = false;
   kernels::WeightType type = kernels::WeightType::kF32;
-  int64_t rows = 0;  // ggml ne1 (product of ne1.. for >2-D)
-  int64_t cols = 0;  // ggml ne0
+  int64_t rows = 0;   // ggml ne1: rows of one matrix.
+  int64_t cols = 0;   // ggml ne0
+  int64_t n_mat = 1;  // ggml ne2 of a stacked 3-D tensor (experts, heads).
   uint64_t row_bytes = 0;
   cache::TensorPlacement place;
 
@@ -32,7 +36,24 @@ struct TensorRef {
   kernels::WeightView View(const uint8_t* slot) const {
     return kernels::DenseWeightView(type, rows, cols, Data(slot));
   }
+  // Matrix `i` of a stacked tensor bound whole.
+  kernels::WeightView MatrixView(const uint8_t* slot, int64_t i) const {
+    return kernels::DenseWeightView(type, rows, cols, Data(slot) + i * rows * row_bytes);
+  }
+  // One matrix that sits at `data` (an expert's slice in its own chunk).
+  kernels::WeightView ViewAt(const uint8_t* data) const {
+    return kernels::DenseWeightView(type, rows, cols, data);
+  }
   const float* F32(const uint8_t* slot) const { return reinterpret_cast<const float*>(Data(slot)); }
+};
+
+// One routed expert: its chunk and where its slices of ffn_{gate,up,down}_exps
+// sit in that chunk's slot.
+struct ExpertRef {
+  cache::ChunkId chunk = 0;
+  uint64_t gate_offset = 0;
+  uint64_t up_offset = 0;
+  uint64_t down_offset = 0;
 };
 
 struct LayerTensors {
@@ -42,6 +63,19 @@ struct LayerTensors {
   TensorRef bq, bk, bv;      // qwen2
   TensorRef q_norm, k_norm;  // qwen3
   TensorRef ffn_norm, gate, up, down;
+
+  // MLA (deepseek2), in attn_chunk. wq is used when q_lora_rank is 0.
+  // wk_b: n_head matrices [kv_lora_rank x qk_nope]; wv_b: n_head matrices
+  // [v_head x kv_lora_rank].
+  TensorRef wq_a, q_a_norm, wq_b, wkv_a_mqa, kv_a_norm, wk_b, wv_b;
+
+  // MoE block, when hparams.IsMoeLayer: router [n_expert x n_embd] (F32),
+  // the selection bias, the shared expert and its sigmoid gate in ffn_chunk.
+  TensorRef router, expert_bias;
+  TensorRef gate_shexp, up_shexp, down_shexp, gate_inp_shexp;
+  // Shape and type of one expert's slice; the bytes are in experts[e]'s chunk.
+  TensorRef gate_exps, up_exps, down_exps;
+  std::vector<ExpertRef> experts;
 };
 
 struct GlobalTensors {

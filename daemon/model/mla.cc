@@ -1,0 +1,102 @@
+// Multi-head latent attention (DeepSeek-V2/V3, Kimi-K2) in the absorbed form
+// llama.cpp's deepseek2 graph uses:
+//   c    = rms_norm(x W_kv_a[:kv_lora])              the latent, per token
+//   k_pe = rope(x W_kv_a[kv_lora:])                  one rope key for all heads
+//   q_h  = [q_nope_h | q_pe_h] from attn_q (or q_a -> norm -> q_b), q_pe roped
+//   score_h(t) = (q_nope_h . (W_k_b,h^T c_t) + q_pe_h . k_pe_t) * kq_scale
+//              = [W_k_b,h q_nope_h | q_pe_h] . [c_t | k_pe_t] * kq_scale
+//   out_h = W_v_b,h (sum_t p_h(t) c_t)
+// so the cache holds only [c_t | k_pe_t] (kv_lora_rank + rope dims per
+// position) and attention is MQA over it with head_dim kv_lora_rank + rope.
+// That row is both K and V: the kernel's output per head is
+// [sum p c | sum p k_pe], of which the first kv_lora_rank dims are used.
+#include "daemon/kernels/ops/ops.h"
+#include "daemon/kernels/ops/rope.h"
+#include "daemon/model/chunk_lease.h"
+#include "daemon/model/forward.h"
+#include "storage/status_macros.h"
+
+namespace waste::model {
+
+namespace ops = kernels::ops;
+using internal::ChunkLease;
+
+absl::Status Forward::MlaAttention(SequenceState* s, const LayerTensors& layer, int64_t l,
+                                   int64_t n) {
+  const HParams& hp = model_->hparams();
+  const MlaParams& mla = hp.mla;
+  ChunkLease chunk(store_, layer.attn_chunk);
+  RETURN_IF_ERROR(chunk.Acquire());
+  PrefetchAfter(l, /*ffn=*/false);
+  const uint8_t* slot = chunk.slot();
+  kernels::Scratch* scratch = &s->matvec_scratch_;
+  const int64_t d = hp.n_embd, n_head = hp.n_head;
+  const int64_t q_head = mla.qk_nope + mla.qk_rope;  // Per-head query as projected.
+  const int64_t row = hp.head_dim;                   // kv_lora_rank + rope: cached row.
+  const int64_t q_stride = n_head * q_head, abs_stride = n_head * row;
+  const int64_t v_stride = n_head * mla.v_head;
+
+  for (int64_t b = 0; b < n; ++b) {
+    ops::RmsNorm(&s->x_[b * d], layer.attn_norm.F32(slot), d, hp.rms_eps, &s->xb_[b * d]);
+  }
+  if (layer.wq_a.present) {
+    const int64_t r = mla.q_lora_rank;
+    RETURN_IF_ERROR(kernels::MatMul(layer.wq_a.View(slot), s->xb_.data(), d, n, s->q_lora_.data(),
+                                    r, pool_, scratch));
+    for (int64_t b = 0; b < n; ++b) {
+      ops::RmsNorm(&s->q_lora_[b * r], layer.q_a_norm.F32(slot), r, hp.rms_eps, &s->q_lora_[b * r]);
+    }
+    RETURN_IF_ERROR(kernels::MatMul(layer.wq_b.View(slot), s->q_lora_.data(), r, n,
+                                    s->mla_q_.data(), q_stride, pool_, scratch));
+  } else {
+    RETURN_IF_ERROR(kernels::MatMul(layer.wq.View(slot), s->xb_.data(), d, n, s->mla_q_.data(),
+                                    q_stride, pool_, scratch));
+  }
+  RETURN_IF_ERROR(kernels::MatMul(layer.wkv_a_mqa.View(slot), s->xb_.data(), d, n, s->k_.data(),
+                                  row, pool_, scratch));
+
+  // The cached row [norm(c) | rope(k_pe)], and each head's rope part of the
+  // query moved into place behind its absorbed part.
+  const int64_t table_floats = ops::RopeTableFloats(hp.rope);
+  const int rope_dim = static_cast<int>(mla.qk_rope);
+  for (int64_t b = 0; b < n; ++b) {
+    float* kv = &s->k_[b * row];
+    ops::RmsNorm(kv, layer.kv_a_norm.F32(slot), mla.kv_lora_rank, hp.rms_eps, kv);
+    const float* table = &s->rope_table_[b * table_floats];
+    ops::RopeApply(hp.rope, table, 1, rope_dim, kv + mla.kv_lora_rank, kv + mla.kv_lora_rank);
+    for (int64_t h = 0; h < n_head; ++h) {
+      ops::RopeApply(hp.rope, table, 1, rope_dim,
+                     &s->mla_q_[b * q_stride + h * q_head + mla.qk_nope],
+                     &s->q_[b * abs_stride + h * row + mla.kv_lora_rank]);
+    }
+  }
+  // Absorb W_k_b into the query: q_h[:kv_lora] = W_k_b,h q_nope_h.
+  for (int64_t h = 0; h < n_head; ++h) {
+    RETURN_IF_ERROR(kernels::MatMul(layer.wk_b.MatrixView(slot, h), &s->mla_q_[h * q_head],
+                                    q_stride, n, &s->q_[h * row], abs_stride, pool_, scratch));
+  }
+
+  ops::KvCacheLayer cache = s->kv_.Layer(l);
+  ops::KvStore(cache, s->n_past_, n, s->k_.data(), s->k_.data());
+  ops::AttentionParams params;
+  params.n_head = static_cast<int>(n_head);
+  params.n_kv_head = 1;
+  params.head_dim = static_cast<int>(row);
+  params.scale = mla.kq_scale;
+  ops::Attention(params, cache, s->q_.data(), n, s->n_past_, s->att_.data(),
+                 s->attn_scratch_.data(), static_cast<int64_t>(s->attn_scratch_.size()),
+                 [this](int64_t count, absl::FunctionRef<void(int64_t, int64_t)> body) {
+                   pool_->ParallelFor(count, body);
+                 });
+  // Decompress each head's latent mix: v_h = W_v_b,h (sum p c).
+  for (int64_t h = 0; h < n_head; ++h) {
+    RETURN_IF_ERROR(kernels::MatMul(layer.wv_b.MatrixView(slot, h), &s->att_[h * row], abs_stride,
+                                    n, &s->xb_[h * mla.v_head], v_stride, pool_, scratch));
+  }
+  RETURN_IF_ERROR(kernels::MatMul(layer.wo.View(slot), s->xb_.data(), v_stride, n, s->tmp_.data(),
+                                  d, pool_, scratch));
+  ops::Add(s->x_.data(), s->tmp_.data(), n * d, s->x_.data());
+  return absl::OkStatus();
+}
+
+}  // namespace waste::model
