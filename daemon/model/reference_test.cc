@@ -1,14 +1,17 @@
 // The forward pass against an independent, obviously-correct reference:
 // every weight dequantized to double, plain loops, no batching, no cache
-// tricks. Synthetic llama, qwen2 (QKV bias, NeoX rope) and qwen3 (Q/K norm)
-// models from mkmodel.
+// tricks, hyperparameters read from the GGUF keys here rather than through
+// HParams. Synthetic models from mkmodel: llama, qwen2 (QKV bias, NeoX),
+// qwen3 (Q/K norm), mixtral (llama + experts), qwen3moe, and deepseek2 (MLA
+// in the plain decompressed form, YaRN as DeepSeek's own code defines it,
+// leading dense layers, shared expert, sigmoid or softmax gating with
+// selection bias, group-limited routing, normalised and scaled weights).
 #include <cmath>
 #include <map>
 
-#include "daemon/cache/resident_store.h"
 #include "daemon/kernels/dequantize.h"
 #include "daemon/model/forward.h"
-#include "daemon/tools/mkmodel.h"
+#include "daemon/model/test_models.h"
 #include "gtest/gtest.h"
 #include "storage/env.h"
 #include "storage/logging.h"
@@ -19,55 +22,56 @@ namespace {
 
 using Vec = std::vector<double>;
 
-// A reference implementation of the llama-family forward pass.
+// A reference implementation of the supported architectures.
 class Reference {
  public:
-  Reference(const storage::GgufFile& gguf, const HParams& hp) : gguf_(gguf), hp_(hp) {
+  explicit Reference(const storage::GgufFile& gguf) : gguf_(gguf) {
     auto file = storage::Env::Default()->NewRandomAccessFile(gguf.path());
     WCHECK(file.ok());
     file_ = *std::move(file);
+    arch_ = *gguf.GetString("general.architecture");
+    n_layer_ = Int("block_count", 0);
+    n_head_ = Int("attention.head_count", 0);
+    n_head_kv_ = Int("attention.head_count_kv", n_head_);
+    head_dim_ = Int("attention.key_length", Int("embedding_length", 0) / n_head_);
+    eps_ = Float("attention.layer_norm_rms_epsilon", 1e-5);
+    n_rot_ = Int("rope.dimension_count", head_dim_);
+    base_ = Float("rope.freq_base", 10000);
+    neox_ = arch_ != "llama" && arch_ != "deepseek2";
+    n_used_ = Int("expert_used_count", 0);
+    dense_lead_ = Int("leading_dense_block_count", 0);
+    sigmoid_ = Int("expert_gating_func", 1) == 2;
+    norm_w_ = arch_ == "llama" || arch_ == "qwen3moe" ||
+              gguf.GetBool(arch_ + ".expert_weights_norm").value_or(false);
+    scale_w_ = Float("expert_weights_scale", 0);
+    n_group_ = Int("expert_group_count", 0);
+    n_group_used_ = Int("expert_group_used_count", 0);
+    if (arch_ == "deepseek2") {
+      kv_lora_ = Int("attention.kv_lora_rank", 0);
+      qk_head_ = Int("attention.key_length_mla", 0);
+      v_head_ = Int("attention.value_length_mla", 0);
+      nope_ = qk_head_ - n_rot_;
+      // DeepSeek's modeling code: softmax_scale = mscale(factor,
+      // mscale_all_dims)^2 / sqrt(qk_head); cos/sin scaled by
+      // mscale(factor, mscale) / mscale(factor, mscale_all_dims), with
+      // mscale = mscale_all_dims in the released configs.
+      factor_ = Float("rope.scaling.factor", 1);
+      const double all_dims = Float("rope.scaling.yarn_log_multiplier", 0) / 0.1;
+      auto mscale = [&](double m) { return factor_ <= 1 ? 1.0 : 0.1 * m * std::log(factor_) + 1; };
+      kq_scale_ = std::pow(mscale(all_dims), 2) / std::sqrt(static_cast<double>(qk_head_));
+      orig_ctx_ = Int("rope.scaling.original_context_length", 0);
+    }
   }
 
   // Logits after feeding `token` at the next position.
   Vec Step(int32_t token) {
-    const int64_t d = hp_.n_embd, hd = hp_.head_dim;
     Vec x = Row("token_embd.weight", token);
-    for (int64_t l = 0; l < hp_.n_layer; ++l) {
+    for (int64_t l = 0; l < n_layer_; ++l) {
       std::string p = "blk." + std::to_string(l) + ".";
       Vec xn = Norm(x, Tensor(p + "attn_norm.weight"));
-      Vec q = MatVec(p + "attn_q.weight", xn), k = MatVec(p + "attn_k.weight", xn),
-          v = MatVec(p + "attn_v.weight", xn);
-      if (Has(p + "attn_q.bias")) {
-        AddTo(&q, Tensor(p + "attn_q.bias"));
-        AddTo(&k, Tensor(p + "attn_k.bias"));
-        AddTo(&v, Tensor(p + "attn_v.bias"));
-      }
-      for (int64_t h = 0; h < hp_.n_head; ++h) Head(&q, h, p + "attn_q_norm.weight");
-      for (int64_t h = 0; h < hp_.n_head_kv; ++h) Head(&k, h, p + "attn_k_norm.weight");
-      keys_[l].push_back(k);
-      values_[l].push_back(v);
-      Vec out(hp_.q_dim(), 0.0);
-      for (int64_t h = 0; h < hp_.n_head; ++h) {
-        int64_t g = h / (hp_.n_head / hp_.n_head_kv);
-        Vec scores;
-        for (const Vec& key : keys_[l]) {
-          double s = 0;
-          for (int64_t i = 0; i < hd; ++i) s += q[h * hd + i] * key[g * hd + i];
-          scores.push_back(s / std::sqrt(static_cast<double>(hd)));
-        }
-        double max = *std::max_element(scores.begin(), scores.end()), sum = 0;
-        for (double& s : scores) sum += (s = std::exp(s - max));
-        for (size_t t = 0; t < scores.size(); ++t) {
-          for (int64_t i = 0; i < hd; ++i) {
-            out[h * hd + i] += scores[t] / sum * values_[l][t][g * hd + i];
-          }
-        }
-      }
-      AddTo(&x, MatVec(p + "attn_output.weight", out));
+      AddTo(&x, arch_ == "deepseek2" ? Mla(l, p, xn) : Mha(l, p, xn));
       xn = Norm(x, Tensor(p + "ffn_norm.weight"));
-      Vec gate = MatVec(p + "ffn_gate.weight", xn), up = MatVec(p + "ffn_up.weight", xn);
-      for (size_t i = 0; i < gate.size(); ++i) gate[i] = gate[i] / (1 + std::exp(-gate[i])) * up[i];
-      AddTo(&x, MatVec(p + "ffn_down.weight", gate));
+      AddTo(&x, Has(p + "ffn_gate_inp.weight") ? Moe(p, xn) : Ffn(p, "", xn, -1));
     }
     ++pos_;
     Vec xn = Norm(x, Tensor("output_norm.weight"));
@@ -75,11 +79,18 @@ class Reference {
   }
 
  private:
+  int64_t Int(const std::string& key, int64_t fallback) const {
+    return gguf_.GetInt(arch_ + "." + key).value_or(fallback);
+  }
+  double Float(const std::string& key, double fallback) const {
+    return gguf_.GetFloat(arch_ + "." + key).value_or(fallback);
+  }
   bool Has(const std::string& name) const { return gguf_.FindTensor(name) != nullptr; }
 
-  // Row `r` of a tensor, dequantized.
+  // Row `r` of a tensor (rows counted across all of its matrices).
   Vec Row(const std::string& name, int64_t r) {
     const storage::TensorInfo* t = gguf_.FindTensor(name);
+    WCHECK(t != nullptr) << name;
     int64_t cols = t->shape[0];
     uint64_t row_bytes = t->size / t->NumRows();
     std::string bytes(row_bytes, '\0');
@@ -90,22 +101,23 @@ class Reference {
   }
   Vec Tensor(const std::string& name) { return Row(name, 0); }
 
-  Vec MatVec(const std::string& name, const Vec& x) {
-    int64_t rows = gguf_.FindTensor(name)->NumRows();
+  // Matrix `m` of `name` (rows shape[1]) times x.
+  Vec MatVec(const std::string& name, const Vec& x, int64_t m = 0) {
+    int64_t rows = gguf_.FindTensor(name)->shape[1];
     Vec y(rows);
-    for (int64_t r = 0; r < rows; ++r) {
-      Vec w = Row(name, r);
-      double s = 0;
-      for (size_t i = 0; i < w.size(); ++i) s += w[i] * x[i];
-      y[r] = s;
-    }
+    for (int64_t r = 0; r < rows; ++r) y[r] = Dot(Row(name, m * rows + r), x);
     return y;
+  }
+  static double Dot(const Vec& a, const Vec& b) {
+    double s = 0;
+    for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+    return s;
   }
 
   Vec Norm(const Vec& x, const Vec& w) const {
     double ss = 0;
     for (double v : x) ss += v * v;
-    double scale = 1 / std::sqrt(ss / x.size() + hp_.rms_eps);
+    double scale = 1 / std::sqrt(ss / x.size() + eps_);
     Vec y(x.size());
     for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] * scale * w[i];
     return y;
@@ -115,26 +127,197 @@ class Reference {
     for (size_t i = 0; i < x->size(); ++i) (*x)[i] += y[i];
   }
 
-  // Optional per-head RMS norm, then RoPE, of head `h` of `v`.
-  void Head(Vec* v, int64_t h, const std::string& norm) {
-    const int64_t hd = hp_.head_dim, n_rot = hp_.rope.n_rot;
-    Vec head(v->begin() + h * hd, v->begin() + (h + 1) * hd);
-    if (Has(norm)) head = Norm(head, Tensor(norm));
-    bool neox = hp_.rope.mode == kernels::ops::RopeMode::kNeox;
-    for (int64_t i = 0; i < n_rot / 2; ++i) {
-      double theta = pos_ * std::pow(hp_.rope.freq_base, -2.0 * i / n_rot);
-      int64_t a = neox ? i : 2 * i, b = neox ? i + n_rot / 2 : 2 * i + 1;
+  static void Softmax(Vec* v) {
+    double max = *std::max_element(v->begin(), v->end()), sum = 0;
+    for (double& s : *v) sum += (s = std::exp(s - max));
+    for (double& s : *v) s /= sum;
+  }
+
+  // Rotates the first n_rot dims of `head` at the current position; YaRN
+  // frequencies as DeepSeek's yarn rotary embedding computes them.
+  void Rope(double* head) const {
+    for (int64_t i = 0; i < n_rot_ / 2; ++i) {
+      double freq = std::pow(base_, -2.0 * i / n_rot_);
+      if (factor_ > 1) {
+        auto corr = [&](double rot) {
+          return n_rot_ * std::log(orig_ctx_ / (rot * 2 * M_PI)) / (2 * std::log(base_));
+        };
+        double low = std::max(0.0, std::floor(corr(32))),
+               high = std::min(n_rot_ - 1.0, std::ceil(corr(1)));
+        if (low == high) high += 0.001;
+        double mask = 1 - std::clamp((i - low) / (high - low), 0.0, 1.0);
+        freq = freq / factor_ * (1 - mask) + freq * mask;
+      }
+      double theta = pos_ * freq;
+      int64_t a = neox_ ? i : 2 * i, b = neox_ ? i + n_rot_ / 2 : 2 * i + 1;
       double x0 = head[a], x1 = head[b];
       head[a] = x0 * std::cos(theta) - x1 * std::sin(theta);
       head[b] = x0 * std::sin(theta) + x1 * std::cos(theta);
     }
-    std::copy(head.begin(), head.end(), v->begin() + h * hd);
+  }
+
+  // Causal softmax attention of one head over `keys`, mixing `values`.
+  static Vec Attend(const std::vector<double>& scores_in, const std::vector<Vec>& values) {
+    Vec scores = scores_in;
+    Softmax(&scores);
+    Vec out(values[0].size(), 0.0);
+    for (size_t t = 0; t < scores.size(); ++t) {
+      for (size_t i = 0; i < out.size(); ++i) out[i] += scores[t] * values[t][i];
+    }
+    return out;
+  }
+
+  Vec Mha(int64_t l, const std::string& p, const Vec& xn) {
+    const int64_t hd = head_dim_;
+    Vec q = MatVec(p + "attn_q.weight", xn), k = MatVec(p + "attn_k.weight", xn),
+        v = MatVec(p + "attn_v.weight", xn);
+    if (Has(p + "attn_q.bias")) {
+      AddTo(&q, Tensor(p + "attn_q.bias"));
+      AddTo(&k, Tensor(p + "attn_k.bias"));
+      AddTo(&v, Tensor(p + "attn_v.bias"));
+    }
+    auto head = [&](Vec* t, int64_t h, const std::string& norm) {
+      if (Has(norm)) {
+        Vec n = Norm(Vec(t->begin() + h * hd, t->begin() + (h + 1) * hd), Tensor(norm));
+        std::copy(n.begin(), n.end(), t->begin() + h * hd);
+      }
+      Rope(t->data() + h * hd);
+    };
+    for (int64_t h = 0; h < n_head_; ++h) head(&q, h, p + "attn_q_norm.weight");
+    for (int64_t h = 0; h < n_head_kv_; ++h) head(&k, h, p + "attn_k_norm.weight");
+    keys_[l].push_back(k);
+    values_[l].push_back(v);
+    Vec out;
+    for (int64_t h = 0; h < n_head_; ++h) {
+      int64_t g = h / (n_head_ / n_head_kv_);
+      std::vector<double> scores;
+      std::vector<Vec> vals;
+      for (size_t t = 0; t < keys_[l].size(); ++t) {
+        double s = 0;
+        for (int64_t i = 0; i < hd; ++i) s += q[h * hd + i] * keys_[l][t][g * hd + i];
+        scores.push_back(s / std::sqrt(static_cast<double>(hd)));
+        vals.emplace_back(values_[l][t].begin() + g * hd, values_[l][t].begin() + (g + 1) * hd);
+      }
+      Vec o = Attend(scores, vals);
+      out.insert(out.end(), o.begin(), o.end());
+    }
+    return MatVec(p + "attn_output.weight", out);
+  }
+
+  // MLA decompressed: per head full keys [W_k_b^T c | k_pe] and values W_v_b c.
+  Vec Mla(int64_t l, const std::string& p, const Vec& xn) {
+    Vec q = Has(p + "attn_q_a.weight")
+                ? MatVec(p + "attn_q_b.weight", Norm(MatVec(p + "attn_q_a.weight", xn),
+                                                     Tensor(p + "attn_q_a_norm.weight")))
+                : MatVec(p + "attn_q.weight", xn);
+    Vec kv = MatVec(p + "attn_kv_a_mqa.weight", xn);
+    Vec c = Norm(Vec(kv.begin(), kv.begin() + kv_lora_), Tensor(p + "attn_kv_a_norm.weight"));
+    Vec k_pe(kv.begin() + kv_lora_, kv.end());
+    Rope(k_pe.data());
+    keys_[l].push_back(k_pe);
+    values_[l].push_back(c);  // The latent.
+    Vec out;
+    for (int64_t h = 0; h < n_head_; ++h) {
+      double* qh = q.data() + h * qk_head_;
+      Rope(qh + nope_);
+      std::vector<double> scores;
+      std::vector<Vec> vals;
+      for (size_t t = 0; t < keys_[l].size(); ++t) {
+        const Vec& ct = values_[l][t];
+        double s = 0;
+        for (int64_t j = 0; j < nope_; ++j) {
+          double k_nope = 0;  // (W_k_b,h^T c)[j]
+          for (int64_t r = 0; r < kv_lora_; ++r) k_nope += K_b(p, h, r)[j] * ct[r];
+          s += qh[j] * k_nope;
+        }
+        for (int64_t j = 0; j < n_rot_; ++j) s += qh[nope_ + j] * keys_[l][t][j];
+        scores.push_back(s * kq_scale_);
+        vals.push_back(MatVec(p + "attn_v_b.weight", ct, h));
+      }
+      Vec o = Attend(scores, vals);
+      out.insert(out.end(), o.begin(), o.end());
+    }
+    return MatVec(p + "attn_output.weight", out);
+  }
+  const Vec& K_b(const std::string& p, int64_t h, int64_t r) {
+    auto key = std::make_tuple(p, h, r);
+    auto it = k_b_.find(key);
+    if (it == k_b_.end())
+      it = k_b_.emplace(key, Row(p + "attn_k_b.weight", h * kv_lora_ + r)).first;
+    return it->second;
+  }
+
+  // SwiGLU FFN of `p`ffn_{gate,up,down}`suffix`, or of expert e (>= 0).
+  Vec Ffn(const std::string& p, const std::string& suffix, const Vec& xn, int64_t e) {
+    const std::string s = e >= 0 ? "_exps" : suffix;
+    const int64_t m = std::max<int64_t>(e, 0);
+    Vec gate = MatVec(p + "ffn_gate" + s + ".weight", xn, m),
+        up = MatVec(p + "ffn_up" + s + ".weight", xn, m);
+    for (size_t i = 0; i < gate.size(); ++i) gate[i] = gate[i] / (1 + std::exp(-gate[i])) * up[i];
+    return MatVec(p + "ffn_down" + s + ".weight", gate, m);
+  }
+
+  Vec Moe(const std::string& p, const Vec& xn) {
+    Vec probs = MatVec(p + "ffn_gate_inp.weight", xn);
+    const int64_t n = probs.size();
+    if (sigmoid_) {
+      for (double& v : probs) v = 1 / (1 + std::exp(-v));
+    } else {
+      Softmax(&probs);
+    }
+    Vec select = probs;
+    if (Has(p + "exp_probs_b.bias")) AddTo(&select, Tensor(p + "exp_probs_b.bias"));
+    if (n_group_ > 1) {  // Keep the groups with the best top-2 sums.
+      const int64_t per = n / n_group_;
+      std::vector<std::pair<double, int64_t>> groups;
+      for (int64_t g = 0; g < n_group_; ++g) {
+        Vec s(select.begin() + g * per, select.begin() + (g + 1) * per);
+        std::sort(s.rbegin(), s.rend());
+        groups.push_back({s[0] + s[1], g});
+      }
+      std::sort(groups.rbegin(), groups.rend());
+      for (size_t i = n_group_used_; i < groups.size(); ++i) {
+        for (int64_t e = 0; e < per; ++e) select[groups[i].second * per + e] = -INFINITY;
+      }
+    }
+    std::vector<std::pair<double, int64_t>> ranked;
+    for (int64_t e = 0; e < n; ++e) ranked.push_back({select[e], -e});
+    std::sort(ranked.rbegin(), ranked.rend());
+    double sum = 0;
+    for (int64_t k = 0; k < n_used_; ++k) sum += probs[-ranked[k].second];
+    Vec y(xn.size(), 0.0);
+    for (int64_t k = 0; k < n_used_; ++k) {
+      int64_t e = -ranked[k].second;
+      double w = probs[e];
+      if (norm_w_) w /= sum;
+      if (scale_w_ != 0) w *= scale_w_;
+      Vec out = Ffn(p, "", xn, e);
+      for (size_t i = 0; i < y.size(); ++i) y[i] += w * out[i];
+    }
+    if (Has(p + "ffn_gate_shexp.weight")) {
+      Vec shared = Ffn(p, "_shexp", xn, -1);
+      double gate = 1;
+      if (Has(p + "ffn_gate_inp_shexp.weight")) {
+        gate = 1 / (1 + std::exp(-Dot(Tensor(p + "ffn_gate_inp_shexp.weight"), xn)));
+      }
+      for (size_t i = 0; i < y.size(); ++i) y[i] += gate * shared[i];
+    }
+    return y;
   }
 
   const storage::GgufFile& gguf_;
-  const HParams& hp_;
   std::unique_ptr<storage::RandomAccessFile> file_;
+  std::string arch_;
+  int64_t n_layer_, n_head_, n_head_kv_, head_dim_, n_rot_;
+  double eps_, base_;
+  bool neox_;
+  int64_t n_used_, dense_lead_, n_group_, n_group_used_;
+  bool sigmoid_, norm_w_;
+  double scale_w_;
+  int64_t kv_lora_ = 0, qk_head_ = 0, v_head_ = 0, nope_ = 0, orig_ctx_ = 0;
+  double factor_ = 1, kq_scale_ = 0;
   std::map<int64_t, std::vector<Vec>> keys_, values_;
+  std::map<std::tuple<std::string, int64_t, int64_t>, Vec> k_b_;
   int64_t pos_ = 0;
 };
 
@@ -143,6 +326,8 @@ struct Case {
   tools::SyntheticArch arch;
   storage::GgmlType type;
   double tolerance;  // Relative to the logits' scale.
+  int64_t q_lora_rank = -1;
+  testing::MetadataOverrides overrides = {};
 };
 
 class ReferenceTest : public ::testing::TestWithParam<Case> {};
@@ -151,7 +336,7 @@ TEST_P(ReferenceTest, LogitsMatchTheReferenceForEightSteps) {
   const Case& c = GetParam();
   tools::MkModelOptions options;
   options.arch = c.arch;
-  options.out = testing::TempDir() + "/" + c.name + ".gguf";
+  options.out = ::testing::TempDir() + "/" + c.name + ".gguf";
   options.dim = 128;
   options.layers = 2;
   options.heads = 4;
@@ -160,22 +345,31 @@ TEST_P(ReferenceTest, LogitsMatchTheReferenceForEightSteps) {
   options.vocab = 320;
   options.type = c.type;
   options.seed = 7;
-  storage::Env* env = storage::Env::Default();
-  auto written = tools::WriteSyntheticModel(options, env);
-  ASSERT_TRUE(written.ok()) << written.status().ToString();
-  auto gguf = storage::GgufFile::Open(env, options.out);
-  ASSERT_TRUE(gguf.ok()) << gguf.status();
-  auto model = Model::Create(**gguf);
-  ASSERT_TRUE(model.ok()) << model.status();
-  auto file = env->NewRandomAccessFile(options.out);
-  ASSERT_TRUE(file.ok());
-  auto store = cache::ResidentChunkStore::Load(env, **file, (*model)->chunks(), {});
-  ASSERT_TRUE(store.ok()) << store.status();
+  if (c.arch == tools::SyntheticArch::kMixtral || c.arch == tools::SyntheticArch::kQwen3Moe ||
+      c.arch == tools::SyntheticArch::kDeepseek2) {
+    options.layers = 3;
+    options.experts = 8;
+    options.experts_used = 3;
+    options.expert_ffn = 64;
+  }
+  if (c.arch == tools::SyntheticArch::kDeepseek2) {
+    options.kv_heads = 0;
+    options.head_dim = 32;  // qk_nope and v head dims.
+    options.rope_dim = 16;
+    options.kv_lora_rank = 64;
+    options.q_lora_rank = c.q_lora_rank;
+    options.ctx = 16384;  // > 4096: YaRN with factor 4.
+  }
+  auto written = testing::WriteModel(options, c.overrides);
+  ASSERT_TRUE(written.ok()) << written;
+  auto loaded = testing::LoadModel(options.out);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const Model& model = *loaded->model;
   kernels::ThreadPool pool(2);
-  SequenceState state(**model, 64, kernels::ops::KvType::kF32);
-  Forward forward(model->get(), store->get(), &pool);
-  Reference reference(**gguf, (*model)->hparams());
-  std::vector<float> logits((*model)->hparams().n_vocab);
+  SequenceState state(model, 64, kernels::ops::KvType::kF32);
+  Forward forward(&model, loaded->store.get(), &pool);
+  Reference reference(*loaded->gguf);
+  std::vector<float> logits(model.hparams().n_vocab);
   for (int32_t token : {1, 17, 200, 42, 42, 319, 0, 128}) {
     ASSERT_TRUE(forward.Run(&state, {&token, 1}, logits.data()).ok());
     Vec want = reference.Step(token);
@@ -188,14 +382,42 @@ TEST_P(ReferenceTest, LogitsMatchTheReferenceForEightSteps) {
   }
 }
 
+using storage::GgmlType;
+using storage::GgufValue;
+using tools::SyntheticArch;
+
 INSTANTIATE_TEST_SUITE_P(
     Architectures, ReferenceTest,
-    ::testing::Values(
-        Case{"llama_f32", tools::SyntheticArch::kLlama, storage::GgmlType::kF32, 1e-4},
-        Case{"qwen2_f32", tools::SyntheticArch::kQwen2, storage::GgmlType::kF32, 1e-4},
-        Case{"qwen3_f32", tools::SyntheticArch::kQwen3, storage::GgmlType::kF32, 1e-4},
-        Case{"qwen3_q8_0", tools::SyntheticArch::kQwen3, storage::GgmlType::kQ8_0, 2e-2},
-        Case{"llama_q4_k", tools::SyntheticArch::kLlama, storage::GgmlType::kQ4_K, 5e-2}),
+    ::testing::Values(Case{"llama_f32", SyntheticArch::kLlama, GgmlType::kF32, 1e-4},
+                      Case{"qwen2_f32", SyntheticArch::kQwen2, GgmlType::kF32, 1e-4},
+                      Case{"qwen3_f32", SyntheticArch::kQwen3, GgmlType::kF32, 1e-4},
+                      Case{"qwen3_q8_0", SyntheticArch::kQwen3, GgmlType::kQ8_0, 2e-2},
+                      Case{"llama_q4_k", SyntheticArch::kLlama, GgmlType::kQ4_K, 5e-2},
+                      Case{"mixtral_f32", SyntheticArch::kMixtral, GgmlType::kF32, 1e-4},
+                      Case{"mixtral_q8_0", SyntheticArch::kMixtral, GgmlType::kQ8_0, 2e-2},
+                      Case{"qwen3moe_f32", SyntheticArch::kQwen3Moe, GgmlType::kF32, 1e-4},
+                      Case{"qwen3moe_q4_0", SyntheticArch::kQwen3Moe, GgmlType::kQ4_0, 5e-2},
+                      // Sigmoid gating, bias, normalised weights scaled by 2.5, YaRN.
+                      Case{"deepseek2_f32", SyntheticArch::kDeepseek2, GgmlType::kF32, 1e-4},
+                      Case{"deepseek2_q8_0", SyntheticArch::kDeepseek2, GgmlType::kQ8_0, 5e-2},
+                      // DeepSeek-V2-Lite's shape: attn_q, softmax gating, no norm.
+                      Case{"deepseek2_lite_f32",
+                           SyntheticArch::kDeepseek2,
+                           GgmlType::kF32,
+                           1e-4,
+                           0,
+                           {{"deepseek2.expert_gating_func", GgufValue::Uint32(1)},
+                            {"deepseek2.expert_weights_norm", GgufValue::Bool(false)},
+                            {"deepseek2.rope.scaling.yarn_log_multiplier",
+                             GgufValue::Float32(0.0707f)}}},
+                      // DeepSeek-V3's group-limited routing: 4 groups of 2, best 2 kept.
+                      Case{"deepseek2_groups_f32",
+                           SyntheticArch::kDeepseek2,
+                           GgmlType::kF32,
+                           1e-4,
+                           -1,
+                           {{"deepseek2.expert_group_count", GgufValue::Uint32(4)},
+                            {"deepseek2.expert_group_used_count", GgufValue::Uint32(2)}}}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 }  // namespace
