@@ -92,11 +92,12 @@ void ChunkBuilder::AddSlice(const TensorInfo& whole, const TensorRef& ref, int64
   offsets_.push_back(slot_offset);
 }
 
-cache::ChunkId ChunkBuilder::Finish(std::string name, int layer, cache::ChunkKind kind) {
+cache::ChunkId ChunkBuilder::Finish(std::string name, int layer, cache::ChunkKind kind,
+                                    uint64_t merge_gap) {
   cache::ChunkId id = static_cast<cache::ChunkId>(chunks_->size());
   std::vector<cache::TensorPlacement> placements;
   chunks_->push_back(cache::BuildChunkSpec(id, std::move(name), layer, kind, tensors_,
-                                           gguf_.file_size(), &placements));
+                                           gguf_.file_size(), &placements, merge_gap));
   for (size_t i = 0; i < offsets_.size(); ++i) *offsets_[i] = placements[i].slot_offset;
   *weight_bytes_ += chunks_->back().tensor_bytes;
   tensors_.clear();
@@ -167,7 +168,9 @@ absl::Status BindMoeBlock(ChunkBuilder* b, const HParams& hp, int64_t l, LayerTe
     b->AddSlice(*gate, layer->gate_exps, e, &expert.gate_offset);
     b->AddSlice(*up, layer->up_exps, e, &expert.up_offset);
     b->AddSlice(*down, layer->down_exps, e, &expert.down_offset);
-    expert.chunk = b->Finish(absl::StrCat(p, "expert.", e), layer_index, cache::ChunkKind::kExpert);
+    // No merging: the bytes between an expert's slices are other experts'.
+    expert.chunk = b->Finish(absl::StrCat(p, "expert.", e), layer_index, cache::ChunkKind::kExpert,
+                             /*merge_gap=*/0);
   }
   return absl::OkStatus();
 }

@@ -43,7 +43,10 @@ class ChunkBuilder {
                 uint64_t* slot_offset);
 
   // Closes the chunk: builds its spec and fixes the placements of its refs.
-  cache::ChunkId Finish(std::string name, int layer, cache::ChunkKind kind);
+  // Extents closer than `merge_gap` are read in one run (see
+  // cache::BuildChunkSpec).
+  cache::ChunkId Finish(std::string name, int layer, cache::ChunkKind kind,
+                        uint64_t merge_gap = 1 << 20);
 
  private:
   absl::Status CheckType(const std::string& name, const storage::TensorInfo& info) const;

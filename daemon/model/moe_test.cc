@@ -1,0 +1,182 @@
+// Expert chunks and the MoE forward pass over a store that records what it
+// is asked: each routed expert is its own chunk, only routed experts are
+// acquired (each once per batch), they are prefetched before the first is
+// computed, and a chunked prefill gives the same logits as token-at-a-time.
+#include "daemon/model/moe.h"
+
+#include <set>
+
+#include "daemon/model/forward.h"
+#include "daemon/model/test_models.h"
+#include "gtest/gtest.h"
+
+namespace waste::model {
+namespace {
+
+// Forwards to a store and logs every Acquire and Prefetch.
+class RecordingStore final : public cache::ChunkStore {
+ public:
+  struct Event {
+    bool prefetch;
+    std::vector<cache::ChunkId> ids;
+  };
+  explicit RecordingStore(cache::ChunkStore* base) : base_(base) {}
+  absl::StatusOr<const uint8_t*> Acquire(cache::ChunkId id) override {
+    events_.push_back({false, {id}});
+    return base_->Acquire(id);
+  }
+  void Release(cache::ChunkId id) override { base_->Release(id); }
+  void Prefetch(std::span<const cache::ChunkId> upcoming) override {
+    events_.push_back({true, {upcoming.begin(), upcoming.end()}});
+  }
+  cache::ChunkStoreStats Stats() const override { return base_->Stats(); }
+  std::vector<Event>& events() { return events_; }
+
+ private:
+  cache::ChunkStore* base_;
+  std::vector<Event> events_;
+};
+
+class MoeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    tools::MkModelOptions o;
+    o.arch = tools::SyntheticArch::kDeepseek2;
+    o.out = ::testing::TempDir() + "/moe_test.gguf";
+    o.dim = 128;
+    o.layers = 3;
+    o.heads = 4;
+    o.head_dim = 32;
+    o.rope_dim = 16;
+    o.kv_lora_rank = 64;
+    o.experts = 16;
+    o.experts_used = 4;
+    o.expert_ffn = 64;
+    o.vocab = 320;
+    o.type = storage::GgmlType::kQ8_0;
+    ASSERT_TRUE(testing::WriteModel(o, {}).ok());
+    auto loaded = testing::LoadModel(o.out);
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    m_ = *std::move(loaded);
+  }
+  const Model& model() const { return *m_.model; }
+
+  testing::LoadedModel m_;
+  kernels::ThreadPool pool_{2};
+};
+
+TEST_F(MoeTest, EachRoutedExpertIsItsOwnChunkOfThreeSlices) {
+  const HParams& hp = model().hparams();
+  int experts = 0;
+  for (const cache::ChunkSpec& c : model().chunks()) {
+    if (c.kind != cache::ChunkKind::kExpert) continue;
+    ++experts;
+    EXPECT_EQ(c.reads.size(), 3u) << c.name;
+    EXPECT_GE(c.layer, hp.moe.n_layer_dense_lead);
+  }
+  EXPECT_EQ(experts, (hp.n_layer - hp.moe.n_layer_dense_lead) * hp.moe.n_expert);
+  EXPECT_TRUE(model().layers()[0].experts.empty());  // The leading dense layer.
+  const LayerTensors& moe = model().layers()[1];
+  ASSERT_EQ(static_cast<int64_t>(moe.experts.size()), hp.moe.n_expert);
+  const uint64_t slice = (2 * moe.gate_exps.rows * moe.gate_exps.row_bytes +
+                          moe.down_exps.rows * moe.down_exps.row_bytes);
+  EXPECT_EQ(model().chunks()[moe.experts[5].chunk].tensor_bytes, slice);
+}
+
+TEST_F(MoeTest, DecodeAcquiresOnlyRoutedExpertsAfterPrefetchingThem) {
+  const HParams& hp = model().hparams();
+  RecordingStore store(m_.store.get());
+  Forward forward(&model(), &store, &pool_);
+  SequenceState state(model(), 64, kernels::ops::KvType::kF16);
+  std::vector<float> logits(hp.n_vocab);
+  std::set<cache::ChunkId> expert_chunks;
+  for (const cache::ChunkSpec& c : model().chunks()) {
+    if (c.kind == cache::ChunkKind::kExpert) expert_chunks.insert(c.id);
+  }
+  for (int32_t token : {3, 99, 250}) {
+    store.events().clear();
+    ASSERT_TRUE(forward.Run(&state, {&token, 1}, logits.data()).ok());
+    std::set<cache::ChunkId> prefetched;
+    int acquired = 0;
+    for (const auto& e : store.events()) {
+      if (e.prefetch) {
+        prefetched.insert(e.ids.begin(), e.ids.end());
+      } else if (expert_chunks.count(e.ids[0]) > 0) {
+        EXPECT_TRUE(prefetched.count(e.ids[0])) << "expert chunk " << e.ids[0] << " not prefetched";
+        ++acquired;
+      }
+    }
+    EXPECT_EQ(acquired, (hp.n_layer - hp.moe.n_layer_dense_lead) * hp.moe.n_expert_used);
+  }
+  EXPECT_EQ(forward.moe_stats().expert_acquires, 3 * 2 * hp.moe.n_expert_used);
+}
+
+TEST_F(MoeTest, ChunkedPrefillEqualsTokenAtATimeAndReadsEachExpertOncePerBatch) {
+  const HParams& hp = model().hparams();
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 32; ++i) prompt.push_back((i * 37 + 11) % 320);
+
+  RecordingStore store(m_.store.get());
+  Forward chunked(&model(), &store, &pool_);
+  SequenceState a(model(), 64, kernels::ops::KvType::kF16);
+  std::vector<float> batch_logits(prompt.size() * hp.n_vocab);
+  ASSERT_TRUE(chunked.Run(&a, prompt, batch_logits.data(), /*all_logits=*/true).ok());
+  std::multiset<cache::ChunkId> acquires;
+  for (const auto& e : store.events()) {
+    if (!e.prefetch && model().chunks()[e.ids[0]].kind == cache::ChunkKind::kExpert) {
+      acquires.insert(e.ids[0]);
+    }
+  }
+  for (cache::ChunkId id : acquires) EXPECT_EQ(acquires.count(id), 1u);
+
+  Forward single(&model(), m_.store.get(), &pool_);
+  SequenceState b(model(), 64, kernels::ops::KvType::kF16);
+  std::vector<float> logits(hp.n_vocab);
+  for (size_t t = 0; t < prompt.size(); ++t) {
+    ASSERT_TRUE(single.Run(&b, {&prompt[t], 1}, logits.data()).ok());
+    for (int64_t i = 0; i < hp.n_vocab; ++i) {
+      ASSERT_EQ(logits[i], batch_logits[t * hp.n_vocab + i]) << "token " << t << " logit " << i;
+    }
+  }
+  EXPECT_EQ(chunked.moe_stats().routed, single.moe_stats().routed);
+  EXPECT_LT(chunked.moe_stats().expert_bytes, single.moe_stats().expert_bytes);
+}
+
+TEST(RouteTokenTest, SigmoidBiasChoosesButDoesNotWeigh) {
+  MoeParams moe;
+  moe.n_expert = 4;
+  moe.n_expert_used = 2;
+  moe.gating = ExpertGating::kSigmoid;
+  moe.norm_weights = true;
+  moe.weights_scale = 2;
+  float logits[4] = {0, 1, 2, -1};
+  const float bias[4] = {0, 0, -5, 5};  // Moves expert 3 in, expert 2 out.
+  float select[4];
+  int32_t ids[2];
+  float w[2];
+  RouteToken(moe, logits, bias, select, ids, w);
+  EXPECT_EQ(ids[0], 3);
+  EXPECT_EQ(ids[1], 1);
+  const double p3 = 1 / (1 + std::exp(1.0)), p1 = 1 / (1 + std::exp(-1.0));
+  EXPECT_NEAR(w[0], 2 * p3 / (p3 + p1), 1e-6);
+  EXPECT_NEAR(w[1], 2 * p1 / (p3 + p1), 1e-6);
+}
+
+TEST(RouteTokenTest, GroupLimitedRoutingSkipsWeakGroups) {
+  MoeParams moe;
+  moe.n_expert = 6;
+  moe.n_expert_used = 2;
+  moe.n_group = 3;
+  moe.n_group_used = 1;
+  // Group 0 has the single best expert but group 1 the best top-2 sum.
+  float logits[6] = {5, -5, 4.8f, 4.8f, 0, 0};
+  float select[6];
+  int32_t ids[2];
+  float w[2];
+  RouteToken(moe, logits, nullptr, select, ids, w);
+  EXPECT_EQ(ids[0], 2);
+  EXPECT_EQ(ids[1], 3);
+}
+
+}  // namespace
+}  // namespace waste::model
