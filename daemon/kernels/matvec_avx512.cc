@@ -405,6 +405,13 @@ void DotFloat(const uint8_t* row, int64_t cols, const float* x, int64_t x_stride
   for (int k = 0; k < NB; ++k) acc[k][0] = acc[k][1] = _mm512_setzero_ps();
   int64_t i = 0;
   for (; i + 32 <= cols; i += 32) {
+    if constexpr (kPrefetchBytes > 0) {
+#pragma GCC unroll 2
+      for (int l = 0; l < kElem / 2; ++l) {
+        _mm_prefetch(reinterpret_cast<const char*>(row) + i * kElem + kPrefetchBytes + 64 * l,
+                     _MM_HINT_T0);
+      }
+    }
     const __m512 w0 = Load16<T>(row + i * kElem), w1 = Load16<T>(row + (i + 16) * kElem);
     for (int k = 0; k < NB; ++k) {
       acc[k][0] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x + k * x_stride + i), acc[k][0]);
