@@ -1,5 +1,7 @@
 // AVX2 + FMA + F16C loops (compiled with -mavx2 -mfma -mf16c; run only when
-// DetectIsa() says the CPU has them). One 32-element group per step: codes
+// DetectIsa() says the CPU has them). The small fixed loops are forced
+// unrolled: GCC -O2 leaves them rolled, which keeps accumulators and decoded
+// groups in stack memory. One 32-element group per step: codes
 // as 32 u8 in a ymm, vpmaddubsw + vpmaddwd against the int8 activations,
 // scaled in f32 per 4-element lane.
 #include <immintrin.h>
@@ -66,6 +68,7 @@ inline __m256i IntDot(__m256i codes, __m256i act) {
 template <bool kSigned, int NB>
 inline void Accumulate(const GroupV& g, int64_t gi, const QuantizedActs* acts, __m256* acc,
                        float* bias) {
+#pragma GCC unroll 8
   for (int k = 0; k < NB; ++k) {
     const __m256i a = _mm256_load_si256(reinterpret_cast<const __m256i*>(acts[k].qs + 32 * gi));
     const __m256 p = _mm256_cvtepi32_ps(IntDot<kSigned>(g.codes, a));
@@ -127,10 +130,12 @@ template <typename Dec, int NB>
 void DotLegacy(const uint8_t* row, int64_t groups, const QuantizedActs* acts, float* out) {
   __m256 acc[NB];
   float bias[NB];
+#pragma GCC unroll 8
   for (int k = 0; k < NB; ++k) acc[k] = _mm256_setzero_ps(), bias[k] = 0;
   for (int64_t gi = 0; gi < groups; ++gi) {
     Accumulate<Dec::kSigned, NB>(Dec::Decode(row, gi), gi, acts, acc, bias);
   }
+#pragma GCC unroll 8
   for (int k = 0; k < NB; ++k) out[k] = HorizontalSum(acc[k]) + bias[k];
 }
 
@@ -141,6 +146,7 @@ void DotQ45K(const uint8_t* row, int64_t groups, const QuantizedActs* acts, floa
   using Block = std::conditional_t<kQ5, BlockQ5_K, BlockQ4_K>;
   __m256 acc[NB];
   float bias[NB];
+#pragma GCC unroll 8
   for (int k = 0; k < NB; ++k) acc[k] = _mm256_setzero_ps(), bias[k] = 0;
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   for (int64_t sb = 0; sb < groups / 8; ++sb) {
@@ -148,6 +154,7 @@ void DotQ45K(const uint8_t* row, int64_t groups, const QuantizedActs* acts, floa
     const float d = F16ToF32(b->d), dmin = F16ToF32(b->dmin);
     __m256i hbits;
     if constexpr (kQ5) hbits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qh));
+#pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) {
       uint8_t sc, m;
       UnpackScaleMinK4(j, b->scales, &sc, &m);
@@ -162,6 +169,7 @@ void DotQ45K(const uint8_t* row, int64_t groups, const QuantizedActs* acts, floa
       Accumulate<false, NB>(g, 8 * sb + j, acts, acc, bias);
     }
   }
+#pragma GCC unroll 8
   for (int k = 0; k < NB; ++k) out[k] = HorizontalSum(acc[k]) + bias[k];
 }
 
@@ -169,11 +177,13 @@ template <int NB>
 void DotQ6K(const uint8_t* row, int64_t groups, const QuantizedActs* acts, float* out) {
   __m256 acc[NB];
   float bias[NB];
+#pragma GCC unroll 8
   for (int k = 0; k < NB; ++k) acc[k] = _mm256_setzero_ps(), bias[k] = 0;
   const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
   for (int64_t sb = 0; sb < groups / 8; ++sb) {
     const BlockQ6_K* b = reinterpret_cast<const BlockQ6_K*>(row) + sb;
     const float d = F16ToF32(b->d);
+#pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) {
       const int half = j / 4, r = j % 4;
       const __m256i ql =
@@ -188,6 +198,7 @@ void DotQ6K(const uint8_t* row, int64_t groups, const QuantizedActs* acts, float
       Accumulate<false, NB>(g, 8 * sb + j, acts, acc, bias);
     }
   }
+#pragma GCC unroll 8
   for (int k = 0; k < NB; ++k) out[k] = HorizontalSum(acc[k]) + bias[k];
 }
 
@@ -208,10 +219,12 @@ template <WeightType T, int NB>
 void DotFloat(const uint8_t* row, int64_t cols, const float* x, int64_t x_stride, float* out) {
   constexpr int kElem = T == WeightType::kF32 ? 4 : 2;
   __m256 acc[NB][2];
+#pragma GCC unroll 8
   for (int k = 0; k < NB; ++k) acc[k][0] = acc[k][1] = _mm256_setzero_ps();
   int64_t i = 0;
   for (; i + 16 <= cols; i += 16) {
     const __m256 w0 = Load8<T>(row + i * kElem), w1 = Load8<T>(row + (i + 8) * kElem);
+#pragma GCC unroll 8
     for (int k = 0; k < NB; ++k) {
       acc[k][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + k * x_stride + i), acc[k][0]);
       acc[k][1] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + k * x_stride + i + 8), acc[k][1]);
@@ -221,10 +234,12 @@ void DotFloat(const uint8_t* row, int64_t cols, const float* x, int64_t x_stride
   if (i < cols) {
     float w[16];
     DequantizeRow(T, row + i * kElem, w, cols - i);
+#pragma GCC unroll 8
     for (int k = 0; k < NB; ++k) {
       for (int64_t j = i; j < cols; ++j) tail[k] += w[j - i] * x[k * x_stride + j];
     }
   }
+#pragma GCC unroll 8
   for (int k = 0; k < NB; ++k)
     out[k] = HorizontalSum(_mm256_add_ps(acc[k][0], acc[k][1])) + tail[k];
 }
