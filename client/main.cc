@@ -21,6 +21,8 @@ commands:
   generate [flags] PROMPT stream a continuation of PROMPT (see generate --help)
   chat [flags] MESSAGE    one chat turn through the model's template
   tokenize --model M TEXT token ids of TEXT
+  plan [--model M] [--ram-budget SIZE] [--ctx N]
+                          how a model fits a RAM budget (floor, recommended, bytes/token)
   load MODEL / unload MODEL
   stats                   daemon statistics
 
@@ -82,6 +84,49 @@ int Tokenize(WasteClient& client, const std::vector<std::string>& raw) {
   return 0;
 }
 
+int Plan(WasteClient& client, const std::vector<std::string>& raw) {
+  auto args = ParseArgs(raw, {{"model"}, {"ram-budget"}, {"ctx"}});
+  if (!args.ok() || !args->positional().empty()) {
+    std::cerr << "usage: waste-client plan [--model NAME] [--ram-budget SIZE] [--ctx N]\n";
+    return 2;
+  }
+  v1::PlanRequest request;
+  request.set_model(args->GetOr("model", ""));
+  if (auto budget = args->Get("ram-budget")) {
+    auto bytes = ParseByteSize(*budget);
+    if (!bytes.ok()) {
+      std::cerr << "waste-client: --ram-budget: " << bytes.status().message() << "\n";
+      return 2;
+    }
+    request.set_ram_budget_bytes(*bytes);
+  }
+  auto ctx = args->GetInt("ctx", 0);
+  if (!ctx.ok()) {
+    std::cerr << "waste-client: " << ctx.status().message() << "\n";
+    return 2;
+  }
+  if (*ctx > 0) request.set_context_length(static_cast<int32_t>(*ctx));
+  auto response = client.Plan(request);
+  if (!response.ok()) return FailCall(client, response.status());
+  const v1::MemoryPlan& plan = response->plan();
+  std::cout << absl::StrFormat(
+      "budget       %s%s\nfloor        %s\nrecommended  %s\nweights      %s (pinned %s, "
+      "streaming pool %s)\nKV cache     %s\nscratch      %s\nread/token   %s\nusable RAM   %s "
+      "(%s)\n",
+      FormatBytes(plan.ram_budget_bytes()), plan.fits() ? "" : "  (UNDER THE FLOOR)",
+      FormatBytes(plan.floor_bytes()), FormatBytes(plan.recommended_bytes()),
+      FormatBytes(plan.model_bytes()), FormatBytes(plan.pinned_bytes()),
+      FormatBytes(plan.pool_bytes()), FormatBytes(plan.kv_cache_bytes()),
+      FormatBytes(plan.scratch_bytes()), FormatBytes(plan.bytes_read_per_token()),
+      FormatBytes(plan.usable_ram_bytes()), plan.usable_ram_source());
+  for (const v1::PlanPart& part : plan.parts()) {
+    std::cout << absl::StrFormat("  %-12s %10s, %10s resident\n", part.part(),
+                                 FormatBytes(part.bytes()), FormatBytes(part.resident_bytes()));
+  }
+  std::cout << plan.explanation() << "\n";
+  return plan.fits() ? 0 : 1;
+}
+
 int LoadUnload(WasteClient& client, const std::vector<std::string>& raw, bool load) {
   if (raw.size() != 1) {
     std::cerr << "usage: waste-client " << (load ? "load" : "unload") << " MODEL\n";
@@ -138,6 +183,7 @@ int Main(int argc, char** argv) {
   if (command == "generate") return RunGenerate(*client, rest, /*chat=*/false);
   if (command == "chat") return RunGenerate(*client, rest, /*chat=*/true);
   if (command == "tokenize") return Tokenize(*client, rest);
+  if (command == "plan") return Plan(*client, rest);
   if (command == "load" || command == "unload") return LoadUnload(*client, rest, command == "load");
   std::cerr << "waste-client: unknown command '" << command << "'\n\n" << kUsage;
   return 2;

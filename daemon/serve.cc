@@ -7,6 +7,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <iostream>
 
+#include "absl/strings/str_cat.h"
 #include "client/cli_args.h"
 #include "daemon/config/config.h"
 #include "daemon/engine/model_catalog.h"
@@ -30,7 +31,64 @@ flags (each overrides the config file):
   --models-dir DIR     a directory of *.gguf models (repeatable)
   --listen HOST:PORT   also listen on TCP (no authentication: prefer loopback)
   --log-level LEVEL    debug, info, warning or error
+
+model defaults (the config's [model_defaults]; [models.NAME] still wins):
+  --ram-budget SIZE    RAM per model: weights, pool, KV cache, scratch ("8GiB")
+  --ctx N              context window in tokens
+  --prefetch-depth N   chunks read ahead of the computation
+  --io-depth N         reads in flight
+  --io-threads N       pread threads when io_uring is unavailable
+  --io-engine E        auto, io_uring, threads or pread
+  --cache-policy P     lru or lfu
+  --threads N          compute threads
+  --kv-type T          f16 or f32
 )";
+
+// Applies the model-default flags to `defaults`.
+absl::Status ApplyModelFlags(const ParsedArgs& args, v1::ModelConfig* defaults) {
+  if (auto budget = args.Get("ram-budget")) {
+    absl::StatusOr<int64_t> bytes = ParseByteSize(*budget);
+    if (!bytes.ok()) return bytes.status();
+    defaults->set_ram_budget_bytes(*bytes);
+  }
+  struct IntFlag {
+    const char* name;
+    void (v1::ModelConfig::*set)(int32_t);
+  };
+  static const IntFlag kInts[] = {{"ctx", &v1::ModelConfig::set_context_length},
+                                  {"prefetch-depth", &v1::ModelConfig::set_prefetch_depth},
+                                  {"io-depth", &v1::ModelConfig::set_io_depth},
+                                  {"io-threads", &v1::ModelConfig::set_io_threads},
+                                  {"threads", &v1::ModelConfig::set_threads}};
+  for (const IntFlag& flag : kInts) {
+    if (!args.Has(flag.name)) continue;
+    absl::StatusOr<int64_t> value = args.GetInt(flag.name, 0);
+    if (!value.ok()) return value.status();
+    if (*value <= 0)
+      return absl::InvalidArgumentError(absl::StrCat("--", flag.name, " must be positive"));
+    (defaults->*flag.set)(static_cast<int32_t>(*value));
+  }
+  if (auto engine = args.Get("io-engine")) defaults->set_io_engine(*engine);
+  if (auto policy = args.Get("cache-policy")) {
+    if (*policy == "lru") {
+      defaults->set_cache_policy(v1::CACHE_POLICY_LRU);
+    } else if (*policy == "lfu") {
+      defaults->set_cache_policy(v1::CACHE_POLICY_LFU);
+    } else {
+      return absl::InvalidArgumentError("--cache-policy must be lru or lfu");
+    }
+  }
+  if (auto kv = args.Get("kv-type")) {
+    if (*kv == "f16") {
+      defaults->set_kv_cache_type(v1::KV_CACHE_TYPE_F16);
+    } else if (*kv == "f32") {
+      defaults->set_kv_cache_type(v1::KV_CACHE_TYPE_F32);
+    } else {
+      return absl::InvalidArgumentError("--kv-type must be f16 or f32");
+    }
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<v1::DaemonConfig> BuildConfig(const ParsedArgs& args) {
   v1::DaemonConfig config;
@@ -42,6 +100,9 @@ absl::StatusOr<v1::DaemonConfig> BuildConfig(const ParsedArgs& args) {
   if (auto socket = args.Get("socket")) config.set_socket(*socket);
   if (auto listen = args.Get("listen")) config.set_listen(*listen);
   if (auto level = args.Get("log-level")) config.set_log_level(*level);
+  if (absl::Status status = ApplyModelFlags(args, config.mutable_model_defaults()); !status.ok()) {
+    return status;
+  }
   std::vector<std::string> dirs = args.GetAll("models-dir");
   if (!dirs.empty()) {
     config.clear_models_dirs();

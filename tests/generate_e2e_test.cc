@@ -238,5 +238,44 @@ TEST_F(GenerateTest, ClearErrorsForBadRequests) {
   EXPECT_TRUE(absl::StrContains(cli.err, "no model named 'nope'")) << cli.err;
 }
 
+TEST_F(GenerateTest, PlanAndStreamingAtTheFloorGiveTheGoldenTokens) {
+  v1::PlanRequest plan_request;
+  plan_request.set_model("stories260K");
+  plan_request.set_context_length(512);
+  auto plan = client_->Plan(plan_request);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(plan->plan().fits());
+  EXPECT_GT(plan->plan().floor_bytes(), plan->plan().kv_cache_bytes());
+  EXPECT_GE(plan->plan().recommended_bytes(), plan->plan().floor_bytes());
+
+  // A budget under the floor is refused at load with the plan's numbers.
+  v1::LoadModelRequest load;
+  load.set_model("stories260K");
+  load.mutable_config()->set_context_length(512);
+  load.mutable_config()->set_ram_budget_bytes(plan->plan().floor_bytes() - 1);
+  auto refused = client_->LoadModel(load);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(absl::StrContains(refused.status().message(), "floor")) << refused.status();
+  EXPECT_TRUE(absl::StrContains(refused.status().message(), "wasted plan")) << refused.status();
+
+  // Just over the floor (the f32 KV cache takes 320 KiB more than the f16
+  // one planned above) most weights stream through two slots, and the tokens
+  // are the same as fully resident.
+  load.mutable_config()->set_ram_budget_bytes(plan->plan().floor_bytes() + (320 << 10));
+  load.mutable_config()->set_kv_cache_type(v1::KV_CACHE_TYPE_F32);
+  auto loaded = client_->LoadModel(load);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_GT(loaded->plan().bytes_read_per_token(), 0);
+  v1::GenerateRequest request;
+  request.set_model("stories260K");
+  request.set_max_tokens(256);
+  request.set_stop_at_eos(false);
+  Collected c = Generate(request);
+  ASSERT_TRUE(c.status.ok()) << c.status;
+  EXPECT_EQ(c.ids, GoldenIds());
+  EXPECT_GT(c.done.stats().cache_misses(), 0);
+  EXPECT_GT(c.done.stats().bytes_read(), 0);
+}
+
 }  // namespace
 }  // namespace waste

@@ -87,6 +87,31 @@ absl::Status Engine::Unload(const std::string& name) {
   return absl::NotFoundError(absl::StrCat("model '", name, "' is not loaded"));
 }
 
+absl::StatusOr<v1::MemoryPlan> Engine::Plan(const v1::PlanRequest& request) {
+  ASSIGN_OR_RETURN(std::string name, ResolveName(request.model()));
+  ASSIGN_OR_RETURN(ModelFile file, catalog_->Find(name));
+  ASSIGN_OR_RETURN(std::unique_ptr<storage::GgufFile> gguf,
+                   storage::GgufFile::Open(env_, file.path));
+  ASSIGN_OR_RETURN(std::unique_ptr<model::Model> model, model::Model::Create(*gguf));
+  v1::ModelConfig config = ConfigFor(name);
+  if (request.has_ram_budget_bytes()) config.set_ram_budget_bytes(request.ram_budget_bytes());
+  if (request.has_context_length()) config.set_context_length(request.context_length());
+  int64_t n_ctx = ContextLengthFor(model->hparams(), config);
+  absl::StatusOr<ModelPlan> planned = PlanModel(*model, config, n_ctx);
+  if (planned.ok()) return ToProto(*model, *planned);
+  if (planned.status().code() != absl::StatusCode::kResourceExhausted) return planned.status();
+  // Under the floor: report the sizes and why it does not fit.
+  ModelPlan at_floor;
+  v1::ModelConfig floor_config = config;
+  floor_config.clear_ram_budget_bytes();
+  ASSIGN_OR_RETURN(at_floor, PlanModel(*model, floor_config, n_ctx));
+  v1::MemoryPlan out = ToProto(*model, at_floor);
+  out.set_ram_budget_bytes(config.ram_budget_bytes());
+  out.set_fits(false);
+  out.set_explanation(std::string(planned.status().message()));
+  return out;
+}
+
 std::vector<std::shared_ptr<LoadedModel>> Engine::Loaded() const {
   std::vector<std::shared_ptr<Slot>> slots;
   {

@@ -17,6 +17,7 @@
 #include "daemon/engine/model_catalog.h"
 #include "storage/env.h"
 #include "waste/v1/config.pb.h"
+#include "waste/v1/models.pb.h"
 
 namespace waste::engine {
 
@@ -38,6 +39,11 @@ class Engine {
   // Forgets a loaded model; requests still running on it finish first (they
   // hold a reference), then its memory is freed. NOT_FOUND if not loaded.
   absl::Status Unload(const std::string& name);
+
+  // The memory plan of a model (loaded or not) for a budget and context;
+  // unset fields come from the model's config. A budget under the floor is
+  // not an error here: the plan says fits = false and why.
+  absl::StatusOr<v1::MemoryPlan> Plan(const v1::PlanRequest& request);
 
   // The loaded models, by name.
   std::vector<std::shared_ptr<LoadedModel>> Loaded() const;

@@ -110,10 +110,7 @@ absl::Status LoadedModel::Generate(const v1::GenerateRequest& request, const Eve
   }
   if (session == nullptr) {
     session = sessions_.Create([&] {
-      kernels::ops::KvType kv = config_.kv_cache_type() == v1::KV_CACHE_TYPE_F32
-                                    ? kernels::ops::KvType::kF32
-                                    : kernels::ops::KvType::kF16;
-      return std::make_unique<model::SequenceState>(*model_, context_length_, kv);
+      return std::make_unique<model::SequenceState>(*model_, context_length_, KvTypeFor(config_));
     });
   }
   // Reuse the cached prefix; at least the last token is recomputed so its

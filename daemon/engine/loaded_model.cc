@@ -3,7 +3,8 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "daemon/cache/resident_store.h"
+#include "daemon/cache/streaming_store.h"
+#include "daemon/engine/planning.h"
 #include "daemon/engine/stats.h"
 #include "daemon/text/utf8.h"
 #include "daemon/text/vocab_gguf.h"
@@ -12,10 +13,6 @@
 
 namespace waste::engine {
 namespace {
-
-// Default context when neither the request nor the config sets one: the
-// trained context, capped so the KV cache stays modest.
-constexpr int64_t kDefaultContextCap = 4096;
 
 storage::IoEngine ParseIoEngine(const std::string& name) {
   if (name == "io_uring") return storage::IoEngine::kIoUring;
@@ -40,13 +37,17 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadedModel::Load(storage::Env* env
   ASSIGN_OR_RETURN(text::Vocab vocab, text::VocabFromGguf(*loaded->gguf_));
   ASSIGN_OR_RETURN(loaded->tokenizer_, text::Tokenizer::Create(std::move(vocab)));
   const model::HParams& hp = loaded->model_->hparams();
-  loaded->context_length_ = config.has_context_length()
-                                ? config.context_length()
-                                : std::min<int64_t>(hp.n_ctx_train, kDefaultContextCap);
-  if (loaded->context_length_ <= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("context_length must be positive, is ", loaded->context_length_));
+  loaded->context_length_ = ContextLengthFor(hp, config);
+  // The budget covers everything: pinned weights, streaming slots, the KV
+  // cache and scratch. Under the floor the load is refused, never swapped.
+  absl::StatusOr<ModelPlan> planned = PlanModel(*loaded->model_, config, loaded->context_length_);
+  if (planned.status().code() == absl::StatusCode::kResourceExhausted) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot load ", name, ": ", planned.status().message()));
   }
+  if (!planned.ok()) return planned.status();
+  loaded->plan_ = *std::move(planned);
+  const memory::MemoryPlan& plan = loaded->plan_.plan;
   storage::ReadOptions read_options;
   read_options.direct = !config.has_direct_io() || config.direct_io();
   ASSIGN_OR_RETURN(loaded->file_, env->NewRandomAccessFile(path, read_options));
@@ -54,13 +55,25 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadedModel::Load(storage::Env* env
   io.engine = ParseIoEngine(config.io_engine());
   if (config.has_io_depth()) io.depth = config.io_depth();
   if (config.has_io_threads()) io.threads = config.io_threads();
-  ASSIGN_OR_RETURN(loaded->store_, cache::ResidentChunkStore::Load(env, *loaded->file_,
-                                                                   loaded->model_->chunks(), io));
+  cache::StreamingStoreOptions store_options = cache::StreamingStoreOptions::FromPlan(plan);
+  store_options.io = io;
+  if (config.cache_policy() == v1::CACHE_POLICY_LRU) store_options.policy = cache::PolicyKind::kLru;
+  if (config.cache_policy() == v1::CACHE_POLICY_LFU) store_options.policy = cache::PolicyKind::kLfu;
+  ASSIGN_OR_RETURN(loaded->store_,
+                   cache::StreamingChunkStore::Create(env, *loaded->file_, loaded->model_->chunks(),
+                                                      store_options));
+  // Sessions beyond the first keep a KV cache each: only as many as the
+  // budget has room for.
+  uint64_t kv = plan.sizes.kv_bytes;
+  loaded->sessions_ =
+      SessionTable(1 + (kv > 0 ? std::min<uint64_t>(plan.unused_bytes / kv, 7) : 7));
   int threads = config.has_threads() ? config.threads()
                                      : static_cast<int>(std::thread::hardware_concurrency());
   loaded->pool_ = std::make_unique<kernels::ThreadPool>(std::max(1, threads));
   WLOG(INFO) << "loaded " << name << " (" << hp.arch_name << ", " << hp.n_layer << " layers, "
-             << loaded->model_->weight_bytes() << " weight bytes) in "
+             << loaded->model_->weight_bytes() << " weight bytes, budget " << plan.budget_bytes
+             << ", " << plan.pinned_bytes << " pinned, " << plan.streaming_slots
+             << " streaming slots, " << plan.read_bytes_per_token << " bytes read per token) in "
              << absl::FormatDuration(absl::Now() - start) << ", context "
              << loaded->context_length_;
   return loaded;
@@ -108,6 +121,8 @@ v1::ModelStats LoadedModel::Stats() const {
   stats.set_last_decode_tokens_per_second(last_decode_tps_);
   return stats;
 }
+
+v1::MemoryPlan LoadedModel::Plan() const { return ToProto(*model_, plan_); }
 
 void LoadedModel::FillInfo(v1::ModelInfo* info) const {
   const model::HParams& hp = model_->hparams();

@@ -17,6 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "daemon/cache/chunk_store.h"
+#include "daemon/engine/planning.h"
 #include "daemon/engine/sessions.h"
 #include "daemon/kernels/thread_pool.h"
 #include "daemon/model/model.h"
@@ -58,6 +59,9 @@ class LoadedModel {
   absl::StatusOr<v1::TokenizeResponse> Tokenize(const v1::TokenizeRequest& request) const;
   absl::StatusOr<v1::DetokenizeResponse> Detokenize(const v1::DetokenizeRequest& request) const;
 
+  // The memory plan the model was loaded with.
+  v1::MemoryPlan Plan() const;
+
   // Counters since load.
   v1::ModelStats Stats() const;
   // Describes the model for ListModels / LoadModel.
@@ -76,6 +80,7 @@ class LoadedModel {
   std::unique_ptr<storage::RandomAccessFile> file_;
   std::unique_ptr<cache::ChunkStore> store_;
   std::unique_ptr<kernels::ThreadPool> pool_;
+  ModelPlan plan_;
 
   // Serialises generations: one forward pass at a time.
   absl::Mutex run_mu_;

@@ -80,6 +80,7 @@ grpc::ServerUnaryReactor* WasteService::LoadModel(grpc::CallbackServerContext* c
     auto model = engine_->Load(request->model(), request->config());
     if (!model.ok()) return model.status();
     (*model)->FillInfo(response->mutable_model());
+    *response->mutable_plan() = (*model)->Plan();
     response->set_load_ms(absl::ToDoubleMilliseconds(absl::Now() - start));
     return absl::OkStatus();
   });
@@ -89,6 +90,17 @@ grpc::ServerUnaryReactor* WasteService::UnloadModel(grpc::CallbackServerContext*
                                                     const v1::UnloadModelRequest* request,
                                                     v1::UnloadModelResponse* /*response*/) {
   return RunOffThread(context, [this, request] { return engine_->Unload(request->model()); });
+}
+
+grpc::ServerUnaryReactor* WasteService::Plan(grpc::CallbackServerContext* context,
+                                             const v1::PlanRequest* request,
+                                             v1::PlanResponse* response) {
+  return RunOffThread(context, [this, request, response]() -> absl::Status {
+    auto plan = engine_->Plan(*request);
+    if (!plan.ok()) return plan.status();
+    *response->mutable_plan() = *std::move(plan);
+    return absl::OkStatus();
+  });
 }
 
 grpc::ServerUnaryReactor* WasteService::GetStats(grpc::CallbackServerContext* context,

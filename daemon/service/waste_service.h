@@ -32,6 +32,9 @@ class WasteService final : public v1::Waste::CallbackService {
   grpc::ServerUnaryReactor* UnloadModel(grpc::CallbackServerContext* context,
                                         const v1::UnloadModelRequest* request,
                                         v1::UnloadModelResponse* response) override;
+  grpc::ServerUnaryReactor* Plan(grpc::CallbackServerContext* context,
+                                 const v1::PlanRequest* request,
+                                 v1::PlanResponse* response) override;
   grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* context,
                                      const v1::GetStatsRequest* request,
                                      v1::GetStatsResponse* response) override;

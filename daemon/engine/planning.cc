@@ -1,0 +1,74 @@
+#include "daemon/engine/planning.h"
+
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "daemon/memory/model_plan.h"
+#include "storage/status_macros.h"
+
+namespace waste::engine {
+
+int64_t ContextLengthFor(const model::HParams& hp, const v1::ModelConfig& config) {
+  return config.has_context_length() ? config.context_length()
+                                     : std::min<int64_t>(hp.n_ctx_train, kDefaultContextCap);
+}
+
+kernels::ops::KvType KvTypeFor(const v1::ModelConfig& config) {
+  return config.kv_cache_type() == v1::KV_CACHE_TYPE_F32 ? kernels::ops::KvType::kF32
+                                                         : kernels::ops::KvType::kF16;
+}
+
+absl::StatusOr<ModelPlan> PlanModel(const model::Model& model, const v1::ModelConfig& config,
+                                    int64_t n_ctx) {
+  if (n_ctx <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("context_length must be positive, is ", n_ctx));
+  }
+  ModelPlan planned;
+  ASSIGN_OR_RETURN(planned.usable, memory::DetectUsableRam());
+  memory::PlanInput input = memory::PlanInputFor(model, n_ctx, KvTypeFor(config));
+  memory::PlanOptions options;
+  if (config.has_prefetch_depth()) options.prefetch_depth = config.prefetch_depth();
+  memory::PlanSizes sizes =
+      memory::ComputePlanSizes(input, options, planned.usable.bytes, planned.usable.source);
+  uint64_t budget = config.has_ram_budget_bytes()
+                        ? static_cast<uint64_t>(config.ram_budget_bytes())
+                        : std::max(sizes.recommended_bytes, sizes.floor_bytes);
+  ASSIGN_OR_RETURN(planned.plan, memory::PlanMemory(input, budget, options, planned.usable.bytes,
+                                                    planned.usable.source));
+  return planned;
+}
+
+v1::MemoryPlan ToProto(const model::Model& model, const ModelPlan& planned) {
+  const memory::MemoryPlan& plan = planned.plan;
+  v1::MemoryPlan out;
+  out.set_model_bytes(static_cast<int64_t>(model.weight_bytes()));
+  out.set_ram_budget_bytes(static_cast<int64_t>(plan.budget_bytes));
+  out.set_floor_bytes(static_cast<int64_t>(plan.sizes.floor_bytes));
+  out.set_recommended_bytes(static_cast<int64_t>(plan.sizes.recommended_bytes));
+  out.set_pinned_bytes(static_cast<int64_t>(plan.pinned_bytes));
+  out.set_pool_bytes(static_cast<int64_t>(plan.streaming_bytes));
+  out.set_kv_cache_bytes(static_cast<int64_t>(plan.sizes.kv_bytes));
+  out.set_scratch_bytes(static_cast<int64_t>(plan.sizes.scratch_bytes));
+  out.set_bytes_read_per_token(static_cast<int64_t>(plan.read_bytes_per_token));
+  out.set_prefetch_depth(plan.prefetch_depth);
+  out.set_usable_ram_bytes(static_cast<int64_t>(planned.usable.bytes));
+  out.set_usable_ram_source(planned.usable.source);
+  out.set_explanation(plan.Explain());
+  out.set_fits(true);
+  // Bytes and resident bytes by kind of chunk.
+  std::map<std::string, std::pair<int64_t, int64_t>> parts;
+  for (const cache::ChunkSpec& chunk : model.chunks()) {
+    auto& [bytes, resident] = parts[cache::ChunkKindName(chunk.kind)];
+    bytes += static_cast<int64_t>(chunk.tensor_bytes);
+    if (plan.is_pinned[chunk.id]) resident += static_cast<int64_t>(chunk.tensor_bytes);
+  }
+  for (const auto& [name, bytes] : parts) {
+    v1::PlanPart* part = out.add_parts();
+    part->set_part(name);
+    part->set_bytes(bytes.first);
+    part->set_resident_bytes(bytes.second);
+  }
+  return out;
+}
+
+}  // namespace waste::engine
