@@ -5,17 +5,26 @@
 #   bash deploy/run.sh                      # a demo model made by `wasted mkmodel`
 #   MODEL=/path/to/model.gguf bash deploy/run.sh
 #   bash deploy/run.sh --model /path/to/model.gguf [--prompt TEXT] [--max-tokens N]
+#                      [--ram-budget SIZE]   (RAM_BUDGET=8GiB works too)
+#
+# Without a model it makes a ~170 MB demo model with `wasted mkmodel` (random
+# weights: the text is noise) and serves it under a 160 MiB RAM budget, so
+# part of the weights stream from disk for every token: --stats shows the
+# cache hits, misses and bytes read.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 model="${MODEL:-}"
+ctx_flags=()
 prompt="${PROMPT:-Once upon a time}"
 max_tokens="${MAX_TOKENS:-64}"
+ram_budget="${RAM_BUDGET:-}"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --model) model="$2"; shift 2 ;;
     --prompt) prompt="$2"; shift 2 ;;
     --max-tokens) max_tokens="$2"; shift 2 ;;
+    --ram-budget) ram_budget="$2"; shift 2 ;;
     *) echo "run: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -37,15 +46,21 @@ else
   echo "run: no MODEL given; making a demo model (random weights: the text is noise)" >&2
   demo_dir="${XDG_CACHE_HOME:-$HOME/.cache}/waste/demo"
   mkdir -p "$demo_dir"
-  if [[ ! -f "$demo_dir/demo-llama.gguf" ]]; then
-    "$wasted" mkmodel --arch llama --out "$demo_dir/demo-llama.gguf" \
-      --dim 512 --layers 8 --heads 8 --kv-heads 4 --ffn 1536 --vocab 4096 --type q8_0 --seed 1
+  if [[ ! -f "$demo_dir/demo-llama-170m.gguf" ]]; then
+    "$wasted" mkmodel --arch llama --out "$demo_dir/demo-llama-170m.gguf" \
+      --dim 1024 --layers 12 --heads 16 --kv-heads 4 --ffn 2816 --vocab 4096 --type q8_0 --seed 1
   fi
-  ln -s "$demo_dir/demo-llama.gguf" "$models/"
-  name="demo-llama"
+  ln -s "$demo_dir/demo-llama-170m.gguf" "$models/"
+  name="demo-llama-170m"
+  ram_budget="${ram_budget:-160MiB}"
+  ctx_flags=(--ctx 1024)
 fi
 
-"$wasted" serve --socket "$socket" --models-dir "$models" &
+serve_flags=(--socket "$socket" --models-dir "$models" "${ctx_flags[@]}")
+if [[ -n "$ram_budget" ]]; then
+  serve_flags+=(--ram-budget "$ram_budget")
+fi
+"$wasted" serve "${serve_flags[@]}" &
 daemon=$!
 trap 'kill -TERM $daemon 2>/dev/null; wait $daemon 2>/dev/null; rm -rf "$work"' EXIT
 for _ in $(seq 50); do
@@ -56,4 +71,5 @@ done
 set -x
 "$client" --socket "$socket" health
 "$client" --socket "$socket" models
+"$client" --socket "$socket" plan --model "$name" ${ram_budget:+--ram-budget "$ram_budget"} "${ctx_flags[@]}"
 "$client" --socket "$socket" generate --model "$name" --max-tokens "$max_tokens" --stats "$prompt"

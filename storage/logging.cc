@@ -50,7 +50,7 @@ LogMessage::LogMessage(const char* file, int line, LogLevel level) : level_(leve
   localtime_r(&now.tv_sec, &local);
   char stamp[32];
   strftime(stamp, sizeof(stamp), "%m%d %H:%M:%S", &local);
-  char millis[8];
+  char millis[24];
   snprintf(millis, sizeof(millis), ".%03ld", now.tv_nsec / 1000000);
   stream_ << LevelLetter(level) << stamp << millis << ' ' << Basename(file) << ':' << line << "] ";
 }
