@@ -1,4 +1,4 @@
-#include "daemon/service/model_catalog.h"
+#include "daemon/engine/model_catalog.h"
 
 #include <sys/stat.h>
 
