@@ -1,10 +1,10 @@
 // WordPiece encoding (BERT vocabularies), following llama.cpp's
 // llm_tokenizer_wpm: split on whitespace, punctuation and CJK characters,
 // lowercase, then greedy longest-match per word with a U+2581 word-start
-// marker. Unicode categories come from PCRE2 (\p{P}, \p{C}, \p{M}),
-// whitespace and lowercasing from glibc's C.UTF-8 locale. Canonical
-// decomposition (NFD) is not available, so precomposed accented letters
-// keep their accents where BERT would strip them ("Führer").
+// marker. The text is first put in canonical decomposition (NFD, by ICU) so
+// that accents become combining marks, which BERT strips ("Führer" ->
+// "fuhrer"). Unicode categories come from PCRE2 (\p{P}, \p{C}, \p{M}),
+// whitespace and lowercasing from glibc's C.UTF-8 locale.
 #include <locale.h>
 #include <wctype.h>
 
@@ -12,6 +12,8 @@
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
+#include <unicode/unorm2.h>
+#include <unicode/ustring.h>
 
 #include "daemon/text/token_lookup.h"
 #include "daemon/text/tokenizer.h"
@@ -55,9 +57,37 @@ bool IsChinese(uint32_t cp) {
          (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0x2F800 && cp <= 0x2FA1F);
 }
 
+// `text` in Unicode normalization form D; unchanged if ICU fails (the text
+// was sanitized to valid UTF-8 before, so it should not).
+std::string Nfd(std::string_view text) {
+  UErrorCode error = U_ZERO_ERROR;
+  const UNormalizer2* nfd = unorm2_getNFDInstance(&error);
+  if (U_FAILURE(error)) return std::string(text);
+  std::u16string utf16(text.size() + 1, u'\0');
+  int32_t utf16_len = 0;
+  u_strFromUTF8(utf16.data(), static_cast<int32_t>(utf16.size()), &utf16_len, text.data(),
+                static_cast<int32_t>(text.size()), &error);
+  if (U_FAILURE(error)) return std::string(text);
+  // Decomposition grows text by at most a small factor (3x covers
+  // everything in Unicode's data except a few historic scripts).
+  std::u16string decomposed(4 * static_cast<size_t>(utf16_len) + 16, u'\0');
+  int32_t decomposed_len = unorm2_normalize(nfd, utf16.data(), utf16_len, decomposed.data(),
+                                            static_cast<int32_t>(decomposed.size()), &error);
+  if (U_FAILURE(error)) return std::string(text);
+  std::string out(4 * static_cast<size_t>(decomposed_len) + 4, '\0');
+  int32_t out_len = 0;
+  u_strToUTF8(out.data(), static_cast<int32_t>(out.size()), &out_len, decomposed.data(),
+              decomposed_len, &error);
+  if (U_FAILURE(error)) return std::string(text);
+  out.resize(out_len);
+  return out;
+}
+
 }  // namespace
 
-void Tokenizer::EncodeWordPiece(std::string_view text, std::vector<TokenId>* out) const {
+void Tokenizer::EncodeWordPiece(std::string_view raw_text, std::vector<TokenId>* out) const {
+  const std::string normalized = Nfd(raw_text);
+  const std::string_view text = normalized;
   const locale_t locale = Utf8Locale();
   static const CategoryTest* const punctuation = new CategoryTest("\\p{P}");
   static const CategoryTest* const control = new CategoryTest("\\p{C}");
