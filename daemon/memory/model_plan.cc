@@ -8,6 +8,7 @@ PlanInput PlanInputFor(const model::Model& model, int64_t n_ctx, kernels::ops::K
   PlanInput input;
   input.chunks = model.chunks();
   input.n_ctx = n_ctx;
+  input.experts_per_token = static_cast<int>(model.hparams().moe.n_expert_used);
   input.kv_bytes = model::KvCache::Bytes(model.hparams(), n_ctx, kv_type);
   // Logits of one token besides the sequence's scratch.
   input.scratch_bytes =

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "client/format.h"
 
 namespace waste::memory {
@@ -29,6 +30,107 @@ std::vector<int> LayerPreference(int n_layers) {
     if (hi != lo) order.push_back(hi);
   }
   return order;
+}
+
+// MoE sizes: the trunk is everything but the routed experts.
+void ComputeMoeSizes(const PlanInput& input, const PlanOptions& options, PlanSizes* s) {
+  s->moe = true;
+  s->experts_per_token = input.experts_per_token;
+  std::map<int, int> experts_by_layer;
+  uint64_t expert_read_bytes = 0;
+  for (const ChunkSpec& chunk : input.chunks) {
+    if (chunk.kind == ChunkKind::kExpert) {
+      s->expert_bytes += chunk.slot_bytes;
+      s->expert_slot_bytes = std::max(s->expert_slot_bytes, chunk.slot_bytes);
+      expert_read_bytes += ReadBytes(chunk);
+      ++s->n_experts;
+      ++experts_by_layer[chunk.layer];
+    } else {
+      s->trunk_bytes += chunk.slot_bytes;
+    }
+  }
+  s->moe_layers = static_cast<int>(experts_by_layer.size());
+  const uint64_t k = static_cast<uint64_t>(std::max(0, input.experts_per_token));
+  s->expert_working_set_bytes = k * s->moe_layers * s->expert_slot_bytes;
+  s->active_expert_read_bytes =
+      s->n_experts > 0 ? k * s->moe_layers * (expert_read_bytes / s->n_experts) : 0;
+  s->largest_streamed_slot = s->expert_slot_bytes;
+  const uint64_t fixed = s->kv_bytes + s->scratch_bytes + s->runtime_bytes;
+  s->floor_bytes =
+      std::min(s->all_resident_bytes, s->trunk_bytes + fixed + 2 * k * s->expert_slot_bytes);
+  s->recommended_bytes = s->all_resident_bytes;
+  if (s->usable_bytes && s->all_resident_bytes > *s->usable_bytes) {
+    // The trunk plus as many whole token working sets as usable RAM less a
+    // reserve holds: a fraction of a working set buys a fraction of a
+    // token's misses, the whole one is the unit people can reason about.
+    const uint64_t usable = *s->usable_bytes;
+    const uint64_t reserve = std::max(options.system_reserve_bytes, usable / 10);
+    const uint64_t base = s->trunk_bytes + fixed;
+    const uint64_t room = usable > reserve + base ? usable - reserve - base : 0;
+    const uint64_t sets = s->expert_working_set_bytes > 0 ? room / s->expert_working_set_bytes : 0;
+    s->recommended_bytes = std::max(s->floor_bytes, base + sets * s->expert_working_set_bytes);
+    s->recommended_capped = true;
+  }
+}
+
+bool HasExperts(const PlanInput& input) {
+  for (const ChunkSpec& chunk : input.chunks) {
+    if (chunk.kind == ChunkKind::kExpert) return true;
+  }
+  return false;
+}
+
+// The MoE plan of the file comment in plan.h; `plan->sizes` is computed and
+// the budget is at least the floor.
+void PlanMoe(const PlanInput& input, const PlanOptions& options, MemoryPlan* plan) {
+  const PlanSizes& s = plan->sizes;
+  const size_t n = input.chunks.size();
+  plan->is_pinned.assign(n, false);
+  auto pin = [&](ChunkId id) {
+    plan->is_pinned[id] = true;
+    plan->pinned.push_back(id);
+    plan->pinned_bytes += input.chunks[id].slot_bytes;
+  };
+  const uint64_t fixed = s.kv_bytes + s.scratch_bytes + s.runtime_bytes;
+  const uint64_t room = plan->budget_bytes - fixed;
+  // Global first, then the trunk layer by layer, then (all fit) experts.
+  for (size_t i = 0; i < n; ++i) {
+    if (input.chunks[i].kind == ChunkKind::kGlobal) pin(static_cast<ChunkId>(i));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const ChunkKind kind = input.chunks[i].kind;
+    if (kind != ChunkKind::kGlobal && kind != ChunkKind::kExpert) pin(static_cast<ChunkId>(i));
+  }
+  if (s.weight_bytes <= room) {
+    for (size_t i = 0; i < n; ++i) {
+      if (input.chunks[i].kind == ChunkKind::kExpert) pin(static_cast<ChunkId>(i));
+    }
+    plan->expert_cache_fraction = 1;
+  } else {
+    const uint64_t slots = std::min<uint64_t>((room - s.trunk_bytes) / s.expert_slot_bytes,
+                                              static_cast<uint64_t>(s.n_experts));
+    plan->streaming_slots = static_cast<int>(slots);
+    plan->slot_bytes = s.expert_slot_bytes;
+    plan->streaming_bytes = slots * s.expert_slot_bytes;
+    plan->streamed_chunks = s.n_experts;
+    plan->expert_cache_fraction = static_cast<double>(slots) / s.n_experts;
+    plan->read_bytes_per_token = static_cast<uint64_t>(
+        (1 - plan->expert_cache_fraction) * static_cast<double>(s.active_expert_read_bytes));
+  }
+  for (const ChunkSpec& chunk : input.chunks) {
+    plan->n_layers = std::max(plan->n_layers, chunk.layer + 1);
+  }
+  std::vector<bool> whole(plan->n_layers, true);
+  for (const ChunkSpec& chunk : input.chunks) {
+    if (chunk.layer >= 0 && !plan->is_pinned[chunk.id]) whole[chunk.layer] = false;
+  }
+  for (bool w : whole) plan->pinned_layers += w ? 1 : 0;
+  // One layer's experts being read while the previous layer's compute, and
+  // with router lookahead the next layer's guesses too: 2 x top-k, not the
+  // dense default of 2 chunks.
+  plan->prefetch_depth = std::min(std::max(options.prefetch_depth, 2 * s.experts_per_token),
+                                  std::max(0, plan->streaming_slots - 1));
+  plan->unused_bytes = plan->budget_bytes - fixed - plan->pool_bytes();
 }
 
 }  // namespace
@@ -60,6 +162,7 @@ PlanSizes ComputePlanSizes(const PlanInput& input, const PlanOptions& options,
         std::max(s.floor_bytes, *usable_bytes > reserve ? *usable_bytes - reserve : 0);
     s.recommended_capped = true;
   }
+  if (HasExperts(input)) ComputeMoeSizes(input, options, &s);
   return s;
 }
 
@@ -91,6 +194,33 @@ absl::StatusOr<MemoryPlan> PlanMemory(const PlanInput& input, uint64_t budget_by
     }
   }
   plan.n_layers = static_cast<int>(layer_chunks.empty() ? 0 : layer_chunks.rbegin()->first + 1);
+
+  if (s.moe) {
+    if (input.experts_per_token <= 0) {
+      return absl::InvalidArgumentError(
+          "the model has routed-expert chunks but the plan input says no experts per token "
+          "(PlanInput::experts_per_token; PlanInputFor sets it from the model)");
+    }
+    if (budget_bytes < s.floor_bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "a RAM budget of ", Bytes(budget_bytes), " (", budget_bytes,
+          " bytes) is under this mixture-of-experts model's floor of ", Bytes(s.floor_bytes), " (",
+          s.floor_bytes,
+          " bytes: the pinned trunk (embeddings, attention, routers, shared "
+          "experts of every layer) ",
+          Bytes(s.trunk_bytes), " + KV cache for ", input.n_ctx, " tokens ", Bytes(s.kv_bytes),
+          " + scratch ", Bytes(s.scratch_bytes), " + runtime ", Bytes(s.runtime_bytes), " + ",
+          2 * s.experts_per_token, " expert slots of ", Bytes(s.expert_slot_bytes),
+          "; the trunk is never streamed, every token needs all of it); raise --ram-budget to "
+          "at least ",
+          Bytes(s.floor_bytes),
+          " or lower --ctx; `wasted plan MODEL --ram-budget SIZE` shows "
+          "the whole plan"));
+    }
+    plan.access_order.clear();
+    PlanMoe(input, options, &plan);
+    return plan;
+  }
 
   if (budget_bytes < s.floor_bytes) {
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -188,6 +318,10 @@ absl::StatusOr<MemoryPlan> PlanMemory(const PlanInput& input, uint64_t budget_by
 std::string MemoryPlan::Explain() const {
   const PlanSizes& s = sizes;
   std::string out;
+  if (s.moe) {
+    ExplainMoe(&out);
+    return out;
+  }
   absl::StrAppend(&out, "weights:      ", Bytes(s.weight_bytes), " in ", is_pinned.size(),
                   " chunks (global ", Bytes(s.global_bytes), ", largest layer chunk ",
                   Bytes(s.largest_streamed_slot), ")\n");
@@ -223,6 +357,61 @@ std::string MemoryPlan::Explain() const {
   }
   absl::StrAppend(&out, "  unused:     ", Bytes(unused_bytes), "\n");
   return out;
+}
+
+void MemoryPlan::ExplainMoe(std::string* out) const {
+  const PlanSizes& s = sizes;
+  absl::StrAppend(out, "weights:      ", Bytes(s.weight_bytes), " in ", is_pinned.size(),
+                  " chunks: trunk ", Bytes(s.trunk_bytes),
+                  " (embeddings, output, attention, routers, shared experts), routed experts ",
+                  Bytes(s.expert_bytes), " (", s.n_experts, " of ", Bytes(s.expert_slot_bytes),
+                  " in ", s.moe_layers, " MoE layers)\n");
+  absl::StrAppend(out, "per token:    top-", s.experts_per_token, " x ", s.moe_layers,
+                  " layers = ", s.experts_per_token * s.moe_layers, " experts, a working set of ",
+                  Bytes(s.expert_working_set_bytes), " (", Bytes(s.active_expert_read_bytes),
+                  " to read when none is cached)\n");
+  absl::StrAppend(out, "KV cache:     ", Bytes(s.kv_bytes), " for ", n_ctx, " tokens\n");
+  absl::StrAppend(out, "scratch:      ", Bytes(s.scratch_bytes), ", runtime ",
+                  Bytes(s.runtime_bytes), "\n");
+  absl::StrAppend(out, "floor:        ", Bytes(s.floor_bytes),
+                  " (trunk + KV + scratch + runtime + ", 2 * s.experts_per_token,
+                  " expert slots: one layer's top-", s.experts_per_token,
+                  " in use, the next one's being read)\n");
+  absl::StrAppend(out, "recommended:  ", Bytes(s.recommended_bytes));
+  if (s.recommended_capped) {
+    const uint64_t base = s.trunk_bytes + s.kv_bytes + s.scratch_bytes + s.runtime_bytes;
+    const uint64_t sets = s.expert_working_set_bytes > 0 && s.recommended_bytes > base
+                              ? (s.recommended_bytes - base) / s.expert_working_set_bytes
+                              : 0;
+    absl::StrAppend(out, " (trunk + fixed + ", sets, " token working sets of ",
+                    Bytes(s.expert_working_set_bytes), "; everything resident needs ",
+                    Bytes(s.all_resident_bytes), ", more than the usable ", Bytes(*s.usable_bytes),
+                    " from ", s.usable_source, " less a reserve)\n");
+  } else {
+    absl::StrAppend(out, " (everything resident; each ", Bytes(s.expert_working_set_bytes),
+                    " below that caches one token's working set less)\n");
+  }
+  absl::StrAppend(out, "budget:       ", Bytes(budget_bytes), "\n");
+  if (all_resident()) {
+    absl::StrAppend(out, "  everything resident: ", Bytes(pinned_bytes),
+                    " pinned, nothing read per token\n");
+  } else {
+    absl::StrAppend(out, "  pinned:     ", Bytes(pinned_bytes), " (the whole trunk, ",
+                    pinned.size(), " chunks)\n");
+    absl::StrAppend(out, "  experts:    ", streaming_slots, " slots x ", Bytes(slot_bytes), " = ",
+                    Bytes(streaming_bytes), " cache ",
+                    absl::StrFormat("%.1f%%", 100 * expert_cache_fraction), " of the experts (",
+                    absl::StrFormat("%.2f", static_cast<double>(streaming_bytes) /
+                                                std::max<uint64_t>(1, s.expert_working_set_bytes)),
+                    " token working sets), prefetch depth ", prefetch_depth, "\n");
+    absl::StrAppend(out, "  per token:  ~", Bytes(read_bytes_per_token),
+                    " read from disk, assuming uniform routing: (1 - ",
+                    absl::StrFormat("%.3f", expert_cache_fraction), ") x ",
+                    Bytes(s.active_expert_read_bytes),
+                    "; skewed real routing and a warm hotlist read less (measure with "
+                    "`wasted bench`); decode tok/s is at most the disk's bytes/s over this\n");
+  }
+  absl::StrAppend(out, "  unused:     ", Bytes(unused_bytes), "\n");
 }
 
 }  // namespace waste::memory

@@ -35,6 +35,9 @@ struct PlanInput {
   int64_t n_ctx = 0;
   uint64_t kv_bytes = 0;       // KV cache for n_ctx positions.
   uint64_t scratch_bytes = 0;  // Activations and matvec scratch.
+  // MoE: routed experts per token per MoE layer (top-k). Required when the
+  // chunks include kExpert chunks.
+  int experts_per_token = 0;
 };
 
 struct PlanOptions {
@@ -69,6 +72,20 @@ struct PlanSizes {
   uint64_t all_resident_bytes = 0;
   std::optional<uint64_t> usable_bytes;  // When the caller knew it.
   std::string usable_source;
+
+  // Mixture-of-experts models only (moe == true); see the file comment.
+  bool moe = false;
+  uint64_t trunk_bytes = 0;        // Every chunk but routed experts (global included).
+  uint64_t expert_bytes = 0;       // Slots of all routed experts.
+  uint64_t expert_slot_bytes = 0;  // The largest expert chunk.
+  int n_experts = 0;               // Expert chunks over all layers.
+  int moe_layers = 0;
+  int experts_per_token = 0;  // Top-k per MoE layer.
+  // top-k x MoE layers x expert slot: what one token's experts occupy.
+  uint64_t expert_working_set_bytes = 0;
+  // top-k x MoE layers x the mean expert's read bytes: what a token reads
+  // when no expert is cached.
+  uint64_t active_expert_read_bytes = 0;
 };
 
 struct MemoryPlan {
@@ -89,11 +106,16 @@ struct MemoryPlan {
   uint64_t unused_bytes = 0;  // Budget left over (too small for any chunk).
 
   // Bytes read from disk per token: the unpinned chunks' extents (a dense
-  // token touches every chunk once).
+  // token touches every chunk once). MoE: the expected expert misses under
+  // uniform routing, (1 - expert_cache_fraction) x active expert bytes.
   uint64_t read_bytes_per_token = 0;
+  // MoE: expert slots / routed experts, at most 1.
+  double expert_cache_fraction = 0;
   int streamed_chunks = 0;
   // The order a dense token acquires its non-global chunks in, for the
-  // store's prefetch to follow across the token boundary.
+  // store's prefetch to follow across the token boundary. Empty for MoE:
+  // which experts come next is known only from the router, so the store
+  // reads only what it is told.
   std::vector<cache::ChunkId> access_order;
 
   bool all_resident() const { return streaming_slots == 0; }
@@ -103,6 +125,9 @@ struct MemoryPlan {
   // A few lines for people: floor, recommended, the budget's split, what a
   // token reads.
   std::string Explain() const;
+
+ private:
+  void ExplainMoe(std::string* out) const;
 };
 
 // The budget-independent sizes. `usable_bytes` (when known) caps the
@@ -113,8 +138,8 @@ PlanSizes ComputePlanSizes(const PlanInput& input, const PlanOptions& options,
 
 // The plan for `budget_bytes`. A budget under the floor is
 // RESOURCE_EXHAUSTED with the floor's parts in the message and a pointer to
-// `wasted plan`. A model without chunks or with non-dense chunk kinds the
-// plan does not know is INVALID_ARGUMENT.
+// `wasted plan`. A model without chunks, or with expert chunks but no
+// experts_per_token, is INVALID_ARGUMENT.
 absl::StatusOr<MemoryPlan> PlanMemory(const PlanInput& input, uint64_t budget_bytes,
                                       const PlanOptions& options = {},
                                       std::optional<uint64_t> usable_bytes = std::nullopt,

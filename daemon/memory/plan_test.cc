@@ -137,6 +137,131 @@ TEST_F(PlanTest, BudgetUnderTheFloorIsRefusedWithTheNumbers) {
   }
 }
 
+// A MoE model: global 100 MiB; per layer attention 20 and a trunk (norm,
+// router, shared expert) 10; layer 0 dense (FFN 30), layers 1..4 with 16
+// experts of 4 MiB each; top-2.
+std::vector<ChunkSpec> MoeChunks() {
+  std::vector<ChunkSpec> chunks = DenseChunks(0, 100 * kMiB, 0, 0);
+  uint64_t offset = 100 * kMiB;
+  auto add = [&](std::string name, int layer, ChunkKind kind, uint64_t bytes) {
+    ChunkSpec c;
+    c.id = static_cast<cache::ChunkId>(chunks.size());
+    c.name = std::move(name);
+    c.layer = layer;
+    c.kind = kind;
+    c.reads.push_back({offset, bytes, 0});
+    c.slot_bytes = c.tensor_bytes = bytes;
+    offset += bytes;
+    chunks.push_back(std::move(c));
+  };
+  for (int l = 0; l < 5; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    add(p + "attn", l, ChunkKind::kAttention, 20 * kMiB);
+    add(p + "ffn", l, ChunkKind::kFfn, (l == 0 ? 30 : 10) * kMiB);
+    for (int e = 0; l > 0 && e < 16; ++e) {
+      add(p + "expert." + std::to_string(e), l, ChunkKind::kExpert, 4 * kMiB);
+    }
+  }
+  return chunks;
+}
+
+class MoePlanTest : public ::testing::Test {
+ protected:
+  MoePlanTest() : chunks_(MoeChunks()) {
+    input_.chunks = chunks_;
+    input_.n_ctx = 1024;
+    input_.kv_bytes = 30 * kMiB;
+    input_.scratch_bytes = 2 * kMiB;
+    input_.experts_per_token = 2;
+    options_.runtime_bytes = 16 * kMiB;
+  }
+  // Trunk 100 + 50 + 4 x 30 = 270 MiB; experts 64 x 4 = 256 MiB; fixed 48.
+  std::vector<ChunkSpec> chunks_;
+  PlanInput input_;
+  PlanOptions options_;
+};
+
+TEST_F(MoePlanTest, SizesCountTheTrunkAndTopKExperts) {
+  PlanSizes s = ComputePlanSizes(input_, options_);
+  EXPECT_TRUE(s.moe);
+  EXPECT_EQ(s.trunk_bytes, 270 * kMiB);
+  EXPECT_EQ(s.expert_bytes, 256 * kMiB);
+  EXPECT_EQ(s.n_experts, 64);
+  EXPECT_EQ(s.moe_layers, 4);
+  EXPECT_EQ(s.expert_slot_bytes, 4 * kMiB);
+  // top-2 x 4 layers x 4 MiB.
+  EXPECT_EQ(s.expert_working_set_bytes, 32 * kMiB);
+  EXPECT_EQ(s.active_expert_read_bytes, 32 * kMiB);
+  // Trunk + fixed + 2 x top-2 slots.
+  EXPECT_EQ(s.floor_bytes, (270 + 48 + 16) * kMiB);
+  EXPECT_EQ(s.recommended_bytes, (270 + 256 + 48) * kMiB);
+
+  // Usable 560 MiB less a 100 MiB reserve leaves 142 MiB past trunk + fixed
+  // (318): 4 whole working sets of 32.
+  options_.system_reserve_bytes = 100 * kMiB;
+  PlanSizes capped = ComputePlanSizes(input_, options_, 560 * kMiB, "test");
+  EXPECT_TRUE(capped.recommended_capped);
+  EXPECT_EQ(capped.recommended_bytes, (318 + 4 * 32) * kMiB);
+}
+
+TEST_F(MoePlanTest, TrunkPinnedExpertsCachedMissesExpected) {
+  // Trunk + fixed + 16 expert slots (a quarter of the experts).
+  auto plan = PlanMemory(input_, (318 + 64 + 2) * kMiB, options_);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_FALSE(plan->all_resident());
+  EXPECT_EQ(plan->pinned_bytes, 270 * kMiB);
+  EXPECT_EQ(plan->pinned.size(), 11u);  // Global + 5 x (attention, trunk).
+  for (cache::ChunkId id : plan->pinned) EXPECT_NE(chunks_[id].kind, ChunkKind::kExpert);
+  EXPECT_EQ(plan->streaming_slots, 16);
+  EXPECT_EQ(plan->slot_bytes, 4 * kMiB);
+  EXPECT_DOUBLE_EQ(plan->expert_cache_fraction, 0.25);
+  // Uniform routing: three quarters of 32 MiB of active experts miss.
+  EXPECT_EQ(plan->read_bytes_per_token, 24 * kMiB);
+  EXPECT_EQ(plan->streamed_chunks, 64);
+  EXPECT_TRUE(plan->access_order.empty());
+  EXPECT_EQ(plan->prefetch_depth, 4);  // 2 x top-2.
+  EXPECT_EQ(plan->unused_bytes, 2 * kMiB);
+  EXPECT_EQ(plan->pinned_layers, 1);  // The dense layer 0.
+  const std::string text = plan->Explain();
+  for (const char* part :
+       {"trunk 270.00 MiB", "top-2 x 4 layers = 8 experts", "16 slots x 4.00 MiB",
+        "25.0% of the experts", "uniform routing", "floor:        334.00 MiB"}) {
+    EXPECT_NE(text.find(part), std::string::npos) << part << " not in:\n" << text;
+  }
+}
+
+TEST_F(MoePlanTest, AtTheFloorTwiceTopKSlots) {
+  uint64_t floor = ComputePlanSizes(input_, options_).floor_bytes;
+  auto plan = PlanMemory(input_, floor, options_);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->streaming_slots, 4);
+  EXPECT_EQ(plan->prefetch_depth, 3);
+  EXPECT_EQ(plan->read_bytes_per_token, 30 * kMiB);  // (1 - 4/64) x 32 MiB.
+}
+
+TEST_F(MoePlanTest, EverythingResidentWhenItFits) {
+  auto plan = PlanMemory(input_, (270 + 256 + 48) * kMiB, options_);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(plan->all_resident());
+  EXPECT_EQ(plan->pinned.size(), chunks_.size());
+  EXPECT_EQ(plan->read_bytes_per_token, 0u);
+  EXPECT_EQ(plan->pinned_layers, 5);
+}
+
+TEST_F(MoePlanTest, BudgetWithoutRoomForTheTrunkIsRefused) {
+  auto plan = PlanMemory(input_, 300 * kMiB, options_);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kResourceExhausted);
+  const std::string message(plan.status().message());
+  for (const char* part : {"floor of 334.00 MiB", "pinned trunk", "270.00 MiB",
+                           "4 expert slots of 4.00 MiB", "wasted plan"}) {
+    EXPECT_NE(message.find(part), std::string::npos) << part << " not in: " << message;
+  }
+  input_.experts_per_token = 0;
+  EXPECT_EQ(PlanMemory(input_, 1 << 30, options_).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(ModelPlanTest, Stories260K) {
   auto gguf = storage::GgufFile::Open(storage::Env::Default(),
                                       testing::ModelPath("stories260K/stories260K.gguf"));
