@@ -10,6 +10,8 @@ const char* PolicyKindName(PolicyKind kind) {
       return "lru";
     case PolicyKind::kLfu:
       return "lfu";
+    case PolicyKind::kLfuAged:
+      return "lfu-aged";
   }
   return "?";
 }
@@ -17,8 +19,9 @@ const char* PolicyKindName(PolicyKind kind) {
 absl::StatusOr<PolicyKind> ParsePolicyKind(absl::string_view name) {
   if (name == "lru") return PolicyKind::kLru;
   if (name == "lfu") return PolicyKind::kLfu;
+  if (name == "lfu-aged") return PolicyKind::kLfuAged;
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown cache policy '", name, "'; choose lru or lfu"));
+      absl::StrCat("unknown cache policy '", name, "'; choose lru, lfu or lfu-aged"));
 }
 
 std::unique_ptr<CachePolicy> NewCachePolicy(PolicyKind kind, int n_chunks) {
@@ -27,6 +30,8 @@ std::unique_ptr<CachePolicy> NewCachePolicy(PolicyKind kind, int n_chunks) {
       return NewLruPolicy(n_chunks);
     case PolicyKind::kLfu:
       return NewLfuPolicy(n_chunks);
+    case PolicyKind::kLfuAged:
+      return NewLfuAgedPolicy(n_chunks);
   }
   return nullptr;
 }

@@ -12,7 +12,12 @@
 // through the prefetch window, so slots beyond that window turn into hits. The plan's
 // pinning is still the main lever: it decides per byte, a policy per slot.
 //
-// Implementations (each in its own file): lru_policy.cc, lfu_policy.cc.
+// Routed experts are no scan: each token draws a few experts per layer from
+// a skewed popularity. There a policy that remembers popularity across
+// evictions (lfu_aged_policy.cc) wins; see kDefaultExpertPolicy.
+//
+// Implementations (each in its own file): lru_policy.cc, lfu_policy.cc,
+// lfu_aged_policy.cc.
 // Sized for a model's chunk count at creation; no call allocates.
 // Thread-safety: none; the store's engine thread is the only caller.
 #ifndef WASTE_DAEMON_CACHE_CACHE_POLICY_H_
@@ -40,22 +45,33 @@ class CachePolicy {
   virtual void OnRemove(ChunkId id) = 0;
   // The resident chunk to evict among those `evictable` accepts; -1 if none.
   virtual ChunkId PickVictim(absl::FunctionRef<bool(ChunkId)> evictable) = 0;
+  // `id` was used `uses` times in earlier runs (a warm hotlist). Policies
+  // that remember popularity start from it; the rest ignore it.
+  virtual void Seed(ChunkId id, uint64_t uses) {
+    (void)id;
+    (void)uses;
+  }
 };
 
-enum class PolicyKind { kLru, kLfu };
+enum class PolicyKind { kLru, kLfu, kLfuAged };
 
-// The default: LFU measured better on the dense cyclic pattern (see
-// streaming_store_test.cc PolicyOnCyclicScan and the bench results in the
-// commit log).
+// The default for dense models: LFU measured better on the dense cyclic
+// pattern (see streaming_store_test.cc PolicyOnCyclicScan and the bench
+// results in the commit log).
 inline constexpr PolicyKind kDefaultPolicy = PolicyKind::kLfu;
+// The default for routed experts: LFU with ageing measured best on skewed
+// routing traces and no worse on uniform ones (routing_trace_test.cc,
+// policy_sim).
+inline constexpr PolicyKind kDefaultExpertPolicy = PolicyKind::kLfuAged;
 
 const char* PolicyKindName(PolicyKind kind);
-// "lru" or "lfu"; anything else is INVALID_ARGUMENT listing the choices.
+// "lru", "lfu" or "lfu-aged"; anything else is INVALID_ARGUMENT listing the choices.
 absl::StatusOr<PolicyKind> ParsePolicyKind(absl::string_view name);
 
 // Policies for chunk ids 0..n_chunks-1.
 std::unique_ptr<CachePolicy> NewLruPolicy(int n_chunks);
 std::unique_ptr<CachePolicy> NewLfuPolicy(int n_chunks);
+std::unique_ptr<CachePolicy> NewLfuAgedPolicy(int n_chunks);
 std::unique_ptr<CachePolicy> NewCachePolicy(PolicyKind kind, int n_chunks);
 
 }  // namespace waste::cache

@@ -40,6 +40,26 @@ TEST(LfuPolicyTest, EvictsLeastUsedSinceArrivalTiesToMostRecent) {
   EXPECT_EQ(lfu->PickVictim(Any()), 1);
 }
 
+TEST(LfuAgedPolicyTest, PopularityOutlivesEvictionAndAges) {
+  auto aged = NewLfuAgedPolicy(8);
+  for (ChunkId id : {1, 2}) aged->OnInsert(id);
+  for (int i = 0; i < 3; ++i) aged->OnUse(1);
+  aged->OnUse(2);
+  EXPECT_EQ(aged->PickVictim(Any()), 2);
+  // 1 leaves and comes back: its three uses still count.
+  aged->OnRemove(1);
+  aged->OnInsert(1);
+  aged->OnInsert(3);
+  aged->OnUse(3);
+  // 2 and 3 used once each: the least recent goes.
+  EXPECT_EQ(aged->PickVictim(Any()), 2);
+  EXPECT_EQ(aged->PickVictim([](ChunkId id) { return id != 2 && id != 3; }), 1);
+  // A hotlist's counts seed popularity.
+  aged->Seed(4, 10);
+  aged->OnInsert(4);
+  EXPECT_EQ(aged->PickVictim([](ChunkId id) { return id == 4 || id == 1; }), 1);
+}
+
 // The store's view of a dense model's cyclic scan with `slots` slots: hits
 // over `rounds` passes over `n` chunks (no prefetch).
 int CyclicHits(CachePolicy* policy, int n, int slots, int rounds) {
@@ -78,6 +98,7 @@ TEST(CachePolicyTest, CyclicScanLruThrashesLfuKeepsSlotsUseful) {
 TEST(CachePolicyTest, ParseAndName) {
   EXPECT_EQ(*ParsePolicyKind("lru"), PolicyKind::kLru);
   EXPECT_EQ(*ParsePolicyKind("lfu"), PolicyKind::kLfu);
+  EXPECT_EQ(*ParsePolicyKind("lfu-aged"), PolicyKind::kLfuAged);
   EXPECT_FALSE(ParsePolicyKind("arc").ok());
   EXPECT_STREQ(NewCachePolicy(PolicyKind::kLru, 1)->Name(), "lru");
   EXPECT_STREQ(PolicyKindName(kDefaultPolicy), "lfu");
