@@ -20,26 +20,6 @@ using testing::CommandResult;
 using testing::RunCommand;
 using testing::RunfilePath;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-std::vector<int32_t> GoldenIds() {
-  std::vector<int32_t> ids;
-  for (absl::string_view line : absl::StrSplit(
-           ReadFile(testing::ModelPath("stories260K/golden/greedy_from_bos_256.ids")), '\n')) {
-    if (line.empty() || line[0] == '#') continue;
-    for (absl::string_view field : absl::StrSplit(line, ',', absl::SkipWhitespace())) {
-      int32_t id;
-      if (absl::SimpleAtoi(field, &id)) ids.push_back(id);
-    }
-  }
-  return ids;
-}
-
 struct Collected {
   absl::Status status;
   std::string text;
@@ -90,7 +70,7 @@ TEST_F(GenerateTest, GreedyFromBosMatchesGoldenThroughTheCli) {
       RunCommand({RunfilePath("client/waste-client"), "--socket", socket_, "generate", "--model",
                   "stories260K", "--temperature", "0", "--max-tokens", "114", ""});
   ASSERT_EQ(result.exit_code, 0) << result.err;
-  std::string golden = ReadFile(testing::ModelPath("stories260K/golden/greedy_from_bos_256.txt"));
+  std::string golden = testing::StoriesGoldenText();
   ASSERT_TRUE(absl::EndsWith(result.out, "\n"));
   std::string text = result.out.substr(0, result.out.size() - 1);
   EXPECT_TRUE(absl::StartsWith(golden, text)) << text;
@@ -105,7 +85,7 @@ TEST_F(GenerateTest, LibraryStreamsTheGoldenTokenIdsWithUsage) {
   request.set_stop_at_eos(false);
   Collected c = Generate(request);
   ASSERT_TRUE(c.status.ok()) << c.status;
-  std::vector<int32_t> golden = GoldenIds();
+  std::vector<int32_t> golden = testing::StoriesGoldenIds();
   ASSERT_EQ(c.ids.size(), 256u);
   // f16 KV cache (the default): the first 114 tokens are robust to it.
   EXPECT_EQ(std::vector<int32_t>(c.ids.begin(), c.ids.begin() + 114),
@@ -212,13 +192,12 @@ TEST_F(GenerateTest, TokenizeAndDetokenize) {
             (std::vector<int32_t>{403, 407, 261, 378}));
   v1::DetokenizeRequest detokenize;
   detokenize.set_model("stories260K");
-  std::vector<int32_t> golden = GoldenIds();
+  std::vector<int32_t> golden = testing::StoriesGoldenIds();
   detokenize.add_ids(1);  // BOS
   for (int32_t id : golden) detokenize.add_ids(id);
   auto text = client_->Detokenize(detokenize);
   ASSERT_TRUE(text.ok()) << text.status();
-  EXPECT_EQ(text->text(),
-            ReadFile(testing::ModelPath("stories260K/golden/greedy_from_bos_256.txt")));
+  EXPECT_EQ(text->text(), testing::StoriesGoldenText());
 }
 
 TEST_F(GenerateTest, ClearErrorsForBadRequests) {
@@ -272,7 +251,7 @@ TEST_F(GenerateTest, PlanAndStreamingAtTheFloorGiveTheGoldenTokens) {
   request.set_stop_at_eos(false);
   Collected c = Generate(request);
   ASSERT_TRUE(c.status.ok()) << c.status;
-  EXPECT_EQ(c.ids, GoldenIds());
+  EXPECT_EQ(c.ids, testing::StoriesGoldenIds());
   EXPECT_GT(c.done.stats().cache_misses(), 0);
   EXPECT_GT(c.done.stats().bytes_read(), 0);
 }

@@ -6,6 +6,8 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 
 namespace waste::testing {
 namespace {
@@ -37,6 +39,33 @@ std::string ModelPath(const std::string& relative) {
   std::string path = ModelsDir() + "/" + relative;
   if (!Exists(path)) Missing(path);
   return path;
+}
+
+std::string ReadTextFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::vector<int32_t> StoriesGoldenIds() {
+  // Comma-separated ids after '#' comment lines.
+  std::istringstream in(ReadTextFile(ModelPath("stories260K/golden/greedy_from_bos_256.ids")));
+  std::string line;
+  std::vector<int32_t> ids;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream fields(line);
+    std::string field;
+    while (std::getline(fields, field, ',')) {
+      if (field.find_first_not_of(" \t\r") != std::string::npos) ids.push_back(std::stoi(field));
+    }
+  }
+  return ids;
+}
+
+std::string StoriesGoldenText() {
+  return ReadTextFile(ModelPath("stories260K/golden/greedy_from_bos_256.txt"));
 }
 
 std::string TempDir() {

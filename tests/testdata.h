@@ -5,7 +5,9 @@
 #ifndef WASTE_TESTS_TESTDATA_H_
 #define WASTE_TESTS_TESTDATA_H_
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace waste::testing {
 
@@ -15,6 +17,14 @@ std::string ModelsDir();
 
 // ModelsDir() + "/" + relative, checked to exist in the same way.
 std::string ModelPath(const std::string& relative);
+
+// The whole contents of a file (empty if it cannot be read).
+std::string ReadTextFile(const std::string& path);
+
+// stories260K's golden greedy continuation of BOS: the 256 token ids of
+// stories260K/golden/greedy_from_bos_256.ids, and its text.
+std::vector<int32_t> StoriesGoldenIds();
+std::string StoriesGoldenText();
 
 // A fresh directory for this test's scratch files (under TEST_TMPDIR).
 std::string TempDir();

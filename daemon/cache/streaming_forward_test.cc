@@ -31,20 +31,6 @@ using model::SequenceState;
 constexpr auto kKv = kernels::ops::KvType::kF32;
 constexpr int64_t kCtx = 512;
 
-std::vector<int32_t> ReadIds(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::vector<int32_t> ids;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    for (absl::string_view field : absl::StrSplit(line, ',', absl::SkipWhitespace())) {
-      int32_t id;
-      if (absl::SimpleAtoi(field, &id)) ids.push_back(id);
-    }
-  }
-  return ids;
-}
-
 struct Generation {
   std::vector<int32_t> tokens;
   std::vector<float> logits;  // Every step's, back to back.
@@ -143,8 +129,7 @@ class StreamedMatchesResident : public ::testing::Test {
 };
 
 TEST_F(StreamedMatchesResident, Stories260KGoldenTokensDirectIo) {
-  std::vector<int32_t> golden =
-      ReadIds(testing::ModelPath("stories260K/golden/greedy_from_bos_256.ids"));
+  std::vector<int32_t> golden = testing::StoriesGoldenIds();
   ASSERT_EQ(golden.size(), 256u);
   Load(storage::Env::Default(), testing::ModelPath("stories260K/stories260K.gguf"), true);
   CompareAtBudgets(256, &golden);
@@ -180,8 +165,7 @@ TEST_F(StreamedMatchesResident, SyntheticQwen3) {
 }
 
 TEST(StreamingFaultTest, PersistentEioFailsTheRunThenRecovers) {
-  std::vector<int32_t> golden =
-      ReadIds(testing::ModelPath("stories260K/golden/greedy_from_bos_256.ids"));
+  std::vector<int32_t> golden = testing::StoriesGoldenIds();
   storage::FaultEnv env(storage::Env::Default(),
                         {.max_attempts = 2, .initial_backoff = absl::Microseconds(10)});
   const std::string path = testing::ModelPath("stories260K/stories260K.gguf");

@@ -15,20 +15,6 @@
 namespace waste::engine {
 namespace {
 
-std::vector<int32_t> GoldenIds() {
-  std::ifstream in(testing::ModelPath("stories260K/golden/greedy_from_bos_256.ids"));
-  std::string line;
-  std::vector<int32_t> ids;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    for (absl::string_view field : absl::StrSplit(line, ',', absl::SkipWhitespace())) {
-      int32_t id;
-      if (absl::SimpleAtoi(field, &id)) ids.push_back(id);
-    }
-  }
-  return ids;
-}
-
 struct Result {
   absl::Status status;
   std::vector<int32_t> ids;
@@ -84,7 +70,7 @@ TEST(LoadedModelTest, AReadErrorFailsOnlyTheRequestThatNeededIt) {
   env.ClearFaults();
   Result ok = GenerateGreedy(model, 256);
   ASSERT_TRUE(ok.status.ok()) << ok.status;
-  EXPECT_EQ(ok.ids, GoldenIds());
+  EXPECT_EQ(ok.ids, testing::StoriesGoldenIds());
   EXPECT_EQ(model.Stats().requests(), 2);
   EXPECT_GT(model.Stats().totals().bytes_read(), 0);
 }

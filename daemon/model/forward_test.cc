@@ -16,21 +16,6 @@
 namespace waste::model {
 namespace {
 
-// Comma-separated ids after '#' comment lines.
-std::vector<int32_t> ReadIds(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::vector<int32_t> ids;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    for (absl::string_view field : absl::StrSplit(line, ',', absl::SkipWhitespace())) {
-      int32_t id;
-      if (absl::SimpleAtoi(field, &id)) ids.push_back(id);
-    }
-  }
-  return ids;
-}
-
 struct GoldenLogits {
   std::vector<int32_t> inputs;
   std::vector<std::vector<double>> logits;
@@ -117,8 +102,7 @@ TEST_F(StoriesTest, LogitsOfFirstEightPositionsMatchGolden) {
 }
 
 TEST_F(StoriesTest, GreedyFromBosMatchesGoldenIds) {
-  std::vector<int32_t> golden =
-      ReadIds(testing::ModelPath("stories260K/golden/greedy_from_bos_256.ids"));
+  std::vector<int32_t> golden = testing::StoriesGoldenIds();
   ASSERT_EQ(golden.size(), 256u);
   for (auto kv : {kernels::ops::KvType::kF32, kernels::ops::KvType::kF16}) {
     SequenceState state(*model_, 512, kv);

@@ -45,20 +45,6 @@ constexpr char kStory[] =
     "was warm and the sky was blue. Tim and Sue ate cookies and drank milk. Then they went home "
     "to their moms. Tim said, \"I had a fun day.\" His mom gave him a big hug and a kiss.\n";
 
-std::vector<int32_t> ReadIds(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::vector<int32_t> ids;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    for (absl::string_view field : absl::StrSplit(line, ',', absl::SkipWhitespace())) {
-      int32_t id;
-      if (absl::SimpleAtoi(field, &id)) ids.push_back(id);
-    }
-  }
-  return ids;
-}
-
 class QualityTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -165,8 +151,7 @@ TEST_F(QualityTest, KQuantsKeepRowsThatDoNotDivideIntoSuperBlocks) {
 }
 
 TEST_F(QualityTest, Q8_0KeepsTheGoldenGreedyTokens) {
-  const std::vector<int32_t> golden =
-      ReadIds(testing::ModelPath("stories260K/golden/greedy_from_bos_256.ids"));
+  const std::vector<int32_t> golden = testing::StoriesGoldenIds();
   ASSERT_GE(golden.size(), 32u);
   storage::Env* env = storage::Env::Default();
   auto gguf = storage::GgufFile::Open(env, Quantized(GgmlType::kQ8_0));
