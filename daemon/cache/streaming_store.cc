@@ -16,6 +16,7 @@ StreamingStoreOptions StreamingStoreOptions::FromPlan(const memory::MemoryPlan& 
   options.slot_bytes = plan.slot_bytes;
   options.prefetch_depth = plan.prefetch_depth;
   options.access_order = plan.access_order;
+  options.policy = plan.sizes.moe ? kDefaultExpertPolicy : kDefaultPolicy;
   return options;
 }
 
@@ -52,6 +53,7 @@ absl::StatusOr<std::unique_ptr<StreamingChunkStore>> StreamingChunkStore::Create
   store->state_.resize(n);
   store->pieces_.resize(n);
   store->order_position_.assign(n, -1);
+  store->acquire_counts_.assign(n, 0);
   uint64_t pinned_bytes = 0;
   size_t max_pieces = 1;
   for (size_t i = 0; i < n; ++i) {
@@ -267,6 +269,7 @@ absl::StatusOr<const uint8_t*> StreamingChunkStore::Acquire(ChunkId id) {
   WCHECK(id >= 0 && static_cast<size_t>(id) < state_.size()) << "chunk " << id;
   Chunk& c = state_[id];
   last_acquired_ = id;
+  ++acquire_counts_[id];
   if (c.state == State::kPinned) {
     ++stats_.hits;
     ++streaming_stats_.pinned_hits;
@@ -337,6 +340,32 @@ void StreamingChunkStore::Prefetch(std::span<const ChunkId> upcoming) {
   for (int step = 1; step < n; ++step) {
     if (!consider(access_order_[(order_position_[from] + step) % n])) return;
   }
+}
+
+absl::StatusOr<int> StreamingChunkStore::Preload(std::span<const ChunkId> ids,
+                                                 std::span<const uint64_t> uses) {
+  WCHECK(uses.empty() || uses.size() == ids.size()) << uses.size() << " vs " << ids.size();
+  int issued = 0;
+  const int64_t errors_before = streaming_stats_.read_errors;
+  absl::Status status;
+  for (size_t i = 0; i < ids.size() && !free_slots_.empty() && status.ok(); ++i) {
+    const ChunkId id = ids[i];
+    WCHECK(id >= 0 && static_cast<size_t>(id) < state_.size()) << "chunk " << id;
+    if (state_[id].state != State::kAbsent) continue;
+    if (!uses.empty()) policy_->Seed(id, uses[i]);
+    const int slot = free_slots_.back();
+    free_slots_.pop_back();
+    status = IssueRead(id, slot);  // Gives the slot back on failure.
+    if (status.ok()) ++issued;
+  }
+  for (const ChunkId id : ids) {
+    if (state_[id].state != State::kLoading) continue;
+    absl::Status read = WaitFor(id);
+    if (!read.ok() && status.ok()) status = read;
+    state_[id].error = absl::OkStatus();  // Absent again; a later Acquire retries.
+  }
+  if (!status.ok()) return status;
+  return issued - static_cast<int>(streaming_stats_.read_errors - errors_before);
 }
 
 ChunkStoreStats StreamingChunkStore::Stats() const {

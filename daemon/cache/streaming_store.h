@@ -35,6 +35,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -58,7 +59,8 @@ struct StreamingStoreOptions {
   uint64_t max_read = 4 << 20;        // Reads are split into pieces of at most this.
   memory::PoolOptions pool;
 
-  // Pinned set, slots and prefetch depth as `plan` says.
+  // Pinned set, slots and prefetch depth as `plan` says; for a MoE plan the
+  // expert policy (kDefaultExpertPolicy), else kDefaultPolicy.
   static StreamingStoreOptions FromPlan(const memory::MemoryPlan& plan);
 };
 
@@ -92,6 +94,18 @@ class StreamingChunkStore final : public ChunkStore {
   // Changes how far ahead Prefetch reads (0 turns it off), capped at
   // n_slots - 1.
   void set_prefetch_depth(int depth);
+
+  // Acquires of each chunk since creation, by ChunkId (the warm hotlist's
+  // source: see hotlist.h).
+  std::span<const uint32_t> acquire_counts() const { return acquire_counts_; }
+
+  // Reads `ids` (hottest first) into free streaming slots and waits for
+  // them, so a restarted daemon starts warm; stops when no slot is free
+  // (never evicts) and skips pinned or resident chunks. `uses[i]`, when
+  // given (same size as ids), seeds the policy's popularity of ids[i].
+  // Returns how many chunks were read; a read error is returned as is (the
+  // chunks read before it stay).
+  absl::StatusOr<int> Preload(std::span<const ChunkId> ids, std::span<const uint64_t> uses = {});
 
  private:
   enum class State : uint8_t { kPinned, kAbsent, kLoading, kResident };
@@ -139,6 +153,7 @@ class StreamingChunkStore final : public ChunkStore {
   std::vector<ChunkId> access_order_;
   std::vector<storage::ReadRequest> requests_;
   std::vector<storage::ReadCompletion> completions_;
+  std::vector<uint32_t> acquire_counts_;
 
   std::unique_ptr<memory::WeightPool> pool_;
   std::unique_ptr<storage::ReadQueue> queue_;
