@@ -86,7 +86,7 @@ size_t MatVecScratchFor(const Model& model) {
 struct BufferSizes {
   int64_t x, xb, q, kv, att, tmp, ff, rope_table, attn_scratch;
   int64_t q_lora, mla_q;
-  int64_t router, select, moe_x, moe_out, routes, experts;
+  int64_t router, select, moe_x, moe_out, routes, experts, lookahead_x, lookahead;
 
   explicit BufferSizes(const HParams& hp) {
     const int64_t b = kMaxForwardBatch;
@@ -106,12 +106,17 @@ struct BufferSizes {
     moe_out = moe ? b * hp.n_embd : 0;
     moe_x = moe ? moe_x : 0;
     routes = b * hp.moe.n_expert_used;
-    experts = hp.moe.n_expert + 4;  // Experts, then the next layer's chunks.
+    // This layer's experts, the next layer's predicted ones (router
+    // lookahead), then the next layer's chunks.
+    experts = hp.moe.n_expert + hp.moe.n_expert_used + 4;
+    lookahead_x = moe ? hp.n_embd : 0;
+    lookahead = hp.moe.n_expert_used;
   }
   uint64_t Bytes() const {
-    return sizeof(float) * (x + xb + 2 * q + 2 * kv + att + tmp + 2 * ff + rope_table +
-                            attn_scratch + q_lora + mla_q + router + select + moe_x + moe_out) +
-           routes * (sizeof(ExpertRoute) + sizeof(int32_t) + sizeof(float)) +
+    return sizeof(float) *
+               (x + xb + 2 * q + 2 * kv + att + tmp + 2 * ff + rope_table + attn_scratch + q_lora +
+                mla_q + router + select + moe_x + moe_out + lookahead_x) +
+           (routes + lookahead) * (sizeof(ExpertRoute) + sizeof(int32_t) + sizeof(float)) +
            experts * sizeof(cache::ChunkId);
   }
 };
@@ -142,6 +147,9 @@ SequenceState::SequenceState(const Model& model, int64_t n_ctx, ops::KvType kv_t
   route_ids_.resize(size.routes);
   route_weights_.resize(size.routes);
   expert_chunks_.resize(size.experts);
+  lookahead_x_.resize(size.lookahead_x);
+  lookahead_ids_.resize(size.lookahead);
+  lookahead_weights_.resize(size.lookahead);
 }
 
 uint64_t SequenceState::bytes() const { return kv_.bytes() + matvec_scratch_.bytes(); }

@@ -90,6 +90,12 @@ class SequenceState {
   std::vector<cache::ChunkId> expert_chunks_;
   std::vector<int32_t> route_ids_;
   std::vector<float> route_weights_;
+  // Router lookahead (decode): the next layer's router input and the experts
+  // it predicts for layer lookahead_layer_ (-1: no prediction pending).
+  std::vector<float> lookahead_x_;
+  std::vector<int32_t> lookahead_ids_;
+  std::vector<float> lookahead_weights_;
+  int64_t lookahead_layer_ = -1;
   kernels::Scratch matvec_scratch_;
 };
 
@@ -99,6 +105,14 @@ struct MoeStats {
   int64_t expert_acquires = 0;  // Expert chunks acquired (once per batch each).
   int64_t expert_bytes = 0;     // Tensor bytes of the expert chunks acquired.
   int64_t moe_tokens = 0;       // (token, MoE layer) pairs.
+  // Router lookahead: layers predicted, experts actually routed there, and
+  // how many of those were predicted. Accuracy = hits / routed.
+  int64_t lookahead_layers = 0;
+  int64_t lookahead_routed = 0;
+  int64_t lookahead_hits = 0;
+  double lookahead_accuracy() const {
+    return lookahead_routed > 0 ? double(lookahead_hits) / double(lookahead_routed) : 0;
+  }
 };
 
 // Runs a model on a store with a thread pool; neither is owned.
@@ -117,6 +131,18 @@ class Forward {
 
   const MoeStats& moe_stats() const { return moe_stats_; }
 
+  // Router lookahead for decode steps (batches of one token): after layer
+  // l's attention, layer l+1's router is applied to l's hidden state (with
+  // l+1's ffn_norm) and its top-k are prefetched behind l's own experts, so
+  // their reads start one layer early. The guess misses what l's FFN and
+  // l+1's attention change; MoeStats counts how often it was right. Costs
+  // one router matvec per layer, no extra reads of the trunk when it is
+  // pinned (MoE plans pin it). Off by default; the engine turns it on per
+  // ModelConfig.router_lookahead. Chunked prefill does not need it: a batch
+  // routes to most experts anyway.
+  void set_router_lookahead(bool on) { router_lookahead_ = on; }
+  bool router_lookahead() const { return router_lookahead_; }
+
  private:
   absl::Status RunBatch(SequenceState* s, const uint8_t* global, std::span<const int32_t> tokens,
                         float* logits, bool all_logits);
@@ -124,6 +150,9 @@ class Forward {
   absl::Status MlaAttention(SequenceState* s, const LayerTensors& layer, int64_t l, int64_t n);
   absl::Status FeedForward(SequenceState* s, const LayerTensors& layer, int64_t l, int64_t n);
   absl::Status MoeFeedForward(SequenceState* s, const LayerTensors& layer, int64_t l, int64_t n);
+  // Predicts layer l+1's experts for a one-token batch into
+  // s->lookahead_ids_ (see set_router_lookahead).
+  absl::Status PredictNextExperts(SequenceState* s, int64_t l);
   // The dense SwiGLU FFN y = down(silu(gate x) * up x) of n rows of xb_ into
   // tmp_ (dense layers and shared experts).
   absl::Status SwiGluFfn(SequenceState* s, const uint8_t* slot, const TensorRef& gate,
@@ -134,6 +163,7 @@ class Forward {
   cache::ChunkStore* store_;
   kernels::ThreadPool* pool_;
   MoeStats moe_stats_;
+  bool router_lookahead_ = false;
 };
 
 }  // namespace waste::model

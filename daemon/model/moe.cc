@@ -111,6 +111,16 @@ absl::Status Forward::MoeFeedForward(SequenceState* s, const LayerTensors& layer
                                s->route_weights_[b * k + j]};
     }
   }
+  // Score the previous layer's guess against the actual routing.
+  if (s->lookahead_layer_ == l && n == 1) {
+    ++moe_stats_.lookahead_layers;
+    moe_stats_.lookahead_routed += k;
+    for (int64_t j = 0; j < k; ++j) {
+      moe_stats_.lookahead_hits +=
+          std::count(s->route_ids_.begin(), s->route_ids_.begin() + k, s->lookahead_ids_[j]);
+    }
+  }
+  s->lookahead_layer_ = -1;
   const auto routes = s->routes_.begin(), routes_end = routes + n * k;
   std::sort(routes, routes_end, [](const ExpertRoute& a, const ExpertRoute& b) {
     return a.expert != b.expert ? a.expert < b.expert : a.token < b.token;
@@ -122,7 +132,15 @@ absl::Status Forward::MoeFeedForward(SequenceState* s, const LayerTensors& layer
     }
   }
   const size_t n_experts = n_chunks;
-  // Then the next layer's blocks, so the store knows what follows.
+  // Then the next layer's predicted experts (decode with lookahead on)...
+  if (router_lookahead_ && n == 1 && l + 1 < hp.n_layer && hp.IsMoeLayer(l + 1)) {
+    RETURN_IF_ERROR(PredictNextExperts(s, l));
+    const LayerTensors& next = model_->layers()[l + 1];
+    for (int64_t j = 0; j < k; ++j) {
+      s->expert_chunks_[n_chunks++] = next.experts[s->lookahead_ids_[j]].chunk;
+    }
+  }
+  // ...then the next layer's blocks, so the store knows what follows.
   if (l + 1 < hp.n_layer) {
     const LayerTensors& next = model_->layers()[l + 1];
     s->expert_chunks_[n_chunks++] = next.attn_chunk;
@@ -178,6 +196,25 @@ absl::Status Forward::MoeFeedForward(SequenceState* s, const LayerTensors& layer
     }
   }
   ops::Add(s->x_.data(), out, n * d, s->x_.data());
+  return absl::OkStatus();
+}
+
+absl::Status Forward::PredictNextExperts(SequenceState* s, int64_t l) {
+  const HParams& hp = model_->hparams();
+  const int64_t d = hp.n_embd;
+  const LayerTensors& next = model_->layers()[l + 1];
+  ChunkLease trunk(store_, next.ffn_chunk);
+  RETURN_IF_ERROR(trunk.Acquire());
+  const uint8_t* slot = trunk.slot();
+  // x_ is layer l's residual after its attention; router_ and select_ are
+  // free again once l's routes are recorded.
+  ops::RmsNorm(s->x_.data(), next.ffn_norm.F32(slot), d, hp.rms_eps, s->lookahead_x_.data());
+  RETURN_IF_ERROR(kernels::MatMul(next.router.View(slot), s->lookahead_x_.data(), d, 1,
+                                  s->router_.data(), hp.moe.n_expert, pool_, &s->matvec_scratch_));
+  const float* bias = next.expert_bias.present ? next.expert_bias.F32(slot) : nullptr;
+  RouteToken(hp.moe, s->router_.data(), bias, s->select_.data(), s->lookahead_ids_.data(),
+             s->lookahead_weights_.data());
+  s->lookahead_layer_ = l + 1;
   return absl::OkStatus();
 }
 

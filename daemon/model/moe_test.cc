@@ -142,6 +142,54 @@ TEST_F(MoeTest, ChunkedPrefillEqualsTokenAtATimeAndReadsEachExpertOncePerBatch) 
   EXPECT_LT(chunked.moe_stats().expert_bytes, single.moe_stats().expert_bytes);
 }
 
+TEST_F(MoeTest, RouterLookaheadPrefetchesItsGuessAndCountsHits) {
+  const HParams& hp = model().hparams();
+  const int64_t k = hp.moe.n_expert_used;
+  RecordingStore store(m_.store.get());
+  Forward ahead(&model(), &store, &pool_);
+  ahead.set_router_lookahead(true);
+  Forward plain(&model(), m_.store.get(), &pool_);
+  SequenceState a(model(), 64, kernels::ops::KvType::kF16);
+  SequenceState b(model(), 64, kernels::ops::KvType::kF16);
+  std::vector<float> la(hp.n_vocab), lb(hp.n_vocab);
+  const std::vector<cache::ChunkId> layer2_experts = [&] {
+    std::vector<cache::ChunkId> ids;
+    for (const ExpertRef& e : model().layers()[2].experts) ids.push_back(e.chunk);
+    return ids;
+  }();
+  constexpr int kTokens = 12;
+  int32_t token = 7;
+  for (int t = 0; t < kTokens; ++t) {
+    store.events().clear();
+    ASSERT_TRUE(ahead.Run(&a, {&token, 1}, la.data()).ok());
+    ASSERT_TRUE(plain.Run(&b, {&token, 1}, lb.data()).ok());
+    // The guess only prefetches: logits are bit-identical.
+    ASSERT_EQ(la, lb) << "token " << t;
+    // Layer 1's Prefetch names its k experts, then k of layer 2 (the guess)
+    // before layer 2's own routing is known.
+    bool saw_guess = false;
+    for (const auto& e : store.events()) {
+      if (!e.prefetch || e.ids.size() < static_cast<size_t>(2 * k)) continue;
+      int guessed = 0;
+      for (int64_t j = k; j < 2 * k; ++j) {
+        guessed += std::count(layer2_experts.begin(), layer2_experts.end(), e.ids[j]);
+      }
+      saw_guess = saw_guess || guessed == k;
+    }
+    EXPECT_TRUE(saw_guess) << "token " << t;
+    token = static_cast<int32_t>(std::max_element(la.begin(), la.end()) - la.begin());
+  }
+  // Layers 1 and 2 are MoE: one guess (for layer 2) per token.
+  const MoeStats& st = ahead.moe_stats();
+  EXPECT_EQ(st.lookahead_layers, kTokens);
+  EXPECT_EQ(st.lookahead_routed, kTokens * k);
+  EXPECT_LE(st.lookahead_hits, st.lookahead_routed);
+  // Better than a blind guess of k of n_expert: the residual stream carries
+  // most of the next router's input.
+  EXPECT_GT(st.lookahead_accuracy(), double(k) / hp.moe.n_expert) << st.lookahead_hits;
+  EXPECT_EQ(plain.moe_stats().lookahead_layers, 0);
+}
+
 TEST(RouteTokenTest, SigmoidBiasChoosesButDoesNotWeigh) {
   MoeParams moe;
   moe.n_expert = 4;
