@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "client/waste_client.h"
 #include "gtest/gtest.h"
+#include "tests/daemon_harness.h"
 #include "tests/subprocess.h"
 #include "tests/testdata.h"
 
@@ -28,19 +29,16 @@ std::string Client() { return RunfilePath("client/waste-client"); }
 class DaemonTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    socket_ = testing::SocketDir() + "/w.sock";
-    daemon_ = std::make_unique<Process>(std::vector<std::string>{
-        Wasted(), "serve", "--socket", socket_, "--models-dir", testing::ModelPath("stories260K")});
-    client_ = WasteClient::Connect("unix:" + socket_);
-    // Connecting before the socket exists would put the channel into
-    // reconnect backoff; wait for the file, then for SERVING.
-    if (testing::WaitForFile(socket_, 30000) && client_->Health(absl::Seconds(30)).ok()) return;
-    FAIL() << "daemon did not start; its stderr:\n" << daemon_->Stderr();
+    harness_ = std::make_unique<testing::DaemonHarness>(testing::ModelPath("stories260K"));
+    absl::Status serving = harness_->WaitUntilServing();
+    ASSERT_TRUE(serving.ok()) << serving;
+    socket_ = harness_->socket();
+    client_ = &harness_->client();
   }
 
+  std::unique_ptr<testing::DaemonHarness> harness_;
   std::string socket_;
-  std::unique_ptr<Process> daemon_;
-  std::unique_ptr<WasteClient> client_;
+  WasteClient* client_ = nullptr;
 };
 
 TEST_F(DaemonTest, HealthIsServingAndSocketIsGroupOnly) {
@@ -107,7 +105,7 @@ TEST_F(DaemonTest, SecondDaemonOnTheSameSocketIsRefused) {
 }
 
 TEST_F(DaemonTest, SigtermShutsDownGracefullyAndRemovesTheSocket) {
-  EXPECT_EQ(daemon_->Stop(SIGTERM), 0);
+  EXPECT_EQ(harness_->process().Stop(SIGTERM), 0);
   EXPECT_NE(access(socket_.c_str(), F_OK), 0);
 }
 

@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "client/waste_client.h"
 #include "gtest/gtest.h"
+#include "tests/daemon_harness.h"
 #include "tests/subprocess.h"
 #include "tests/testdata.h"
 
@@ -32,15 +33,11 @@ struct Collected {
 class GenerateTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    socket_ = testing::SocketDir() + "/w.sock";
-    daemon_ = std::make_unique<testing::Process>(
-        std::vector<std::string>{RunfilePath("daemon/wasted"), "serve", "--socket", socket_,
-                                 "--models-dir", testing::ModelPath("stories260K")});
-    client_ = WasteClient::Connect("unix:" + socket_);
-    // Connecting before the socket exists would put the channel into
-    // reconnect backoff; wait for the file, then for SERVING.
-    if (testing::WaitForFile(socket_, 30000) && client_->Health(absl::Seconds(30)).ok()) return;
-    FAIL() << "daemon did not start:\n" << daemon_->Stderr();
+    harness_ = std::make_unique<testing::DaemonHarness>(testing::ModelPath("stories260K"));
+    absl::Status serving = harness_->WaitUntilServing();
+    ASSERT_TRUE(serving.ok()) << serving;
+    socket_ = harness_->socket();
+    client_ = &harness_->client();
   }
 
   Collected Generate(const v1::GenerateRequest& request) {
@@ -60,9 +57,9 @@ class GenerateTest : public ::testing::Test {
     return c;
   }
 
+  std::unique_ptr<testing::DaemonHarness> harness_;
   std::string socket_;
-  std::unique_ptr<testing::Process> daemon_;
-  std::unique_ptr<WasteClient> client_;
+  WasteClient* client_ = nullptr;
 };
 
 TEST_F(GenerateTest, GreedyFromBosMatchesGoldenThroughTheCli) {
