@@ -13,6 +13,8 @@
 #include "daemon/bench/commands.h"
 #include "daemon/bench/memory_bandwidth.h"
 #include "daemon/bench/model_budget.h"
+#include "daemon/cache/hotlist.h"
+#include "daemon/cache/routing_trace.h"
 #include "daemon/cache/streaming_store.h"
 #include "daemon/config/config.h"
 #include "daemon/kernels/thread_pool.h"
@@ -38,7 +40,13 @@ memory read bandwidth measured in the same run.
   --prompt-tokens N       prefill length (default 16)
   --gen-tokens N          tokens decoded (default 16)
   --threads N             compute threads (default 2)
-  --policy lru|lfu        streaming cache policy (default lfu)
+  --policy P              lru, lfu or lfu-aged (default: lfu-aged for MoE
+                          experts, lfu for dense models)
+  --lookahead             router lookahead in decode (MoE)
+  --hotlist PATH          warm hotlist: preload the experts it names before
+                          the prompt, save this run's counts to it after
+  --prefill-one-by-one    prefill token at a time instead of chunks of 32
+  --trace-out PATH        write decode's routing trace (MoE) to PATH
   --prefetch-depth D      chunks read ahead (default: the plan's)
   --io-engine E           auto, io_uring or threads (default auto)
   --buffered              read through the page cache (default O_DIRECT)
@@ -56,6 +64,48 @@ struct BenchResult {
   uint64_t touched_bytes_per_token = 0;
   double memory_gbps = 0;
   int64_t peak_rss_bytes = 0;
+  // MoE.
+  bool moe = false;
+  model::MoeStats moe_before, moe_after;  // Around decode.
+  cache::ChunkStoreStats prefill_before;  // After load, before the prompt.
+  int hotlist_preloaded = -1;             // -1: no --hotlist.
+  bool lookahead = false;
+};
+
+// Records which expert chunks decode acquires, for a routing trace.
+class TraceStore final : public cache::ChunkStore {
+ public:
+  TraceStore(cache::ChunkStore* base, const model::Model& model) : base_(base), model_(model) {}
+  absl::StatusOr<const uint8_t*> Acquire(cache::ChunkId id) override {
+    if (recording_ && model_.chunks()[id].kind == cache::ChunkKind::kExpert)
+      acquired_.push_back(id);
+    return base_->Acquire(id);
+  }
+  void Release(cache::ChunkId id) override { base_->Release(id); }
+  void Prefetch(std::span<const cache::ChunkId> upcoming) override { base_->Prefetch(upcoming); }
+  cache::ChunkStoreStats Stats() const override { return base_->Stats(); }
+  void set_recording(bool on) { recording_ = on; }
+
+  // Expert chunk ids to (MoE layer, expert) rows of top_k.
+  cache::RoutingTrace Trace() const {
+    const model::HParams& hp = model_.hparams();
+    cache::RoutingTrace t;
+    t.n_layers = static_cast<int>(hp.n_layer - hp.moe.n_layer_dense_lead);
+    t.n_experts = static_cast<int>(hp.moe.n_expert);
+    t.top_k = static_cast<int>(hp.moe.n_expert_used);
+    for (cache::ChunkId id : acquired_) {
+      const int layer = model_.chunks()[id].layer;
+      const cache::ChunkId first = model_.layers()[layer].experts[0].chunk;
+      t.experts.push_back(id - first);
+    }
+    return t;
+  }
+
+ private:
+  cache::ChunkStore* base_;
+  const model::Model& model_;
+  bool recording_ = false;
+  std::vector<cache::ChunkId> acquired_;
 };
 
 int64_t PeakRssBytes() {
@@ -142,6 +192,16 @@ void Print(const BenchResult& r, const PlannedModel& pm, const memory::MemoryPla
     num("achieved_memory_gbps", touched_gbps);
     num("memory_read_gbps", r.memory_gbps);
     integer("peak_rss_bytes", r.peak_rss_bytes);
+    if (r.moe) {
+      const double prefill_bytes = r.before.bytes_read - r.prefill_before.bytes_read;
+      num("prefill_read_bytes_per_token", prefill_bytes / r.prompt_tokens);
+      num("expert_cache_fraction", plan.expert_cache_fraction);
+      integer("lookahead_hits", r.moe_after.lookahead_hits - r.moe_before.lookahead_hits);
+      integer("lookahead_routed", r.moe_after.lookahead_routed - r.moe_before.lookahead_routed);
+      integer("hotlist_preloaded", r.hotlist_preloaded);
+      num("disk_bound_tokens_per_second",
+          bytes_per_token > 0 ? read_gbps * 1e9 / bytes_per_token : 0);
+    }
     j.EndObject();
     std::cout << j.str() << "\n";
     return;
@@ -171,6 +231,27 @@ void Print(const BenchResult& r, const PlannedModel& pm, const memory::MemoryPla
       read_gbps, stream_gbps, FormatBytes(r.touched_bytes_per_token), touched_gbps, r.memory_gbps,
       100 * touched_gbps / r.memory_gbps, FormatBytes(r.peak_rss_bytes),
       100.0 * r.peak_rss_bytes / pm.budget_bytes);
+  if (r.moe) {
+    const double prefill_bytes = r.before.bytes_read - r.prefill_before.bytes_read;
+    const int64_t la_routed = r.moe_after.lookahead_routed - r.moe_before.lookahead_routed;
+    const int64_t la_hits = r.moe_after.lookahead_hits - r.moe_before.lookahead_hits;
+    std::cout << absl::StrFormat(
+        "experts:        cache %.1f%% of the experts; prefill read %s per prompt token; "
+        "decode %s per token = %.2f tok/s at the %.2f GB/s reads ran at (achieved %.0f%%)\n"
+        "lookahead:      %s",
+        100 * plan.expert_cache_fraction,
+        FormatBytes(static_cast<int64_t>(prefill_bytes / r.prompt_tokens)),
+        FormatBytes(static_cast<int64_t>(bytes_per_token)),
+        bytes_per_token > 0 ? read_gbps * 1e9 / bytes_per_token : 0, read_gbps,
+        bytes_per_token > 0 ? 100 * decode_tps / (read_gbps * 1e9 / bytes_per_token) : 0,
+        r.lookahead
+            ? absl::StrFormat("on, %.1f%% of routed experts guessed (%d/%d)\n",
+                              la_routed > 0 ? 100.0 * la_hits / la_routed : 0, la_hits, la_routed)
+            : std::string("off\n"));
+    if (r.hotlist_preloaded >= 0) {
+      std::cout << "hotlist:        " << r.hotlist_preloaded << " experts preloaded\n";
+    }
+  }
 }
 
 absl::Status Bench(const ParsedArgs& args) {
@@ -181,7 +262,10 @@ absl::Status Bench(const ParsedArgs& args) {
     return absl::InvalidArgumentError(
         "--prompt-tokens, --gen-tokens and --threads must be positive");
   }
-  ASSIGN_OR_RETURN(cache::PolicyKind policy, cache::ParsePolicyKind(args.GetOr("policy", "lfu")));
+  std::optional<cache::PolicyKind> policy;
+  if (std::optional<std::string> name = args.Get("policy")) {
+    ASSIGN_OR_RETURN(policy, cache::ParsePolicyKind(*name));
+  }
   ASSIGN_OR_RETURN(storage::IoEngine engine, ParseEngine(args.GetOr("io-engine", "auto")));
   ASSIGN_OR_RETURN(PlannedModel pm, OpenAndBudget(args.positional()[0], args, prompt + gen));
   ASSIGN_OR_RETURN(
@@ -207,29 +291,49 @@ absl::Status Bench(const ParsedArgs& args) {
   ASSIGN_OR_RETURN(std::unique_ptr<storage::RandomAccessFile> file,
                    env->NewRandomAccessFile(pm.path, {.direct = !args.Has("buffered")}));
   cache::StreamingStoreOptions options = cache::StreamingStoreOptions::FromPlan(plan);
-  options.policy = policy;
+  if (policy) options.policy = *policy;
   options.io.engine = engine;
   ASSIGN_OR_RETURN(std::unique_ptr<cache::StreamingChunkStore> store,
                    cache::StreamingChunkStore::Create(env, *file, pm.model->chunks(), options));
+  r.moe = plan.sizes.moe;
+  const std::optional<std::string> hotlist_path = args.Get("hotlist");
+  cache::ModelFileIdentity identity;
+  std::vector<cache::HotlistEntry> previous;
+  if (hotlist_path) {
+    ASSIGN_OR_RETURN(identity, cache::IdentifyModelFile(env, pm.path, pm.model->chunks()));
+    ASSIGN_OR_RETURN(previous,
+                     cache::WarmExpertCache(env, *hotlist_path, identity, pm.model->chunks(),
+                                            store.get(), &r.hotlist_preloaded));
+  }
   r.load_seconds = absl::ToDoubleSeconds(absl::Now() - start);
 
   kernels::ThreadPool pool(static_cast<int>(threads));
   model::SequenceState state(*pm.model, pm.input.n_ctx, pm.kv_type);
-  model::Forward forward(pm.model.get(), store.get(), &pool);
+  TraceStore trace_store(store.get(), *pm.model);
+  model::Forward forward(pm.model.get(), &trace_store, &pool);
+  r.lookahead = args.Has("lookahead");
+  forward.set_router_lookahead(r.lookahead);
   const int64_t n_vocab = pm.model->hparams().n_vocab;
   std::vector<float> logits(n_vocab);
   std::vector<int32_t> tokens(prompt);
   tokens[0] = 1;  // BOS in llama vocabularies; any id works for timing.
   for (int64_t i = 1; i < prompt; ++i) tokens[i] = static_cast<int32_t>((i * 7919 + 3) % n_vocab);
 
+  r.prefill_before = store->Stats();
   start = absl::Now();
-  RETURN_IF_ERROR(forward.Run(&state, tokens, logits.data()));
+  if (args.Has("prefill-one-by-one")) {
+    for (int32_t t : tokens) RETURN_IF_ERROR(forward.Run(&state, {&t, 1}, logits.data()));
+  } else {
+    RETURN_IF_ERROR(forward.Run(&state, tokens, logits.data()));
+  }
   int32_t token =
       static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
   r.prefill_seconds = absl::ToDoubleSeconds(absl::Now() - start);
 
   r.before = store->Stats();
   r.streaming_before = store->StreamingStats();
+  r.moe_before = forward.moe_stats();
+  trace_store.set_recording(true);
   start = absl::Now();
   for (int64_t i = 0; i < gen; ++i) {
     RETURN_IF_ERROR(forward.Run(&state, {&token, 1}, logits.data()));
@@ -238,7 +342,16 @@ absl::Status Bench(const ParsedArgs& args) {
   r.decode_seconds = absl::ToDoubleSeconds(absl::Now() - start);
   r.after = store->Stats();
   r.streaming_after = store->StreamingStats();
+  r.moe_after = forward.moe_stats();
   r.peak_rss_bytes = PeakRssBytes();
+  if (hotlist_path) {
+    RETURN_IF_ERROR(cache::SaveHotlist(env, *hotlist_path, identity, pm.model->chunks(),
+                                       store->acquire_counts(), previous));
+  }
+  if (std::optional<std::string> trace_path = args.Get("trace-out")) {
+    RETURN_IF_ERROR(
+        storage::WriteFileAtomically(env, *trace_path, cache::FormatTrace(trace_store.Trace())));
+  }
   Print(r, pm, plan, *store, args.Has("json"));
   return absl::OkStatus();
 }
@@ -249,7 +362,9 @@ int RunBench(const std::vector<std::string>& args) {
   std::vector<FlagDef> flags = {
       {"json", false},         {"help", false},      {"buffered", false},
       {"prompt-tokens", true}, {"gen-tokens", true}, {"threads", true},
-      {"policy", true},        {"io-engine", true},  {"mem-bench-bytes", true}};
+      {"policy", true},        {"io-engine", true},  {"mem-bench-bytes", true},
+      {"lookahead", false},    {"hotlist", true},    {"prefill-one-by-one", false},
+      {"trace-out", true}};
   AddBudgetFlags(&flags);
   absl::StatusOr<ParsedArgs> parsed = ParseArgs(args, flags);
   if (!parsed.ok()) {
