@@ -115,9 +115,21 @@ absl::StatusOr<v1::DaemonConfig> BuildConfig(const ParsedArgs& args) {
 }  // namespace
 
 int RunServe(const std::vector<std::string>& raw_args) {
-  absl::StatusOr<ParsedArgs> args = ParseArgs(
-      raw_args,
-      {{"config"}, {"socket"}, {"models-dir"}, {"listen"}, {"log-level"}, {"help", false}});
+  absl::StatusOr<ParsedArgs> args = ParseArgs(raw_args, {{"config"},
+                                                         {"socket"},
+                                                         {"models-dir"},
+                                                         {"listen"},
+                                                         {"log-level"},
+                                                         {"ram-budget"},
+                                                         {"ctx"},
+                                                         {"prefetch-depth"},
+                                                         {"io-depth"},
+                                                         {"io-threads"},
+                                                         {"io-engine"},
+                                                         {"cache-policy"},
+                                                         {"threads"},
+                                                         {"kv-type"},
+                                                         {"help", false}});
   if (!args.ok()) {
     std::cerr << "wasted serve: " << args.status().message() << "\n\n" << kServeUsage;
     return 2;

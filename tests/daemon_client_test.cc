@@ -118,6 +118,18 @@ TEST(DaemonStartupTest, MissingModelsDirectoryIsAClearError) {
       << result.err;
 }
 
+TEST(DaemonStartupTest, ModelDefaultFlagsAreTakenAndChecked) {
+  std::string socket = testing::SocketDir() + "/w.sock";
+  CommandResult bad = RunCommand({Wasted(), "serve", "--socket", socket, "--models-dir",
+                                  testing::ModelPath("stories260K"), "--ram-budget", "lots"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_TRUE(absl::StrContains(bad.err, "'lots' is not a byte size")) << bad.err;
+  CommandResult policy = RunCommand({Wasted(), "serve", "--socket", socket, "--cache-policy",
+                                     "fifo", "--ctx", "512", "--kv-type", "f32"});
+  EXPECT_EQ(policy.exit_code, 2);
+  EXPECT_TRUE(absl::StrContains(policy.err, "--cache-policy must be lru or lfu")) << policy.err;
+}
+
 TEST(DaemonStartupTest, UnknownFlagIsAUsageError) {
   CommandResult result = RunCommand({Wasted(), "serve", "--sockt", "/tmp/x"});
   EXPECT_EQ(result.exit_code, 2);
