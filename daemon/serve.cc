@@ -31,6 +31,8 @@ flags (each overrides the config file):
   --models-dir DIR     a directory of *.gguf models (repeatable)
   --listen HOST:PORT   also listen on TCP (no authentication: prefer loopback)
   --log-level LEVEL    debug, info, warning or error
+  --state-dir DIR      persistent state (expert hotlists); default
+                       $STATE_DIRECTORY, $XDG_STATE_HOME/waste or ~/.local/state/waste
 
 model defaults (the config's [model_defaults]; [models.NAME] still wins):
   --ram-budget SIZE    RAM per model: weights, pool, KV cache, scratch ("8GiB")
@@ -100,6 +102,7 @@ absl::StatusOr<v1::DaemonConfig> BuildConfig(const ParsedArgs& args) {
   if (auto socket = args.Get("socket")) config.set_socket(*socket);
   if (auto listen = args.Get("listen")) config.set_listen(*listen);
   if (auto level = args.Get("log-level")) config.set_log_level(*level);
+  if (auto state = args.Get("state-dir")) config.set_state_dir(*state);
   if (absl::Status status = ApplyModelFlags(args, config.mutable_model_defaults()); !status.ok()) {
     return status;
   }
@@ -120,6 +123,7 @@ int RunServe(const std::vector<std::string>& raw_args) {
                                                          {"models-dir"},
                                                          {"listen"},
                                                          {"log-level"},
+                                                         {"state-dir"},
                                                          {"ram-budget"},
                                                          {"ctx"},
                                                          {"prefetch-depth"},

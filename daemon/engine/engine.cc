@@ -45,7 +45,7 @@ absl::StatusOr<std::shared_ptr<LoadedModel>> Engine::Get(const std::string& requ
   if (slot->model != nullptr) return slot->model;
   ASSIGN_OR_RETURN(ModelFile file, catalog_->Find(name));
   ASSIGN_OR_RETURN(std::unique_ptr<LoadedModel> loaded,
-                   LoadedModel::Load(env_, file.name, file.path, ConfigFor(name)));
+                   LoadedModel::Load(env_, file.name, file.path, ConfigFor(name), config_.state_dir()));
   slot->model = std::move(loaded);
   return slot->model;
 }
@@ -65,7 +65,7 @@ absl::StatusOr<std::shared_ptr<LoadedModel>> Engine::Load(const std::string& req
   // Free the old copy first so both never hold their budget at once.
   slot->model.reset();
   ASSIGN_OR_RETURN(std::unique_ptr<LoadedModel> loaded,
-                   LoadedModel::Load(env_, file.name, file.path, config));
+                   LoadedModel::Load(env_, file.name, file.path, config, config_.state_dir()));
   slot->model = std::move(loaded);
   return slot->model;
 }

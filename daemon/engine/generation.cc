@@ -140,6 +140,7 @@ absl::Status LoadedModel::Generate(const v1::GenerateRequest& request, const Eve
 
   // Prefill.
   model::Forward forward(model_.get(), store_.get(), pool_.get());
+  forward.set_router_lookahead(config_.has_router_lookahead() && config_.router_lookahead());
   std::vector<float> logits(model_->hparams().n_vocab);
   const cache::ChunkStoreStats stats_at_start = store_->Stats();
   absl::Status status = forward.Run(session->state.get(),
@@ -281,6 +282,9 @@ absl::Status LoadedModel::Generate(const v1::GenerateRequest& request, const Eve
              << " hits / " << done->stats().cache_misses() << " misses, "
              << done->stats().bytes_read() << " bytes read";
   sink(event);
+  // Keep what this request taught about hot experts, in case the daemon
+  // does not stop cleanly.
+  SaveHotlist();
   return absl::OkStatus();
 }
 

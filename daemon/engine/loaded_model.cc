@@ -1,5 +1,6 @@
 #include "daemon/engine/loaded_model.h"
 
+#include <filesystem>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -26,7 +27,8 @@ storage::IoEngine ParseIoEngine(const std::string& name) {
 absl::StatusOr<std::unique_ptr<LoadedModel>> LoadedModel::Load(storage::Env* env,
                                                                const std::string& name,
                                                                const std::string& path,
-                                                               const v1::ModelConfig& config) {
+                                                               const v1::ModelConfig& config,
+                                                               const std::string& state_dir) {
   absl::Time start = absl::Now();
   auto loaded = std::unique_ptr<LoadedModel>(new LoadedModel());
   loaded->name_ = name;
@@ -67,6 +69,31 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadedModel::Load(storage::Env* env
   uint64_t kv = plan.sizes.kv_bytes;
   loaded->sessions_ =
       SessionTable(1 + (kv > 0 ? std::min<uint64_t>(plan.unused_bytes / kv, 7) : 7));
+  loaded->env_ = env;
+  bool has_experts = false;
+  for (const cache::ChunkSpec& chunk : loaded->model_->chunks()) {
+    has_experts |= chunk.kind == cache::ChunkKind::kExpert;
+  }
+  bool warm = !config.has_warm_hotlist() || config.warm_hotlist();
+  if (has_experts && warm && !state_dir.empty() && !plan.all_resident()) {
+    std::error_code ec;
+    std::filesystem::create_directories(state_dir, ec);
+    if (ec) {
+      WLOG(WARNING) << "cannot create state directory " << state_dir << " (" << ec.message()
+                    << "); the expert hotlist is not kept";
+    } else {
+      ASSIGN_OR_RETURN(loaded->identity_,
+                       cache::IdentifyModelFile(env, path, loaded->model_->chunks()));
+      loaded->hotlist_path_ = cache::HotlistPathFor(state_dir, path);
+      int preloaded = 0;
+      ASSIGN_OR_RETURN(loaded->hotlist_previous_,
+                       cache::WarmExpertCache(env, loaded->hotlist_path_, loaded->identity_,
+                                              loaded->model_->chunks(), loaded->store_.get(),
+                                              &preloaded));
+      WLOG(INFO) << name << ": preloaded " << preloaded << " hot experts from "
+                 << loaded->hotlist_path_;
+    }
+  }
   int threads = config.has_threads() ? config.threads()
                                      : static_cast<int>(std::thread::hardware_concurrency());
   loaded->pool_ = std::make_unique<kernels::ThreadPool>(std::max(1, threads));
@@ -79,7 +106,18 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadedModel::Load(storage::Env* env
   return loaded;
 }
 
-LoadedModel::~LoadedModel() = default;
+LoadedModel::~LoadedModel() {
+  absl::MutexLock lock(&run_mu_);
+  SaveHotlist();
+}
+
+void LoadedModel::SaveHotlist() {
+  if (hotlist_path_.empty()) return;
+  absl::Status status =
+      cache::SaveHotlist(env_, hotlist_path_, identity_, model_->chunks(),
+                         store_->acquire_counts(), hotlist_previous_);
+  if (!status.ok()) WLOG(WARNING) << "cannot save the expert hotlist: " << status.message();
+}
 
 absl::StatusOr<v1::TokenizeResponse> LoadedModel::Tokenize(
     const v1::TokenizeRequest& request) const {

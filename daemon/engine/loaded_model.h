@@ -17,6 +17,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "daemon/cache/chunk_store.h"
+#include "daemon/cache/hotlist.h"
+#include "daemon/cache/streaming_store.h"
 #include "daemon/engine/planning.h"
 #include "daemon/engine/sessions.h"
 #include "daemon/kernels/thread_pool.h"
@@ -38,10 +40,13 @@ class LoadedModel {
  public:
   // Opens `path`, binds the architecture and tokenizer and reads the
   // weights as `config` asks. Errors name the file and what is wrong.
+  // `state_dir` (may be empty) is where the warm expert hotlist of a MoE
+  // model is kept across restarts.
   static absl::StatusOr<std::unique_ptr<LoadedModel>> Load(storage::Env* env,
                                                            const std::string& name,
                                                            const std::string& path,
-                                                           const v1::ModelConfig& config);
+                                                           const v1::ModelConfig& config,
+                                                           const std::string& state_dir = "");
   ~LoadedModel();
 
   const std::string& name() const { return name_; }
@@ -78,9 +83,16 @@ class LoadedModel {
   std::unique_ptr<model::Model> model_;
   std::unique_ptr<text::Tokenizer> tokenizer_;
   std::unique_ptr<storage::RandomAccessFile> file_;
-  std::unique_ptr<cache::ChunkStore> store_;
+  std::unique_ptr<cache::StreamingChunkStore> store_;
   std::unique_ptr<kernels::ThreadPool> pool_;
   ModelPlan plan_;
+
+  // The warm hotlist of a MoE model's experts (empty path: not kept).
+  void SaveHotlist() ABSL_EXCLUSIVE_LOCKS_REQUIRED(run_mu_);
+  storage::Env* env_ = nullptr;
+  std::string hotlist_path_;
+  cache::ModelFileIdentity identity_;
+  std::vector<cache::HotlistEntry> hotlist_previous_;
 
   // Serialises generations: one forward pass at a time.
   absl::Mutex run_mu_;
