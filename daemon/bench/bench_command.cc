@@ -121,12 +121,23 @@ int64_t PeakRssBytes() {
   return 0;
 }
 
-// Weight bytes a dense decode step streams through the cores: every layer
-// chunk, the output head and norm (not the embedding table: one row).
+// Weight bytes a decode step streams through the cores: every layer chunk
+// but routed experts, top-k experts per MoE layer (at the mean expert size),
+// the output head and norm (not the embedding table: one row).
 uint64_t TouchedBytesPerToken(const model::Model& model) {
-  uint64_t bytes = 0;
+  uint64_t bytes = 0, expert_bytes = 0, experts = 0;
   for (const cache::ChunkSpec& chunk : model.chunks()) {
-    if (chunk.kind != cache::ChunkKind::kGlobal) bytes += chunk.tensor_bytes;
+    if (chunk.kind == cache::ChunkKind::kExpert) {
+      expert_bytes += chunk.tensor_bytes;
+      ++experts;
+    } else if (chunk.kind != cache::ChunkKind::kGlobal) {
+      bytes += chunk.tensor_bytes;
+    }
+  }
+  const model::HParams& hp = model.hparams();
+  if (experts > 0) {
+    const uint64_t moe_layers = hp.n_layer - hp.moe.n_layer_dense_lead;
+    bytes += moe_layers * hp.moe.n_expert_used * (expert_bytes / experts);
   }
   const model::GlobalTensors& g = model.globals();
   bytes += g.output.rows * g.output.row_bytes + g.output_norm.cols * sizeof(float);
