@@ -60,7 +60,12 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadedModel::Load(storage::Env* env
   cache::StreamingStoreOptions store_options = cache::StreamingStoreOptions::FromPlan(plan);
   store_options.io = io;
   if (config.cache_policy() == v1::CACHE_POLICY_LRU) store_options.policy = cache::PolicyKind::kLru;
-  if (config.cache_policy() == v1::CACHE_POLICY_LFU) store_options.policy = cache::PolicyKind::kLfu;
+  if (config.cache_policy() == v1::CACHE_POLICY_LFU) {
+    // Expert popularity must outlive an eviction to be worth anything (see
+    // the routing-trace measurements in cache_policy.h): LFU with ageing.
+    store_options.policy =
+        plan.sizes.experts_per_token > 0 ? cache::PolicyKind::kLfuAged : cache::PolicyKind::kLfu;
+  }
   ASSIGN_OR_RETURN(loaded->store_,
                    cache::StreamingChunkStore::Create(env, *loaded->file_, loaded->model_->chunks(),
                                                       store_options));
@@ -86,10 +91,10 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadedModel::Load(storage::Env* env
                        cache::IdentifyModelFile(env, path, loaded->model_->chunks()));
       loaded->hotlist_path_ = cache::HotlistPathFor(state_dir, path);
       int preloaded = 0;
-      ASSIGN_OR_RETURN(loaded->hotlist_previous_,
-                       cache::WarmExpertCache(env, loaded->hotlist_path_, loaded->identity_,
-                                              loaded->model_->chunks(), loaded->store_.get(),
-                                              &preloaded));
+      ASSIGN_OR_RETURN(
+          loaded->hotlist_previous_,
+          cache::WarmExpertCache(env, loaded->hotlist_path_, loaded->identity_,
+                                 loaded->model_->chunks(), loaded->store_.get(), &preloaded));
       WLOG(INFO) << name << ": preloaded " << preloaded << " hot experts from "
                  << loaded->hotlist_path_;
     }
@@ -113,9 +118,8 @@ LoadedModel::~LoadedModel() {
 
 void LoadedModel::SaveHotlist() {
   if (hotlist_path_.empty()) return;
-  absl::Status status =
-      cache::SaveHotlist(env_, hotlist_path_, identity_, model_->chunks(),
-                         store_->acquire_counts(), hotlist_previous_);
+  absl::Status status = cache::SaveHotlist(env_, hotlist_path_, identity_, model_->chunks(),
+                                           store_->acquire_counts(), hotlist_previous_);
   if (!status.ok()) WLOG(WARNING) << "cannot save the expert hotlist: " << status.message();
 }
 
