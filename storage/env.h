@@ -11,8 +11,8 @@
 #ifndef WASTE_STORAGE_ENV_H_
 #define WASTE_STORAGE_ENV_H_
 
-#include <cstddef>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -108,8 +108,7 @@ class ReadQueue {
   // Appends at least `min_completions` (at most all outstanding) finished
   // reads to `out`, blocking until they are there. Returns how many were
   // appended.
-  virtual absl::StatusOr<size_t> Wait(size_t min_completions,
-                                      std::vector<ReadCompletion>* out) = 0;
+  virtual absl::StatusOr<size_t> Wait(size_t min_completions, std::vector<ReadCompletion>* out) = 0;
 
   // Reads submitted and not yet returned by Wait.
   virtual size_t Outstanding() const = 0;

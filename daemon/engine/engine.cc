@@ -44,8 +44,9 @@ absl::StatusOr<std::shared_ptr<LoadedModel>> Engine::Get(const std::string& requ
   absl::MutexLock lock(&slot->mu);
   if (slot->model != nullptr) return slot->model;
   ASSIGN_OR_RETURN(ModelFile file, catalog_->Find(name));
-  ASSIGN_OR_RETURN(std::unique_ptr<LoadedModel> loaded,
-                   LoadedModel::Load(env_, file.name, file.path, ConfigFor(name), config_.state_dir()));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<LoadedModel> loaded,
+      LoadedModel::Load(env_, file.name, file.path, ConfigFor(name), config_.state_dir()));
   slot->model = std::move(loaded);
   return slot->model;
 }
