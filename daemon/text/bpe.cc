@@ -4,33 +4,11 @@
 #include <queue>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/text/symbol_merge.h"
 #include "daemon/text/utf8.h"
 
 namespace waste::text {
-namespace {
-
-struct Symbol {
-  int prev;
-  int next;
-  size_t start;
-  size_t len;  // 0 once merged into its left neighbour.
-};
-
-struct Bigram {
-  int left;
-  int right;
-  int rank;
-  size_t len;
-};
-
-// Lowest rank first; on equal ranks the leftmost pair.
-struct BigramOrder {
-  bool operator()(const Bigram& a, const Bigram& b) const {
-    return a.rank > b.rank || (a.rank == b.rank && a.left > b.left);
-  }
-};
-
-}  // namespace
+namespace {}  // namespace
 
 absl::StatusOr<BpeModel> BpeModel::Create(const TokenLookup& lookup) {
   BpeModel model(lookup);
@@ -73,46 +51,19 @@ void BpeModel::EncodeWord(std::string_view word, bool ignore_merges,
   }
 
   const std::string_view text = encoded;
-  std::vector<Symbol> symbols;
-  symbols.reserve(word.size());
-  for (size_t offset = 0; offset < text.size();) {
-    const size_t len = std::min(Utf8SeqLen(text[offset]), text.size() - offset);
-    const int index = static_cast<int>(symbols.size());
-    symbols.push_back(Symbol{index - 1, offset + len == text.size() ? -1 : index + 1, offset, len});
-    offset += len;
-  }
-
-  std::priority_queue<Bigram, std::vector<Bigram>, BigramOrder> queue;
+  std::vector<MergeSymbol> symbols = SplitUtf8Symbols(text);
   std::string key;
-  auto try_add = [&](int left, int right) {
-    if (left < 0 || right < 0) return;
-    const Symbol& l = symbols[left];
-    const Symbol& r = symbols[right];
-    key.assign(text.substr(l.start, l.len)).push_back(' ');
-    key.append(text.substr(r.start, r.len));
-    auto it = ranks_.find(key);
-    if (it == ranks_.end()) return;
-    queue.push(Bigram{left, right, it->second, l.len + r.len});
-  };
-  for (int i = 1; i < static_cast<int>(symbols.size()); ++i) try_add(i - 1, i);
+  // Lower merge ranks merge first.
+  MergeBestPairs(text, &symbols,
+                 [&](std::string_view left, std::string_view right) -> std::optional<double> {
+                   key.assign(left).push_back(' ');
+                   key.append(right);
+                   auto it = ranks_.find(key);
+                   if (it == ranks_.end()) return std::nullopt;
+                   return -static_cast<double>(it->second);
+                 });
 
-  while (!queue.empty()) {
-    const Bigram bigram = queue.top();
-    queue.pop();
-    Symbol& left = symbols[bigram.left];
-    Symbol& right = symbols[bigram.right];
-    // Stale entry: one side was merged elsewhere since it was queued.
-    if (left.len == 0 || right.len == 0 || left.len + right.len != bigram.len) continue;
-    left.len += right.len;
-    right.len = 0;
-    left.next = right.next;
-    if (right.next >= 0) symbols[right.next].prev = bigram.left;
-    try_add(left.prev, bigram.left);
-    try_add(bigram.left, left.next);
-  }
-
-  for (int i = symbols.empty() ? -1 : 0; i != -1; i = symbols[i].next) {
-    const std::string_view piece = text.substr(symbols[i].start, symbols[i].len);
+  for (std::string_view piece : MergedPieces(text, symbols)) {
     const TokenId id = lookup_->Find(piece);
     if (id != kNoToken) {
       out->push_back(id);
