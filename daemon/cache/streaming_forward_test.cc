@@ -208,3 +208,56 @@ TEST(StreamingFaultTest, PersistentEioFailsTheRunThenRecovers) {
 
 }  // namespace
 }  // namespace waste::cache
+
+namespace waste::cache {
+namespace {
+
+// Two sessions stepped together read each streamed chunk once per step,
+// not once per session, and get the same logits as when run alone.
+TEST(StreamingStepTest, SessionsInOneStepShareEveryChunkRead) {
+  storage::Env* env = storage::Env::Default();
+  const std::string path = testing::ModelPath("stories260K/stories260K.gguf");
+  auto gguf = storage::GgufFile::Open(env, path);
+  ASSERT_TRUE(gguf.ok()) << gguf.status();
+  auto model = Model::Create(**gguf);
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto file = env->NewRandomAccessFile(path, {.direct = true});
+  ASSERT_TRUE(file.ok()) << file.status();
+  memory::PlanInput input = memory::PlanInputFor(**model, kCtx, kKv);
+  auto plan = memory::PlanMemory(input, BudgetFor(input, 0));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_GT(plan->read_bytes_per_token, 0u);
+  auto store = StreamingChunkStore::Create(env, **file, (*model)->chunks(),
+                                           StreamingStoreOptions::FromPlan(*plan));
+  ASSERT_TRUE(store.ok()) << store.status();
+  kernels::ThreadPool pool(1);
+  model::Forward forward(model->get(), store->get(), &pool);
+  const int64_t n_vocab = (*model)->hparams().n_vocab;
+
+  // Alone: each session's token costs a full pass of reads.
+  SequenceState alone_a(**model, kCtx, kKv), alone_b(**model, kCtx, kKv);
+  std::vector<float> want_a(n_vocab), want_b(n_vocab);
+  const int32_t a = 1, b = 403;
+  uint64_t before = (*store)->Stats().bytes_read;
+  ASSERT_TRUE(forward.Run(&alone_a, {&a, 1}, want_a.data()).ok());
+  uint64_t one_pass = (*store)->Stats().bytes_read - before;
+  ASSERT_TRUE(forward.Run(&alone_b, {&b, 1}, want_b.data()).ok());
+  EXPECT_GT(one_pass, 0u);
+
+  // Together: one pass of reads serves both.
+  SequenceState together_a(**model, kCtx, kKv), together_b(**model, kCtx, kKv);
+  std::vector<float> got_a(n_vocab), got_b(n_vocab);
+  model::SequenceStep steps[] = {{&together_a, {&a, 1}, got_a.data()},
+                                 {&together_b, {&b, 1}, got_b.data()}};
+  before = (*store)->Stats().bytes_read;
+  ASSERT_TRUE(forward.Step(steps).ok());
+  uint64_t shared_pass = (*store)->Stats().bytes_read - before;
+  EXPECT_LE(shared_pass, one_pass + one_pass / 4);
+  EXPECT_EQ(got_a, want_a);
+  EXPECT_EQ(got_b, want_b);
+  EXPECT_EQ(together_a.n_past(), 1);
+  EXPECT_EQ(together_b.n_past(), 1);
+}
+
+}  // namespace
+}  // namespace waste::cache

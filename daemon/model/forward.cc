@@ -158,14 +158,12 @@ uint64_t SequenceState::ScratchBytes(const Model& model) {
   return BufferSizes(model.hparams()).Bytes() + MatVecScratchFor(model);
 }
 
-absl::Status Forward::Run(SequenceState* state, std::span<const int32_t> tokens, float* logits,
-                          bool all_logits) {
+absl::Status Forward::Validate(const SequenceState& s, std::span<const int32_t> tokens) const {
   const HParams& hp = model_->hparams();
   if (tokens.empty()) return absl::InvalidArgumentError("no tokens to run");
-  if (state->n_past_ + static_cast<int64_t>(tokens.size()) > state->n_ctx()) {
-    return absl::OutOfRangeError(absl::StrCat("context is full: ", state->n_past_, " + ",
-                                              tokens.size(), " tokens exceed the context of ",
-                                              state->n_ctx()));
+  if (s.n_past_ + static_cast<int64_t>(tokens.size()) > s.n_ctx()) {
+    return absl::OutOfRangeError(absl::StrCat("context is full: ", s.n_past_, " + ", tokens.size(),
+                                              " tokens exceed the context of ", s.n_ctx()));
   }
   for (int32_t token : tokens) {
     if (token < 0 || token >= hp.n_vocab) {
@@ -173,18 +171,67 @@ absl::Status Forward::Run(SequenceState* state, std::span<const int32_t> tokens,
           absl::StrCat("token id ", token, " is outside the vocabulary of ", hp.n_vocab));
     }
   }
-  ChunkLease global(store_, model_->globals().chunk);
-  RETURN_IF_ERROR(global.Acquire());
-  int64_t start_pos = state->n_past_;
+  return absl::OkStatus();
+}
+
+absl::Status Forward::Run(SequenceState* state, std::span<const int32_t> tokens, float* logits,
+                          bool all_logits) {
+  const int64_t n_vocab = model_->hparams().n_vocab;
+  RETURN_IF_ERROR(Validate(*state, tokens));
+  const int64_t start_pos = state->n_past_;
   for (size_t i = 0; i < tokens.size(); i += kMaxForwardBatch) {
-    size_t n = std::min<size_t>(kMaxForwardBatch, tokens.size() - i);
-    bool last = i + n == tokens.size();
-    float* out = all_logits ? logits + i * hp.n_vocab : (last ? logits : nullptr);
-    absl::Status status = RunBatch(state, global.slot(), tokens.subspan(i, n), out, all_logits);
+    const size_t n = std::min<size_t>(kMaxForwardBatch, tokens.size() - i);
+    const bool last = i + n == tokens.size();
+    SequenceStep step{state, tokens.subspan(i, n),
+                      all_logits ? logits + i * n_vocab : (last ? logits : nullptr), all_logits};
+    absl::Status status = Step({&step, 1});
     if (!status.ok()) {
       state->n_past_ = start_pos;
       return status;
     }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Forward::Step(std::span<const SequenceStep> steps) {
+  const HParams& hp = model_->hparams();
+  for (const SequenceStep& step : steps) {
+    RETURN_IF_ERROR(Validate(*step.state, step.tokens));
+    if (step.tokens.size() > static_cast<size_t>(kMaxForwardBatch)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("a step takes at most ", kMaxForwardBatch, " tokens per sequence"));
+    }
+  }
+  ChunkLease global(store_, model_->globals().chunk);
+  RETURN_IF_ERROR(global.Acquire());
+  for (const SequenceStep& step : steps) Embed(step.state, global.slot(), step.tokens);
+
+  // With several sequences, the step holds each chunk while all of them use
+  // it (their own Acquires then hit), so a chunk is read once per step.
+  const bool hold = steps.size() > 1;
+  for (int64_t l = 0; l < hp.n_layer; ++l) {
+    const LayerTensors& layer = model_->layers()[l];
+    {
+      ChunkLease attention(store_, layer.attn_chunk);
+      if (hold) RETURN_IF_ERROR(attention.Acquire());
+      for (const SequenceStep& step : steps) {
+        const int64_t n = static_cast<int64_t>(step.tokens.size());
+        RETURN_IF_ERROR(hp.is_mla() ? MlaAttention(step.state, layer, l, n)
+                                    : Attention(step.state, layer, l, n));
+      }
+    }
+    ChunkLease ffn(store_, layer.ffn_chunk);
+    if (hold) RETURN_IF_ERROR(ffn.Acquire());
+    for (const SequenceStep& step : steps) {
+      const int64_t n = static_cast<int64_t>(step.tokens.size());
+      RETURN_IF_ERROR(hp.IsMoeLayer(l) ? MoeFeedForward(step.state, layer, l, n)
+                                       : FeedForward(step.state, layer, l, n));
+    }
+  }
+  for (const SequenceStep& step : steps) {
+    const int64_t n = static_cast<int64_t>(step.tokens.size());
+    step.state->n_past_ += n;
+    RETURN_IF_ERROR(Head(step.state, global.slot(), n, step.logits, step.all_logits));
   }
   return absl::OkStatus();
 }
@@ -203,8 +250,7 @@ void Forward::PrefetchAfter(int64_t l, bool ffn) {
   store_->Prefetch(std::span<const cache::ChunkId>(upcoming, n));
 }
 
-absl::Status Forward::RunBatch(SequenceState* s, const uint8_t* global,
-                               std::span<const int32_t> tokens, float* logits, bool all_logits) {
+void Forward::Embed(SequenceState* s, const uint8_t* global, std::span<const int32_t> tokens) {
   const HParams& hp = model_->hparams();
   const GlobalTensors& g = model_->globals();
   const int64_t n = static_cast<int64_t>(tokens.size());
@@ -219,18 +265,15 @@ absl::Status Forward::RunBatch(SequenceState* s, const uint8_t* global,
   for (int64_t b = 0; b < n; ++b) {
     ops::RopeTableInit(rope, s->n_past_ + b, &s->rope_table_[b * table_floats]);
   }
+}
 
-  for (int64_t l = 0; l < hp.n_layer; ++l) {
-    const LayerTensors& layer = model_->layers()[l];
-    RETURN_IF_ERROR(hp.is_mla() ? MlaAttention(s, layer, l, n) : Attention(s, layer, l, n));
-    RETURN_IF_ERROR(hp.IsMoeLayer(l) ? MoeFeedForward(s, layer, l, n)
-                                     : FeedForward(s, layer, l, n));
-  }
-  s->n_past_ += n;
-
+absl::Status Forward::Head(SequenceState* s, const uint8_t* global, int64_t n, float* logits,
+                           bool all_logits) {
+  const HParams& hp = model_->hparams();
+  const GlobalTensors& g = model_->globals();
   // Logits of the last token, or of all of them.
-  int64_t first = all_logits ? 0 : n - 1;
   if (logits == nullptr) return absl::OkStatus();
+  const int64_t first = all_logits ? 0 : n - 1;
   for (int64_t b = first; b < n; ++b) {
     ops::RmsNorm(&s->x_[b * hp.n_embd], g.output_norm.F32(global), hp.n_embd, hp.rms_eps,
                  &s->xb_[(b - first) * hp.n_embd]);

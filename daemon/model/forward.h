@@ -115,6 +115,17 @@ struct MoeStats {
   }
 };
 
+// One sequence's share of a step: up to kMaxForwardBatch tokens appended
+// at its next positions.
+struct SequenceStep {
+  SequenceState* state = nullptr;
+  std::span<const int32_t> tokens;
+  // Logits of every token ([n, n_vocab]) when all_logits, else of the last
+  // one ([n_vocab]); may be null when not needed.
+  float* logits = nullptr;
+  bool all_logits = false;
+};
+
 // Runs a model on a store with a thread pool; neither is owned.
 class Forward {
  public:
@@ -128,6 +139,13 @@ class Forward {
   // its previous n_past.
   absl::Status Run(SequenceState* state, std::span<const int32_t> tokens, float* logits,
                    bool all_logits = false);
+
+  // Runs several sequences (sessions) through the model in one pass over
+  // the layers: each layer's attention and FFN chunks are acquired once and
+  // held while every sequence uses them, so concurrent sessions share every
+  // chunk read. Each step has 1..kMaxForwardBatch tokens. Errors as Run;
+  // on error no sequence advances.
+  absl::Status Step(std::span<const SequenceStep> steps);
 
   const MoeStats& moe_stats() const { return moe_stats_; }
 
@@ -144,8 +162,10 @@ class Forward {
   bool router_lookahead() const { return router_lookahead_; }
 
  private:
-  absl::Status RunBatch(SequenceState* s, const uint8_t* global, std::span<const int32_t> tokens,
-                        float* logits, bool all_logits);
+  absl::Status Validate(const SequenceState& s, std::span<const int32_t> tokens) const;
+  void Embed(SequenceState* s, const uint8_t* global, std::span<const int32_t> tokens);
+  absl::Status Head(SequenceState* s, const uint8_t* global, int64_t n, float* logits,
+                    bool all_logits);
   absl::Status Attention(SequenceState* s, const LayerTensors& layer, int64_t l, int64_t n);
   absl::Status MlaAttention(SequenceState* s, const LayerTensors& layer, int64_t l, int64_t n);
   absl::Status FeedForward(SequenceState* s, const LayerTensors& layer, int64_t l, int64_t n);
