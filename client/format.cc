@@ -22,6 +22,14 @@ std::string FormatBytes(int64_t bytes) {
   return absl::StrFormat("%.2f %s", value, kUnits[unit]);
 }
 
+std::string FormatCount(int64_t count) {
+  const double value = static_cast<double>(count);
+  if (value >= 1e9) return absl::StrFormat("%.2fB", value / 1e9);
+  if (value >= 1e6) return absl::StrFormat("%.1fM", value / 1e6);
+  if (value >= 1e3) return absl::StrFormat("%.1fK", value / 1e3);
+  return absl::StrCat(count);
+}
+
 absl::StatusOr<int64_t> ParseByteSize(absl::string_view text) {
   absl::string_view rest = absl::StripAsciiWhitespace(text);
   size_t digits = 0;

@@ -22,5 +22,12 @@ TEST(FormatBytesTest, PowersOf1024) {
   EXPECT_EQ(FormatBytes(8LL << 30), "8.00 GiB");
 }
 
+TEST(FormatCountTest, PowersOf1000) {
+  EXPECT_EQ(FormatCount(512), "512");
+  EXPECT_EQ(FormatCount(260100), "260.1K");
+  EXPECT_EQ(FormatCount(852559872), "852.6M");
+  EXPECT_EQ(FormatCount(1020000000), "1.02B");
+}
+
 }  // namespace
 }  // namespace waste

@@ -48,10 +48,18 @@ int Models(WasteClient& client) {
   }
   size_t width = 4;
   for (const v1::ModelInfo& model : models->models()) width = std::max(width, model.name().size());
-  std::cout << absl::StrFormat("%-*s  %10s  %14s  %s\n", width, "NAME", "SIZE", "BYTES", "PATH");
+  std::cout << absl::StrFormat("%-*s  %-10s %-6s %8s  %10s  %14s  %s\n", width, "NAME", "ARCH",
+                               "TYPE", "PARAMS", "SIZE", "BYTES", "PATH");
   for (const v1::ModelInfo& model : models->models()) {
-    std::cout << absl::StrFormat("%-*s  %10s  %14d  %s\n", width, model.name(),
-                                 FormatBytes(model.size_bytes()), model.size_bytes(), model.path());
+    std::cout << absl::StrFormat("%-*s  %-10s %-6s %8s  %10s  %14d  %s%s\n", width, model.name(),
+                                 model.architecture().empty() ? "?" : model.architecture(),
+                                 model.quantization().empty() ? "?" : model.quantization(),
+                                 model.parameters() / 1e9, FormatBytes(model.size_bytes()),
+                                 model.size_bytes(), model.path(),
+                                 model.loaded() ? "  (loaded)" : "");
+    if (!model.unusable_reason().empty()) {
+      std::cout << "    cannot serve: " << model.unusable_reason() << "\n";
+    }
   }
   return 0;
 }

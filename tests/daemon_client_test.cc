@@ -57,6 +57,13 @@ TEST_F(DaemonTest, ListModelsThroughTheLibrary) {
   EXPECT_EQ(models->models(0).name(), "stories260K");
   EXPECT_EQ(models->models(0).size_bytes(), 1185376);
   EXPECT_TRUE(absl::EndsWith(models->models(0).path(), "stories260K/stories260K.gguf"));
+  // From the GGUF header, without loading the model.
+  EXPECT_FALSE(models->models(0).loaded());
+  EXPECT_EQ(models->models(0).architecture(), "llama");
+  EXPECT_EQ(models->models(0).quantization(), "F32");
+  EXPECT_EQ(models->models(0).context_length(), 2048);
+  EXPECT_GT(models->models(0).parameters(), 250000);
+  EXPECT_EQ(models->models(0).unusable_reason(), "");
 }
 
 TEST_F(DaemonTest, CliHealthAndModels) {

@@ -1,7 +1,10 @@
 #include "daemon/engine/engine.h"
 
+#include <sys/stat.h>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "daemon/model/layout.h"
 #include "storage/status_macros.h"
 
 namespace waste::engine {
@@ -111,6 +114,51 @@ absl::StatusOr<v1::MemoryPlan> Engine::Plan(const v1::PlanRequest& request) {
   out.set_fits(false);
   out.set_explanation(std::string(planned.status().message()));
   return out;
+}
+
+void Engine::Describe(const ModelFile& file, v1::ModelInfo* info) {
+  struct stat st;
+  int64_t mtime_ns = 0;
+  if (stat(file.path.c_str(), &st) == 0) {
+    mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  }
+  {
+    absl::MutexLock lock(&describe_mu_);
+    auto it = described_.find(file.path);
+    if (it != described_.end() && it->second.size == file.size_bytes &&
+        it->second.mtime_ns == mtime_ns) {
+      info->MergeFrom(it->second.info);
+      return;
+    }
+  }
+  v1::ModelInfo described;
+  absl::StatusOr<std::unique_ptr<storage::GgufFile>> gguf =
+      storage::GgufFile::Open(env_, file.path);
+  if (!gguf.ok()) {
+    described.set_unusable_reason(std::string(gguf.status().message()));
+  } else {
+    described.set_architecture((*gguf)->GetString("general.architecture").value_or(""));
+    if (absl::StatusOr<model::ModelLayout> layout = model::ModelLayout::FromGguf(**gguf);
+        layout.ok()) {
+      described.set_parameters(layout->total_params());
+      uint64_t most = 0;
+      for (const auto& [type, bytes] : layout->types()) {
+        if (bytes.bytes > most) {
+          most = bytes.bytes;
+          described.set_quantization(std::string(storage::GgmlTypeName(type)));
+        }
+      }
+    }
+    described.set_context_length(static_cast<int32_t>(
+        (*gguf)->GetInt(described.architecture() + ".context_length").value_or(0)));
+    if (absl::StatusOr<std::unique_ptr<model::Model>> bound = model::Model::Create(**gguf);
+        !bound.ok()) {
+      described.set_unusable_reason(std::string(bound.status().message()));
+    }
+  }
+  info->MergeFrom(described);
+  absl::MutexLock lock(&describe_mu_);
+  described_[file.path] = {file.size_bytes, mtime_ns, std::move(described)};
 }
 
 std::vector<std::shared_ptr<LoadedModel>> Engine::Loaded() const {

@@ -45,6 +45,11 @@ class Engine {
   // not an error here: the plan says fits = false and why.
   absl::StatusOr<v1::MemoryPlan> Plan(const v1::PlanRequest& request);
 
+  // What ListModels says of a model file: architecture, parameters, main
+  // weight type, trained context, and why it cannot be served (if so), read
+  // from its GGUF header (cached by path, size and modification time).
+  void Describe(const ModelFile& file, v1::ModelInfo* info);
+
   // The loaded models, by name.
   std::vector<std::shared_ptr<LoadedModel>> Loaded() const;
 
@@ -67,6 +72,13 @@ class Engine {
   v1::DaemonConfig config_;
   mutable absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);
+  struct Described {
+    int64_t size = 0;
+    int64_t mtime_ns = 0;
+    v1::ModelInfo info;
+  };
+  absl::Mutex describe_mu_;
+  std::map<std::string, Described> described_ ABSL_GUARDED_BY(describe_mu_);
 };
 
 }  // namespace waste::engine

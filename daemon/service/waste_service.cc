@@ -57,19 +57,24 @@ grpc::ServerUnaryReactor* WasteService::Detokenize(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* WasteService::ListModels(grpc::CallbackServerContext* context,
                                                    const v1::ListModelsRequest* /*request*/,
                                                    v1::ListModelsResponse* response) {
-  absl::flat_hash_map<std::string, std::shared_ptr<engine::LoadedModel>> loaded;
-  for (auto& model : engine_->Loaded()) loaded[model->name()] = model;
-  for (const ModelFile& file : engine_->catalog().Scan()) {
-    v1::ModelInfo* info = response->add_models();
-    auto it = loaded.find(file.name);
-    if (it != loaded.end()) it->second->FillInfo(info);
-    info->set_name(file.name);
-    info->set_path(file.path);
-    info->set_size_bytes(file.size_bytes);
-  }
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  // Reading GGUF headers is file I/O: off the gRPC threads.
+  return RunOffThread(context, [this, response]() -> absl::Status {
+    absl::flat_hash_map<std::string, std::shared_ptr<engine::LoadedModel>> loaded;
+    for (auto& model : engine_->Loaded()) loaded[model->name()] = model;
+    for (const ModelFile& file : engine_->catalog().Scan()) {
+      v1::ModelInfo* info = response->add_models();
+      auto it = loaded.find(file.name);
+      if (it != loaded.end()) {
+        it->second->FillInfo(info);
+      } else {
+        engine_->Describe(file, info);
+      }
+      info->set_name(file.name);
+      info->set_path(file.path);
+      info->set_size_bytes(file.size_bytes);
+    }
+    return absl::OkStatus();
+  });
 }
 
 grpc::ServerUnaryReactor* WasteService::LoadModel(grpc::CallbackServerContext* context,
