@@ -54,7 +54,7 @@ int Models(WasteClient& client) {
     std::cout << absl::StrFormat("%-*s  %-10s %-6s %8s  %10s  %14d  %s%s\n", width, model.name(),
                                  model.architecture().empty() ? "?" : model.architecture(),
                                  model.quantization().empty() ? "?" : model.quantization(),
-                                 model.parameters() / 1e9, FormatBytes(model.size_bytes()),
+                                 FormatCount(model.parameters()), FormatBytes(model.size_bytes()),
                                  model.size_bytes(), model.path(),
                                  model.loaded() ? "  (loaded)" : "");
     if (!model.unusable_reason().empty()) {

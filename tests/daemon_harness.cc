@@ -22,7 +22,14 @@ absl::Status DaemonHarness::WaitUntilServing() {
   // and a machine busy with other builds can take seconds to start it: poll
   // (the client's reconnect backoff is short) for up to a minute.
   absl::Time deadline = absl::Now() + absl::Seconds(60);
-  absl::Status last = absl::DeadlineExceededError("never asked");
+  absl::Status last = absl::DeadlineExceededError("the socket never appeared");
+  // A channel whose first connect failed with ENOENT takes seconds to
+  // recover here (its reconnects keep failing the handshake), so the first
+  // call waits for the socket file.
+  if (!WaitForFile(socket_, 60000)) {
+    return absl::UnavailableError(
+        absl::StrCat("daemon did not create ", socket_, "; its stderr:\n", daemon_->Stderr()));
+  }
   while (absl::Now() < deadline) {
     auto health = client_->Health(absl::Seconds(2));
     if (health.ok()) return absl::OkStatus();
