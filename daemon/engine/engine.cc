@@ -5,12 +5,45 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "daemon/model/layout.h"
+#include "storage/logging.h"
 #include "storage/status_macros.h"
 
 namespace waste::engine {
 
 Engine::Engine(storage::Env* env, const ModelCatalog* catalog, v1::DaemonConfig config)
-    : env_(env), catalog_(catalog), config_(std::move(config)) {}
+    : env_(env), catalog_(catalog), config_(std::move(config)), reaper_([this] { ReapLoop(); }) {}
+
+Engine::~Engine() {
+  {
+    absl::MutexLock lock(&reaper_mu_);
+    stopping_ = true;
+  }
+  reaper_.join();
+}
+
+void Engine::ReapLoop() {
+  absl::MutexLock lock(&reaper_mu_);
+  while (!stopping_) {
+    reaper_mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::Seconds(1));
+    if (stopping_) break;
+    reaper_mu_.Unlock();
+    UnloadIdle(absl::Now());
+    reaper_mu_.Lock();
+  }
+}
+
+void Engine::UnloadIdle(absl::Time now) {
+  for (const std::shared_ptr<LoadedModel>& model : Loaded()) {
+    const v1::ModelConfig& config = model->config();
+    if (!config.has_keep_alive_seconds() || config.keep_alive_seconds() < 0) continue;
+    if (model->active_requests() > 0) continue;
+    if (now - model->last_used() < absl::Seconds(config.keep_alive_seconds())) continue;
+    WLOG(INFO) << "unloading " << model->name() << ": idle for more than "
+               << config.keep_alive_seconds() << " s (keep_alive)";
+    absl::Status status = Unload(model->name());
+    if (!status.ok()) WLOG(WARNING) << status.message();
+  }
+}
 
 v1::ModelConfig Engine::ConfigFor(const std::string& name) const {
   v1::ModelConfig config = config_.model_defaults();

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -25,6 +26,12 @@ class Engine {
  public:
   // `env` and `catalog` must outlive the engine.
   Engine(storage::Env* env, const ModelCatalog* catalog, v1::DaemonConfig config);
+  ~Engine();
+
+  // Unloads models idle for longer than their keep_alive_seconds (0: as
+  // soon as no request runs; -1 or unset: never). A background thread calls
+  // it every second; tests call it directly.
+  void UnloadIdle(absl::Time now);
 
   // The model called `name`, loading it if needed. An empty name means the
   // configured default model, else the only loaded model, else the only
@@ -67,6 +74,8 @@ class Engine {
   absl::StatusOr<std::string> ResolveName(const std::string& name) const;
   std::shared_ptr<Slot> SlotFor(const std::string& name);
 
+  void ReapLoop();
+
   storage::Env* env_;
   const ModelCatalog* catalog_;
   v1::DaemonConfig config_;
@@ -77,6 +86,9 @@ class Engine {
     int64_t mtime_ns = 0;
     v1::ModelInfo info;
   };
+  absl::Mutex reaper_mu_;
+  bool stopping_ ABSL_GUARDED_BY(reaper_mu_) = false;
+  std::thread reaper_;
   absl::Mutex describe_mu_;
   std::map<std::string, Described> described_ ABSL_GUARDED_BY(describe_mu_);
 };

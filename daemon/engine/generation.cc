@@ -45,6 +45,19 @@ size_t CommonPrefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b
 absl::Status LoadedModel::Generate(const v1::GenerateRequest& request, const EventSink& sink,
                                    const std::atomic<bool>* cancelled) {
   const absl::Time received = absl::Now();
+  // Counts this request as active until it returns, then marks the model
+  // used (for keep-alive).
+  ++active_;
+  struct Done {
+    LoadedModel* model;
+    ~Done() {
+      {
+        absl::MutexLock lock(&model->stats_mu_);
+        model->last_used_ = absl::Now();
+      }
+      --model->active_;
+    }
+  } done_guard{this};
   if (request.top_logprobs() < 0 || request.top_logprobs() > text::kMaxTopLogprobs) {
     return absl::InvalidArgumentError(
         absl::StrCat("top_logprobs must be in 0..", text::kMaxTopLogprobs));

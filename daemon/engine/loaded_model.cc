@@ -164,6 +164,11 @@ v1::ModelStats LoadedModel::Stats() const {
   return stats;
 }
 
+absl::Time LoadedModel::last_used() const {
+  absl::MutexLock lock(&stats_mu_);
+  return last_used_;
+}
+
 v1::MemoryPlan LoadedModel::Plan() const { return ToProto(*model_, plan_); }
 
 void LoadedModel::FillInfo(v1::ModelInfo* info) const {

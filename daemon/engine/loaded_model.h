@@ -64,6 +64,12 @@ class LoadedModel {
   absl::StatusOr<v1::TokenizeResponse> Tokenize(const v1::TokenizeRequest& request) const;
   absl::StatusOr<v1::DetokenizeResponse> Detokenize(const v1::DetokenizeRequest& request) const;
 
+  // When the last generation ended (or the model loaded), and how many are
+  // running or waiting now: the engine unloads idle models after their
+  // keep-alive.
+  absl::Time last_used() const;
+  int active_requests() const { return active_.load(); }
+
   // The memory plan the model was loaded with.
   v1::MemoryPlan Plan() const;
 
@@ -98,7 +104,9 @@ class LoadedModel {
   absl::Mutex run_mu_;
   SessionTable sessions_ ABSL_GUARDED_BY(run_mu_);
 
+  std::atomic<int> active_{0};
   mutable absl::Mutex stats_mu_;
+  absl::Time last_used_ ABSL_GUARDED_BY(stats_mu_) = absl::Now();
   int64_t requests_ ABSL_GUARDED_BY(stats_mu_) = 0;
   int64_t failed_requests_ ABSL_GUARDED_BY(stats_mu_) = 0;
   int64_t tokens_ ABSL_GUARDED_BY(stats_mu_) = 0;
