@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
+#include "storage/logging.h"
 
 namespace waste {
 
@@ -99,6 +100,11 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateEvent>
     } else {
       status = (*model)->Generate(
           request, [this](const v1::GenerateEvent& event) { return Push(event); }, &cancelled_);
+    }
+    if (!status.ok()) {
+      // Successful requests log their summary in the engine; these end here.
+      WLOG(INFO) << "generate " << (request.model().empty() ? "(default model)" : request.model())
+                 << " ended: " << status;
     }
     Action action;
     {
