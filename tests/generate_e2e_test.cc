@@ -94,6 +94,17 @@ TEST_F(GenerateTest, LibraryStreamsTheGoldenTokenIdsWithUsage) {
   EXPECT_GT(c.done.timings().decode_tokens_per_second(), 0);
   EXPECT_GT(c.done.stats().cache_hits(), 0);
   EXPECT_FALSE(c.started.session_id().empty());
+
+  auto stats = client_->GetStats(v1::GetStatsRequest());
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  ASSERT_EQ(stats->models_size(), 1);
+  const v1::ModelStats& model = stats->models(0);
+  EXPECT_EQ(model.requests(), 1);
+  EXPECT_EQ(model.sessions(), 1);
+  EXPECT_GE(model.totals().tokens(), 257);
+  EXPECT_GT(model.ram_used_bytes(), 0);
+  EXPECT_LE(model.ram_used_bytes(), model.ram_budget_bytes());
+  EXPECT_EQ(stats->active_requests(), 0);
 }
 
 TEST_F(GenerateTest, TokensArriveBeforeGenerationEnds) {

@@ -126,6 +126,7 @@ absl::Status LoadedModel::Generate(const v1::GenerateRequest& request, const Eve
       return std::make_unique<model::SequenceState>(*model_, context_length_, KvTypeFor(config_));
     });
   }
+  open_sessions_.store(static_cast<int>(sessions_.size()));
   // Reuse the cached prefix; at least the last token is recomputed so its
   // logits exist.
   size_t keep = std::min(CommonPrefix(session->tokens, full), full.size() - 1);

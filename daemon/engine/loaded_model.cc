@@ -161,6 +161,12 @@ v1::ModelStats LoadedModel::Stats() const {
   stats.set_requests(requests_);
   stats.set_failed_requests(failed_requests_);
   stats.set_last_decode_tokens_per_second(last_decode_tps_);
+  const int sessions = open_sessions_.load();
+  stats.set_sessions(sessions);
+  const memory::MemoryPlan& plan = plan_.plan;
+  stats.set_ram_budget_bytes(static_cast<int64_t>(plan.budget_bytes));
+  stats.set_ram_used_bytes(static_cast<int64_t>(
+      plan.pool_bytes() + sessions * (plan.sizes.kv_bytes + plan.sizes.scratch_bytes)));
   return stats;
 }
 

@@ -105,6 +105,7 @@ class LoadedModel {
   SessionTable sessions_ ABSL_GUARDED_BY(run_mu_);
 
   std::atomic<int> active_{0};
+  std::atomic<int> open_sessions_{0};  // sessions_.size(), readable without run_mu_.
   mutable absl::Mutex stats_mu_;
   absl::Time last_used_ ABSL_GUARDED_BY(stats_mu_) = absl::Now();
   int64_t requests_ ABSL_GUARDED_BY(stats_mu_) = 0;

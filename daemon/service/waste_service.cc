@@ -111,10 +111,17 @@ grpc::ServerUnaryReactor* WasteService::Plan(grpc::CallbackServerContext* contex
 grpc::ServerUnaryReactor* WasteService::GetStats(grpc::CallbackServerContext* context,
                                                  const v1::GetStatsRequest* request,
                                                  v1::GetStatsResponse* response) {
+  int running = 0, waiting = 0;
   for (const auto& model : engine_->Loaded()) {
+    // One generation runs per model; the others wait for it.
+    const int active = model->active_requests();
+    running += active > 0 ? 1 : 0;
+    waiting += std::max(0, active - 1);
     if (!request->model().empty() && request->model() != model->name()) continue;
     *response->add_models() = model->Stats();
   }
+  response->set_active_requests(running);
+  response->set_queued_requests(waiting);
   response->set_uptime_seconds(absl::ToDoubleSeconds(absl::Now() - started_));
   response->set_version(kWasteVersion);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
