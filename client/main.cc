@@ -70,6 +70,17 @@ int Stats(WasteClient& client) {
   std::cout << absl::StrFormat("version %s, up %.0f s, %d active, %d queued\n", stats->version(),
                                stats->uptime_seconds(), stats->active_requests(),
                                stats->queued_requests());
+  for (const v1::ModelStats& m : stats->models()) {
+    const v1::EngineStats& t = m.totals();
+    const int64_t acquires = t.cache_hits() + t.cache_misses();
+    std::cout << absl::StrFormat(
+        "%s: %d requests (%d failed), %d sessions, %d tokens, last decode %.2f tok/s\n"
+        "  RAM %s of %s; weights read %s, hit rate %.1f%%, io wait %.0f ms, compute %.0f ms\n",
+        m.model(), m.requests(), m.failed_requests(), m.sessions(), t.tokens(),
+        m.last_decode_tokens_per_second(), FormatBytes(m.ram_used_bytes()),
+        FormatBytes(m.ram_budget_bytes()), FormatBytes(t.bytes_read()),
+        acquires > 0 ? 100.0 * t.cache_hits() / acquires : 100.0, t.io_wait_ms(), t.compute_ms());
+  }
   return 0;
 }
 
