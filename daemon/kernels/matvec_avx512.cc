@@ -26,7 +26,7 @@
 namespace waste::kernels::internal {
 namespace {
 
-constexpr int kMaxNb = 4;  // Activation vectors per pass over a row.
+constexpr int kMaxNb = kRowTile;
 
 // How far ahead of the unit being decoded the weight stream is prefetched.
 // The hardware prefetchers alone left the 1 GiB decode at ~60% of the
@@ -463,28 +463,9 @@ void DotRow(const RowsTask& t, const uint8_t* row, int64_t b0, float* out) {
 }
 
 void RowsAvx512(const RowsTask& t, int64_t begin, int64_t end) {
-  float out[kMaxNb];
-  for (int64_t r = begin; r < end; ++r) {
-    const auto* row = static_cast<const uint8_t*>(t.w.data) + r * t.w.row_stride_bytes;
-    for (int64_t b0 = 0; b0 < t.batch; b0 += kMaxNb) {
-      const int64_t nb = std::min<int64_t>(kMaxNb, t.batch - b0);
-      switch (nb) {
-        case 1:
-          DotRow<1>(t, row, b0, out);
-          break;
-        case 2:
-          DotRow<2>(t, row, b0, out);
-          break;
-        case 3:
-          DotRow<3>(t, row, b0, out);
-          break;
-        default:
-          DotRow<4>(t, row, b0, out);
-          break;
-      }
-      for (int64_t k = 0; k < nb; ++k) t.y[(b0 + k) * t.y_stride + r] = out[k];
-    }
-  }
+  RunRowTiles(t, begin, end, [&](auto nb, const uint8_t* row, int64_t b0, float* out) {
+    DotRow<decltype(nb)::value>(t, row, b0, out);
+  });
 }
 
 ActOrder OrderFor(WeightType type) {

@@ -4,7 +4,9 @@
 #ifndef WASTE_DAEMON_KERNELS_MATVEC_INTERNAL_H_
 #define WASTE_DAEMON_KERNELS_MATVEC_INTERNAL_H_
 
+#include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "daemon/kernels/matvec.h"
 #include "daemon/kernels/quantize.h"
@@ -21,6 +23,40 @@ struct RowsTask {
   float* y = nullptr;
   int64_t y_stride = 0;
 };
+
+// Activation vectors one pass over a weight row serves (the SIMD loops keep
+// this many accumulator sets in registers).
+inline constexpr int kRowTile = 4;
+
+// Runs rows [begin, end) of `t` in passes of up to kRowTile activation
+// vectors, calling dot_row(std::integral_constant<int, NB>, row, b0, out)
+// to fill out[0..NB) and storing the results. Shared by the ISA files, each
+// of which instantiates it with its own kernel (and compile flags).
+template <typename DotRowFn>
+inline void RunRowTiles(const RowsTask& t, int64_t begin, int64_t end, DotRowFn dot_row) {
+  float out[kRowTile];
+  for (int64_t r = begin; r < end; ++r) {
+    const auto* row = static_cast<const uint8_t*>(t.w.data) + r * t.w.row_stride_bytes;
+    for (int64_t b0 = 0; b0 < t.batch; b0 += kRowTile) {
+      const int64_t nb = std::min<int64_t>(kRowTile, t.batch - b0);
+      switch (nb) {
+        case 1:
+          dot_row(std::integral_constant<int, 1>(), row, b0, out);
+          break;
+        case 2:
+          dot_row(std::integral_constant<int, 2>(), row, b0, out);
+          break;
+        case 3:
+          dot_row(std::integral_constant<int, 3>(), row, b0, out);
+          break;
+        default:
+          dot_row(std::integral_constant<int, 4>(), row, b0, out);
+          break;
+      }
+      for (int64_t k = 0; k < nb; ++k) t.y[(b0 + k) * t.y_stride + r] = out[k];
+    }
+  }
+}
 
 struct IsaKernels {
   // Quantizes one activation vector (cols a multiple of 32) for a dot with
