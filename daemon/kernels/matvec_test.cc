@@ -15,6 +15,7 @@
 #include "daemon/kernels/matvec.h"
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -178,6 +179,48 @@ TEST(MatMulTest, BatchesMatchOracle) {
             ASSERT_NEAR(y[b * y_stride + r], Reference(m, r, xb), Bound(m, r, xb))
                 << Label(type, isa, rows, cols, 2) << " batch " << batch << " b " << b;
           }
+        }
+      }
+    }
+  }
+}
+
+// A row's result must not depend on the other rows of its batch: the
+// forward pass batches the tokens of several sessions into one MatMul, and
+// a session's logits must be the same to the bit whether it runs alone or
+// with others. Each batch position lands in a different tile size (1..4)
+// and position, so this covers every NB instantiation of every ISA's loop.
+TEST(MatMulTest, EachRowIsBitIdenticalToItsBatchOfOne) {
+  ThreadPool pool(2);
+  for (WeightType type : kAllWeightTypes) {
+    const int be = GetWeightTypeInfo(type).block_elems;
+    // Legacy types: 288 is not a multiple of 256 (the AVX-512 tail); float
+    // types: 300 leaves a tail after the 16/32-wide loop.
+    const int64_t rows = 13, cols = be == 256 ? 512 : (be == 32 ? 288 : 300);
+    const int64_t x_stride = cols + 3, y_stride = rows + 2;
+    const Matrix m = MakeMatrix(type, rows, cols, 0, 11);
+    const std::vector<float> x = MakeInput(x_stride * kMaxBatch, 17);
+    Scratch scratch(MatVecScratchBytes(type, cols, kMaxBatch));
+    for (Isa isa : SupportedIsas()) {
+      // Each row alone.
+      std::vector<float> alone(y_stride * kMaxBatch, NAN);
+      for (int64_t b = 0; b < kMaxBatch; ++b) {
+        ASSERT_TRUE(MatMulOnIsa(isa, m.view(), x.data() + b * x_stride, x_stride, 1,
+                                alone.data() + b * y_stride, y_stride, &pool, &scratch)
+                        .ok());
+      }
+      for (int64_t batch : {1, 2, 3, 4, 5, 7, 8, 33, 64}) {
+        // Start at a different row each time, so a row is not always first.
+        const int64_t first = (batch * 5) % (kMaxBatch - batch + 1);
+        std::vector<float> y(y_stride * batch, NAN);
+        ASSERT_TRUE(MatMulOnIsa(isa, m.view(), x.data() + first * x_stride, x_stride, batch,
+                                y.data(), y_stride, &pool, &scratch)
+                        .ok());
+        for (int64_t b = 0; b < batch; ++b) {
+          ASSERT_EQ(0, std::memcmp(&y[b * y_stride], &alone[(first + b) * y_stride],
+                                   rows * sizeof(float)))
+              << Label(type, isa, rows, cols, 2) << " batch " << batch << " row " << b
+              << ": " << y[b * y_stride] << " vs " << alone[(first + b) * y_stride];
         }
       }
     }
