@@ -216,6 +216,7 @@ void ApplyDaemonDefaults(v1::DaemonConfig* config) {
   if (config->socket().empty()) config->set_socket(DefaultSocketPath());
   if (config->log_level().empty()) config->set_log_level("info");
   if (!config->has_max_concurrent_requests()) config->set_max_concurrent_requests(4);
+  if (!config->has_max_queued_requests()) config->set_max_queued_requests(64);
   if (config->state_dir().empty()) {
     const char* state_directory = getenv("STATE_DIRECTORY");  // systemd StateDirectory=
     const char* xdg_state = getenv("XDG_STATE_HOME");

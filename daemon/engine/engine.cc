@@ -47,6 +47,12 @@ void Engine::UnloadIdle(absl::Time now) {
 
 v1::ModelConfig Engine::ConfigFor(const std::string& name) const {
   v1::ModelConfig config = config_.model_defaults();
+  if (!config.has_max_concurrent_requests() && config_.has_max_concurrent_requests()) {
+    config.set_max_concurrent_requests(config_.max_concurrent_requests());
+  }
+  if (!config.has_max_queued_requests() && config_.has_max_queued_requests()) {
+    config.set_max_queued_requests(config_.max_queued_requests());
+  }
   auto it = config_.models().find(name);
   if (it != config_.models().end()) config.MergeFrom(it->second);
   return config;
@@ -87,6 +93,26 @@ absl::StatusOr<std::shared_ptr<LoadedModel>> Engine::Get(const std::string& requ
   return slot->model;
 }
 
+std::shared_ptr<LoadedModel> Engine::TryGetLoaded(const std::string& requested) {
+  std::string name = requested;
+  if (name.empty()) name = config_.default_model();
+  if (name.empty()) {
+    std::vector<std::shared_ptr<LoadedModel>> loaded = Loaded();
+    return loaded.size() == 1 ? loaded[0] : nullptr;
+  }
+  std::shared_ptr<Slot> slot;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = slots_.find(name);
+    if (it == slots_.end()) return nullptr;
+    slot = it->second;
+  }
+  if (!slot->mu.TryLock()) return nullptr;  // Loading: the slow path waits.
+  std::shared_ptr<LoadedModel> model = slot->model;
+  slot->mu.Unlock();
+  return model;
+}
+
 absl::StatusOr<std::shared_ptr<LoadedModel>> Engine::Load(const std::string& requested,
                                                           const v1::ModelConfig& overrides) {
   ASSIGN_OR_RETURN(std::string name, ResolveName(requested));
@@ -114,12 +140,17 @@ absl::Status Engine::Unload(const std::string& name) {
     auto it = slots_.find(name);
     if (it != slots_.end()) slot = it->second;
   }
+  std::shared_ptr<LoadedModel> model;
   if (slot != nullptr) {
     absl::MutexLock lock(&slot->mu);
-    if (slot->model != nullptr) {
-      slot->model.reset();
-      return absl::OkStatus();
-    }
+    model = std::move(slot->model);
+  }
+  if (model != nullptr) {
+    // Outside the slot's lock: the last reference lets the model's running
+    // and queued requests finish before it frees its memory, and a request
+    // arriving meanwhile may load it afresh.
+    model.reset();
+    return absl::OkStatus();
   }
   return absl::NotFoundError(absl::StrCat("model '", name, "' is not loaded"));
 }
@@ -133,6 +164,9 @@ absl::StatusOr<v1::MemoryPlan> Engine::Plan(const v1::PlanRequest& request) {
   v1::ModelConfig config = ConfigFor(name);
   if (request.has_ram_budget_bytes()) config.set_ram_budget_bytes(request.ram_budget_bytes());
   if (request.has_context_length()) config.set_context_length(request.context_length());
+  if (request.has_max_concurrent_requests()) {
+    config.set_max_concurrent_requests(request.max_concurrent_requests());
+  }
   int64_t n_ctx = ContextLengthFor(model->hparams(), config);
   absl::StatusOr<ModelPlan> planned = PlanModel(*model, config, n_ctx);
   if (planned.ok()) return ToProto(*model, *planned);

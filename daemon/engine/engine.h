@@ -38,6 +38,11 @@ class Engine {
   // model in the catalog; otherwise INVALID_ARGUMENT listing the choices.
   absl::StatusOr<std::shared_ptr<LoadedModel>> Get(const std::string& name);
 
+  // The model called `name` if it is loaded now, else null. Never blocks on
+  // a load or reads a file (the empty name resolves only to the default
+  // model or the only loaded one), so gRPC threads may call it.
+  std::shared_ptr<LoadedModel> TryGetLoaded(const std::string& name);
+
   // Loads (or reloads, when `overrides` differ) the model with the daemon's
   // config for it overlaid by `overrides`.
   absl::StatusOr<std::shared_ptr<LoadedModel>> Load(const std::string& name,

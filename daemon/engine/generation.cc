@@ -1,16 +1,10 @@
-// LoadedModel::Generate: the generation loop of one request — resolve the
-// input tokens, reuse the session's cached prefix, prefill, then sample,
-// stream and stop.
+#include "daemon/engine/generation.h"
+
 #include <random>
 
 #include "absl/strings/str_cat.h"
-#include "daemon/engine/loaded_model.h"
-#include "daemon/engine/stats.h"
-#include "daemon/model/forward.h"
+#include "absl/strings/str_format.h"
 #include "daemon/text/chat_template.h"
-#include "daemon/text/detokenizer.h"
-#include "daemon/text/sampler.h"
-#include "daemon/text/stop_matcher.h"
 #include "daemon/text/utf8.h"
 #include "storage/logging.h"
 #include "storage/status_macros.h"
@@ -20,7 +14,7 @@ namespace {
 
 double Ms(absl::Duration d) { return absl::ToDoubleMilliseconds(d); }
 
-absl::StatusOr<text::SamplerConfig> SamplerConfigOf(const v1::SamplingParams& p, uint64_t seed) {
+text::SamplerConfig SamplerConfigOf(const v1::SamplingParams& p, uint64_t seed) {
   text::SamplerConfig c;
   if (p.has_temperature()) c.temperature = p.temperature();
   if (p.has_top_k()) c.top_k = p.top_k();
@@ -34,272 +28,246 @@ absl::StatusOr<text::SamplerConfig> SamplerConfigOf(const v1::SamplingParams& p,
   return c;
 }
 
-size_t CommonPrefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
-  size_t n = 0;
-  while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
-  return n;
-}
-
 }  // namespace
 
-absl::Status LoadedModel::Generate(const v1::GenerateRequest& request, const EventSink& sink,
-                                   const std::atomic<bool>* cancelled) {
-  const absl::Time received = absl::Now();
-  // Counts this request as active until it returns, then marks the model
-  // used (for keep-alive).
-  ++active_;
-  struct Done {
-    LoadedModel* model;
-    ~Done() {
-      {
-        absl::MutexLock lock(&model->stats_mu_);
-        model->last_used_ = absl::Now();
-      }
-      --model->active_;
-    }
-  } done_guard{this};
+void StatsShare::Add(const cache::ChunkStoreStats& before, const cache::ChunkStoreStats& after,
+                     double compute, double fraction) {
+  hits += fraction * static_cast<double>(after.hits - before.hits);
+  misses += fraction * static_cast<double>(after.misses - before.misses);
+  prefetch_hits += fraction * static_cast<double>(after.prefetch_hits - before.prefetch_hits);
+  prefetch_wasted +=
+      fraction * static_cast<double>(after.prefetch_wasted - before.prefetch_wasted);
+  bytes_read += fraction * static_cast<double>(after.bytes_read - before.bytes_read);
+  read_retries += fraction * static_cast<double>(after.read_retries - before.read_retries);
+  io_wait_seconds += fraction * (after.io_wait_seconds - before.io_wait_seconds);
+  read_busy_seconds += fraction * (after.read_busy_seconds - before.read_busy_seconds);
+  compute_seconds += fraction * compute;
+}
+
+v1::EngineStats StatsShare::ToProto(const cache::ChunkStoreStats& now, int64_t tokens) const {
+  v1::EngineStats out;
+  out.set_tokens(tokens);
+  out.set_cache_hits(std::llround(hits));
+  out.set_cache_misses(std::llround(misses));
+  out.set_prefetch_hits(std::llround(prefetch_hits));
+  out.set_prefetch_wasted(std::llround(prefetch_wasted));
+  out.set_bytes_read(std::llround(bytes_read));
+  out.set_read_retries(std::llround(read_retries));
+  out.set_read_gbps(read_busy_seconds > 0 ? bytes_read / read_busy_seconds / 1e9 : 0);
+  out.set_io_wait_ms(io_wait_seconds * 1e3);
+  out.set_compute_ms(compute_seconds * 1e3);
+  out.set_pool_used_bytes(now.resident_bytes);
+  out.set_pool_capacity_bytes(now.capacity_bytes);
+  return out;
+}
+
+absl::StatusOr<std::unique_ptr<Generation>> Generation::Create(const v1::GenerateRequest& request,
+                                                               const ModelText* model,
+                                                               GenerationSink* sink,
+                                                               absl::Time received,
+                                                               absl::Time deadline) {
   if (request.top_logprobs() < 0 || request.top_logprobs() > text::kMaxTopLogprobs) {
     return absl::InvalidArgumentError(
         absl::StrCat("top_logprobs must be in 0..", text::kMaxTopLogprobs));
   }
   if (request.max_tokens() < 0) return absl::InvalidArgumentError("max_tokens must be >= 0");
-  uint64_t seed =
+  const uint64_t seed =
       request.sampling().has_seed() ? request.sampling().seed() : std::random_device{}();
-  ASSIGN_OR_RETURN(text::SamplerConfig sampler_config, SamplerConfigOf(request.sampling(), seed));
-  sampler_config.top_logprobs = request.top_logprobs();
+  text::SamplerConfig config = SamplerConfigOf(request.sampling(), seed);
+  config.top_logprobs = request.top_logprobs();
   ASSIGN_OR_RETURN(text::Sampler sampler,
-                   text::Sampler::Create(sampler_config, tokenizer_->vocab_size()));
+                   text::Sampler::Create(config, model->tokenizer->vocab_size()));
+  return std::unique_ptr<Generation>(
+      new Generation(request, model, sink, std::move(sampler), seed, received, deadline));
+}
 
-  absl::MutexLock run_lock(&run_mu_);
-  const absl::Time started_at = absl::Now();
-  {
-    absl::MutexLock lock(&stats_mu_);
-    ++requests_;
-  }
-  auto fail = [&](absl::Status status) {
-    absl::MutexLock lock(&stats_mu_);
-    ++failed_requests_;
-    return status;
-  };
+Generation::Generation(const v1::GenerateRequest& request, const ModelText* model,
+                       GenerationSink* sink, text::Sampler sampler, uint64_t seed,
+                       absl::Time received, absl::Time deadline)
+    : request_(request),
+      model_(model),
+      sink_(sink),
+      sampler_(std::move(sampler)),
+      seed_(seed),
+      stops_(std::vector<std::string>(request.stop().begin(), request.stop().end())),
+      stop_at_eos_(!request.has_stop_at_eos() || request.stop_at_eos()),
+      received_(received),
+      deadline_(deadline) {}
 
-  // The session and the full token sequence it should hold.
-  Session* session = nullptr;
-  if (!request.session_id().empty()) {
-    session = sessions_.Find(request.session_id());
-    if (session == nullptr) {
-      return fail(absl::NotFoundError(absl::StrCat("session '", request.session_id(),
-                                                   "' does not exist (it may have been evicted)")));
-    }
-  }
-  std::vector<int32_t> full;
-  bool from_bos = false;
-  if (request.has_chat()) {
+absl::Status Generation::Resolve(const std::vector<int32_t>* session_tokens) {
+  const text::Tokenizer& tokenizer = *model_->tokenizer;
+  full_.clear();
+  from_bos_ = false;
+  if (request_.has_chat()) {
     std::vector<text::ChatTurn> turns;
-    for (const v1::ChatMessage& m : request.chat().messages())
+    for (const v1::ChatMessage& m : request_.chat().messages()) {
       turns.push_back({m.role(), m.content()});
-    std::string tmpl = gguf_->GetString("tokenizer.chat_template").value_or("");
-    bool gen_prompt =
-        !request.chat().has_add_generation_prompt() || request.chat().add_generation_prompt();
-    std::string text = text::RenderChat(text::DetectChatFormat(tmpl), turns, gen_prompt);
-    full = tokenizer_->Encode(text, /*add_special=*/true, /*parse_special=*/true);
-  } else if (session != nullptr) {
-    full = session->tokens;
-    std::vector<int32_t> more = tokenizer_->Encode(request.prompt(), false, false);
-    full.insert(full.end(), more.begin(), more.end());
-  } else if (request.prompt().empty()) {
-    if (tokenizer_->bos() == text::kNoToken) {
-      return fail(absl::InvalidArgumentError("the prompt is empty and the model has no BOS token"));
     }
-    full = {tokenizer_->bos()};
-    from_bos = true;
+    const bool gen_prompt =
+        !request_.chat().has_add_generation_prompt() || request_.chat().add_generation_prompt();
+    std::string rendered =
+        text::RenderChat(text::DetectChatFormat(model_->chat_template), turns, gen_prompt);
+    full_ = tokenizer.Encode(rendered, /*add_special=*/true, /*parse_special=*/true);
+  } else if (session_tokens != nullptr) {
+    full_ = *session_tokens;
+    std::vector<int32_t> more = tokenizer.Encode(request_.prompt(), false, false);
+    full_.insert(full_.end(), more.begin(), more.end());
+  } else if (request_.prompt().empty()) {
+    if (tokenizer.bos() == text::kNoToken) {
+      return absl::InvalidArgumentError("the prompt is empty and the model has no BOS token");
+    }
+    full_ = {tokenizer.bos()};
+    from_bos_ = true;
   } else {
-    full = tokenizer_->Encode(request.prompt(), /*add_special=*/true, /*parse_special=*/false);
+    full_ = tokenizer.Encode(request_.prompt(), /*add_special=*/true, /*parse_special=*/false);
   }
-  if (full.empty()) return fail(absl::InvalidArgumentError("the prompt has no tokens"));
-  if (static_cast<int64_t>(full.size()) >= context_length_) {
-    return fail(absl::OutOfRangeError(absl::StrCat(
-        "the prompt has ", full.size(), " tokens, which leaves no room in the context of ",
-        context_length_, " tokens (set a larger context_length for the model)")));
+  if (full_.empty()) return absl::InvalidArgumentError("the prompt has no tokens");
+  if (static_cast<int64_t>(full_.size()) >= model_->context_length) {
+    return absl::OutOfRangeError(absl::StrCat(
+        "the prompt has ", full_.size(), " tokens, which leaves no room in the context of ",
+        model_->context_length, " tokens (set a larger context_length for the model)"));
   }
-  if (session == nullptr) {
-    session = sessions_.Create([&] {
-      return std::make_unique<model::SequenceState>(*model_, context_length_, KvTypeFor(config_));
-    });
-  }
-  open_sessions_.store(static_cast<int>(sessions_.size()));
-  // Reuse the cached prefix; at least the last token is recomputed so its
-  // logits exist.
-  size_t keep = std::min(CommonPrefix(session->tokens, full), full.size() - 1);
-  session->state->Truncate(static_cast<int64_t>(keep));
-  session->tokens.resize(keep);
-
-  v1::GenerateEvent event;
-  v1::GenerateStarted* started = event.mutable_started();
-  started->set_session_id(session->id);
-  started->set_model(name_);
-  started->set_prompt_tokens(static_cast<int32_t>(full.size()));
-  started->set_cached_prompt_tokens(static_cast<int32_t>(keep));
-  started->set_context_length(static_cast<int32_t>(context_length_));
-  if (!sink(event)) return absl::CancelledError("the client went away");
-  if (request.echo_prompt()) {
-    for (size_t i = 0; i < full.size(); ++i) {
-      event.Clear();
-      event.mutable_token()->set_id(full[i]);
-      event.mutable_token()->set_text(text::SanitizeUtf8(tokenizer_->Piece(full[i])));
-      event.mutable_token()->set_position(static_cast<int32_t>(i));
-      event.mutable_token()->set_prompt(true);
-      if (!sink(event)) return absl::CancelledError("the client went away");
-    }
-  }
-
-  // Prefill.
-  model::Forward forward(model_.get(), store_.get(), pool_.get());
-  forward.set_router_lookahead(config_.has_router_lookahead() && config_.router_lookahead());
-  std::vector<float> logits(model_->hparams().n_vocab);
-  const cache::ChunkStoreStats stats_at_start = store_->Stats();
-  absl::Status status = forward.Run(session->state.get(),
-                                    std::span<const int32_t>(full).subspan(keep), logits.data());
-  if (!status.ok()) {
-    session->tokens.resize(session->state->n_past());
-    return fail(status);
-  }
-  session->tokens = full;
-  for (int32_t t : full) sampler.Accept(t);
-  const absl::Time prefill_done = absl::Now();
-
-  // Decode.
-  text::StreamingDetokenizer detok(*tokenizer_, false, from_bos);
-  text::StopMatcher stops(std::vector<std::string>(request.stop().begin(), request.stop().end()));
-  const bool stop_at_eos = !request.has_stop_at_eos() || request.stop_at_eos();
-  v1::FinishReason finish = v1::FINISH_REASON_UNSPECIFIED;
-  int32_t generated = 0;
-  absl::Time first_token_at;
-  cache::ChunkStoreStats step_before = store_->Stats();
-  std::string piece, out;
-  while (true) {
-    if (cancelled != nullptr && cancelled->load()) {
-      finish = v1::FINISH_REASON_CANCELLED;
-      break;
-    }
-    text::SampleResult sample = sampler.Sample(logits);
-    if (stop_at_eos && tokenizer_->IsEog(sample.token)) {
-      finish = v1::FINISH_REASON_EOS;
-      break;
-    }
-    piece.clear();
-    out.clear();
-    detok.Push(sample.token, &piece);
-    bool stopped = stops.Push(piece, &out);
-    event.Clear();
-    v1::TokenEvent* token = event.mutable_token();
-    token->set_id(sample.token);
-    token->set_text(out);
-    token->set_logprob(sample.logprob);
-    token->set_position(static_cast<int32_t>(session->tokens.size()));
-    for (const text::TokenLogprob& alt : sample.top) {
-      v1::TokenLogprob* top = token->add_top();
-      top->set_id(alt.token);
-      top->set_text(text::SanitizeUtf8(tokenizer_->Piece(alt.token)));
-      top->set_logprob(alt.logprob);
-    }
-    ++generated;
-    if (generated == 1) first_token_at = absl::Now();
-    if (!sink(event)) {
-      finish = v1::FINISH_REASON_CANCELLED;
-      break;
-    }
-    if (stopped) {
-      finish = v1::FINISH_REASON_STOP_SEQUENCE;
-      break;
-    }
-    if (request.max_tokens() > 0 && generated >= request.max_tokens()) {
-      finish = v1::FINISH_REASON_LENGTH;
-      break;
-    }
-    if (static_cast<int64_t>(session->tokens.size()) + 1 > context_length_) {
-      finish = v1::FINISH_REASON_CONTEXT_FULL;
-      break;
-    }
-    int32_t next = sample.token;
-    status = forward.Run(session->state.get(), {&next, 1}, logits.data());
-    if (!status.ok()) {
-      session->tokens.resize(session->state->n_past());
-      return fail(status);
-    }
-    session->tokens.push_back(next);
-    if (request.stream_stats()) {
-      cache::ChunkStoreStats now = store_->Stats();
-      event.Clear();
-      *event.mutable_stats() = StatsDelta(step_before, now);
-      event.mutable_stats()->set_tokens(1);
-      step_before = now;
-      if (!sink(event)) {
-        finish = v1::FINISH_REASON_CANCELLED;
-        break;
-      }
-    }
-  }
-  if (finish == v1::FINISH_REASON_CANCELLED) return absl::CancelledError("generation cancelled");
-
-  // Text still held back (an unfinished UTF-8 character, or a possible start
-  // of a stop sequence that never completed) is sent as a final text-only
-  // event.
-  if (!stops.stopped()) {
-    piece.clear();
-    out.clear();
-    detok.Flush(&piece);
-    stops.Push(piece, &out);
-    stops.Flush(&out);
-    if (!out.empty()) {
-      event.Clear();
-      event.mutable_token()->set_id(-1);
-      event.mutable_token()->set_text(out);
-      event.mutable_token()->set_position(static_cast<int32_t>(session->tokens.size()));
-      if (!sink(event)) return absl::CancelledError("the client went away");
-    }
-  }
-
-  const absl::Time done_at = absl::Now();
-  event.Clear();
-  v1::GenerateDone* done = event.mutable_done();
-  done->set_finish_reason(finish);
-  done->set_seed(seed);
-  if (stops.stopped()) done->set_stop_sequence(request.stop(stops.matched_index()));
-  v1::Usage* usage = done->mutable_usage();
-  usage->set_prompt_tokens(static_cast<int32_t>(full.size()));
-  usage->set_cached_prompt_tokens(static_cast<int32_t>(keep));
-  usage->set_completion_tokens(generated);
-  v1::Timings* timings = done->mutable_timings();
-  timings->set_queue_ms(Ms(started_at - received));
-  timings->set_prefill_ms(Ms(prefill_done - started_at));
-  if (generated > 0) timings->set_time_to_first_token_ms(Ms(first_token_at - received));
-  double decode_ms = generated > 0 ? Ms(done_at - first_token_at) : 0;
-  timings->set_decode_ms(decode_ms);
-  double prefill_s = absl::ToDoubleSeconds(prefill_done - started_at);
-  if (prefill_s > 0) timings->set_prefill_tokens_per_second((full.size() - keep) / prefill_s);
-  if (generated > 1 && decode_ms > 0) {
-    timings->set_decode_tokens_per_second((generated - 1) / (decode_ms / 1e3));
-  }
-  *done->mutable_stats() = StatsDelta(stats_at_start, store_->Stats());
-  done->mutable_stats()->set_tokens(static_cast<int64_t>(full.size() - keep) + generated);
-  done->mutable_stats()->set_compute_ms(Ms(done_at - started_at) - done->stats().io_wait_ms());
-  {
-    absl::MutexLock lock(&stats_mu_);
-    tokens_ += done->stats().tokens();
-    compute_ms_ += done->stats().compute_ms();
-    last_decode_tps_ = timings->decode_tokens_per_second();
-  }
-  WLOG(INFO) << name_ << ": " << full.size() << " prompt tokens (" << keep << " cached), "
-             << generated << " generated, " << v1::FinishReason_Name(finish) << ", ttft "
-             << timings->time_to_first_token_ms() << " ms, decode "
-             << timings->decode_tokens_per_second() << " tok/s, " << done->stats().cache_hits()
-             << " hits / " << done->stats().cache_misses() << " misses, "
-             << done->stats().bytes_read() << " bytes read";
-  sink(event);
-  // Keep what this request taught about hot experts, in case the daemon
-  // does not stop cleanly.
-  SaveHotlist();
+  detok_.emplace(tokenizer, false, from_bos_);
   return absl::OkStatus();
+}
+
+bool Generation::Start(const std::string& session_id, size_t cached, absl::Time admitted) {
+  cached_ = cached;
+  admitted_ = admitted;
+  for (int32_t t : full_) sampler_.Accept(t);
+  event_.Clear();
+  v1::GenerateStarted* started = event_.mutable_started();
+  started->set_session_id(session_id);
+  started->set_model(model_->model_name);
+  started->set_prompt_tokens(static_cast<int32_t>(full_.size()));
+  started->set_cached_prompt_tokens(static_cast<int32_t>(cached));
+  started->set_context_length(static_cast<int32_t>(model_->context_length));
+  if (!sink_->Send(event_)) return false;
+  if (request_.echo_prompt()) {
+    for (size_t i = 0; i < full_.size(); ++i) {
+      event_.Clear();
+      v1::TokenEvent* token = event_.mutable_token();
+      token->set_id(full_[i]);
+      token->set_text(text::SanitizeUtf8(model_->tokenizer->Piece(full_[i])));
+      token->set_position(static_cast<int32_t>(i));
+      token->set_prompt(true);
+      if (!sink_->Send(event_)) return false;
+    }
+  }
+  return true;
+}
+
+void Generation::AddStep(const cache::ChunkStoreStats& before, const cache::ChunkStoreStats& after,
+                         double compute_seconds, int64_t tokens, int64_t step_tokens,
+                         int batch_size) {
+  const double fraction =
+      step_tokens > 0 ? static_cast<double>(tokens) / static_cast<double>(step_tokens) : 0;
+  share_.Add(before, after, compute_seconds, fraction);
+  last_step_ = StatsShare();
+  last_step_.Add(before, after, compute_seconds, fraction);
+  tokens_in_steps_ += tokens;
+  ++steps_;
+  batch_size_sum_ += batch_size;
+}
+
+Generation::Next Generation::OnLogits(const float* logits, int64_t n_vocab,
+                                      int64_t session_length, absl::Time now) {
+  const text::Tokenizer& tokenizer = *model_->tokenizer;
+  text::SampleResult sample = sampler_.Sample(absl::Span<const float>(logits, n_vocab));
+  if (stop_at_eos_ && tokenizer.IsEog(sample.token)) return {std::nullopt, v1::FINISH_REASON_EOS};
+  piece_.clear();
+  out_.clear();
+  detok_->Push(sample.token, &piece_);
+  const bool stopped = stops_.Push(piece_, &out_);
+  event_.Clear();
+  v1::TokenEvent* token = event_.mutable_token();
+  token->set_id(sample.token);
+  token->set_text(out_);
+  token->set_logprob(sample.logprob);
+  token->set_position(static_cast<int32_t>(session_length));
+  for (const text::TokenLogprob& alt : sample.top) {
+    v1::TokenLogprob* top = token->add_top();
+    top->set_id(alt.token);
+    top->set_text(text::SanitizeUtf8(tokenizer.Piece(alt.token)));
+    top->set_logprob(alt.logprob);
+  }
+  if (++generated_ == 1) first_token_at_ = now;
+  if (!sink_->Send(event_)) return {std::nullopt, v1::FINISH_REASON_CANCELLED};
+  if (request_.stream_stats()) {
+    event_.Clear();
+    *event_.mutable_stats() = last_step_.ToProto(cache::ChunkStoreStats{}, 1);
+    if (!sink_->Send(event_)) return {std::nullopt, v1::FINISH_REASON_CANCELLED};
+  }
+  if (stopped) return {std::nullopt, v1::FINISH_REASON_STOP_SEQUENCE};
+  if (request_.max_tokens() > 0 && generated_ >= request_.max_tokens()) {
+    return {std::nullopt, v1::FINISH_REASON_LENGTH};
+  }
+  if (session_length + 1 > model_->context_length) {
+    return {std::nullopt, v1::FINISH_REASON_CONTEXT_FULL};
+  }
+  return {sample.token, v1::FINISH_REASON_UNSPECIFIED};
+}
+
+void Generation::Finish(v1::FinishReason finish, const cache::ChunkStoreStats& now_stats,
+                        absl::Time now) {
+  // Text still held back (an unfinished UTF-8 character, or a possible start
+  // of a stop sequence that never completed) goes out as a final text-only
+  // event.
+  if (!stops_.stopped()) {
+    piece_.clear();
+    out_.clear();
+    detok_->Flush(&piece_);
+    stops_.Push(piece_, &out_);
+    stops_.Flush(&out_);
+    if (!out_.empty()) {
+      event_.Clear();
+      event_.mutable_token()->set_id(-1);
+      event_.mutable_token()->set_text(out_);
+      event_.mutable_token()->set_position(
+          static_cast<int32_t>(full_.size() + std::max(0, generated_ - 1)));
+      sink_->Send(event_);
+    }
+  }
+  if (prefill_done_ == absl::Time()) prefill_done_ = now;
+  event_.Clear();
+  v1::GenerateDone* done = event_.mutable_done();
+  done->set_finish_reason(finish);
+  done->set_seed(seed_);
+  if (stops_.stopped()) done->set_stop_sequence(request_.stop(stops_.matched_index()));
+  v1::Usage* usage = done->mutable_usage();
+  usage->set_prompt_tokens(static_cast<int32_t>(full_.size()));
+  usage->set_cached_prompt_tokens(static_cast<int32_t>(cached_));
+  usage->set_completion_tokens(generated_);
+  v1::Timings* timings = done->mutable_timings();
+  timings->set_queue_ms(Ms(admitted_ - received_));
+  timings->set_prefill_ms(Ms(prefill_done_ - admitted_));
+  if (generated_ > 0) timings->set_time_to_first_token_ms(Ms(first_token_at_ - received_));
+  const double decode_ms = generated_ > 0 ? Ms(now - first_token_at_) : 0;
+  timings->set_decode_ms(decode_ms);
+  const double prefill_s = absl::ToDoubleSeconds(prefill_done_ - admitted_);
+  if (prefill_s > 0) {
+    timings->set_prefill_tokens_per_second(static_cast<double>(full_.size() - cached_) /
+                                           prefill_s);
+  }
+  if (generated_ > 1 && decode_ms > 0) {
+    timings->set_decode_tokens_per_second((generated_ - 1) / (decode_ms / 1e3));
+  }
+  decode_tps_ = timings->decode_tokens_per_second();
+  *done->mutable_stats() = share_.ToProto(now_stats, tokens_computed());
+  done->set_steps(steps_);
+  const double mean_batch =
+      steps_ > 0 ? static_cast<double>(batch_size_sum_) / static_cast<double>(steps_) : 0;
+  done->set_mean_batch_size(mean_batch);
+  WLOG(INFO) << model_->model_name << ": " << full_.size() << " prompt tokens (" << cached_
+             << " cached), " << generated_ << " generated, " << v1::FinishReason_Name(finish)
+             << ", queued " << absl::StrFormat("%.1f", timings->queue_ms()) << " ms, ttft "
+             << absl::StrFormat("%.1f", timings->time_to_first_token_ms()) << " ms, decode "
+             << absl::StrFormat("%.2f", timings->decode_tokens_per_second()) << " tok/s, "
+             << steps_ << " steps with " << absl::StrFormat("%.2f", mean_batch)
+             << " sessions on average, " << done->stats().cache_hits() << " hits / "
+             << done->stats().cache_misses() << " misses, " << done->stats().bytes_read()
+             << " bytes read (its share)";
+  sink_->Send(event_);
 }
 
 }  // namespace waste::engine

@@ -69,11 +69,6 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadedModel::Load(storage::Env* env
   ASSIGN_OR_RETURN(loaded->store_,
                    cache::StreamingChunkStore::Create(env, *loaded->file_, loaded->model_->chunks(),
                                                       store_options));
-  // Sessions beyond the first keep a KV cache each: only as many as the
-  // budget has room for.
-  uint64_t kv = plan.sizes.kv_bytes;
-  loaded->sessions_ =
-      SessionTable(1 + (kv > 0 ? std::min<uint64_t>(plan.unused_bytes / kv, 7) : 7));
   loaded->env_ = env;
   bool has_experts = false;
   for (const cache::ChunkSpec& chunk : loaded->model_->chunks()) {
@@ -100,20 +95,82 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadedModel::Load(storage::Env* env
     }
   }
   int threads = config.has_threads() ? config.threads()
-                                     : static_cast<int>(std::thread::hardware_concurrency());
+                                     : kernels::ThreadPool::DefaultThreads();
   loaded->pool_ = std::make_unique<kernels::ThreadPool>(std::max(1, threads));
+  loaded->text_.model_name = name;
+  loaded->text_.tokenizer = loaded->tokenizer_.get();
+  loaded->text_.chat_template = loaded->gguf_->GetString("tokenizer.chat_template").value_or("");
+  loaded->text_.context_length = loaded->context_length_;
+  SchedulerOptions scheduling;
+  scheduling.max_batch = MaxConcurrentRequests(config);
+  scheduling.max_queued = MaxQueuedRequests(config);
+  if (config.has_prefill_chunk()) scheduling.prefill_chunk = std::max(1, config.prefill_chunk());
+  scheduling.session_capacity = static_cast<size_t>(plan.sessions);
+  scheduling.kv_type = KvTypeFor(config);
+  scheduling.router_lookahead = config.has_router_lookahead() && config.router_lookahead();
+  LoadedModel* raw = loaded.get();
+  loaded->scheduler_ = std::make_unique<Scheduler>(
+      loaded->model_.get(), loaded->store_.get(), loaded->pool_.get(), &loaded->text_, scheduling,
+      [raw] { raw->SaveHotlist(); });
   WLOG(INFO) << "loaded " << name << " (" << hp.arch_name << ", " << hp.n_layer << " layers, "
              << loaded->model_->weight_bytes() << " weight bytes, budget " << plan.budget_bytes
              << ", " << plan.pinned_bytes << " pinned, " << plan.streaming_slots
-             << " streaming slots, " << plan.read_bytes_per_token << " bytes read per token) in "
+             << " streaming slots, " << plan.read_bytes_per_token << " bytes read per token, "
+             << plan.sessions << " concurrent sessions) in "
              << absl::FormatDuration(absl::Now() - start) << ", context "
              << loaded->context_length_;
   return loaded;
 }
 
 LoadedModel::~LoadedModel() {
-  absl::MutexLock lock(&run_mu_);
+  scheduler_.reset();  // Lets queued and running generations finish.
   SaveHotlist();
+}
+
+absl::Status LoadedModel::Submit(const v1::GenerateRequest& request, GenerationSink* sink,
+                                 absl::Time deadline) {
+  return scheduler_->Submit(request, sink, deadline);
+}
+
+absl::Status LoadedModel::Generate(const v1::GenerateRequest& request, const EventSink& sink,
+                                   const std::atomic<bool>* cancelled) {
+  // Forwards the events to `sink` and waits for the end.
+  class WaitingSink : public GenerationSink {
+   public:
+    WaitingSink(const EventSink& sink, const std::atomic<bool>* cancelled)
+        : sink_(sink), cancelled_(cancelled) {}
+    bool Send(const v1::GenerateEvent& event) override {
+      if (!gone_ && !sink_(event)) gone_ = true;
+      return !gone_;
+    }
+    bool Cancelled() const override { return cancelled_ != nullptr && cancelled_->load(); }
+    void Finish(const absl::Status& status) override {
+      absl::MutexLock lock(&mu_);
+      status_ = status;
+      done_ = true;
+    }
+    absl::Status Wait() {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(&done_));
+      return status_;
+    }
+
+   private:
+    const EventSink& sink_;
+    const std::atomic<bool>* cancelled_;
+    bool gone_ = false;
+    absl::Mutex mu_;
+    bool done_ ABSL_GUARDED_BY(mu_) = false;
+    absl::Status status_ ABSL_GUARDED_BY(mu_);
+  };
+  WaitingSink waiting(sink, cancelled);
+  RETURN_IF_ERROR(Submit(request, &waiting));
+  return waiting.Wait();
+}
+
+int LoadedModel::active_requests() const {
+  const SchedulerStats stats = scheduler_->Stats();
+  return stats.running + stats.queued;
 }
 
 void LoadedModel::SaveHotlist() {
@@ -152,27 +209,44 @@ absl::StatusOr<v1::DetokenizeResponse> LoadedModel::Detokenize(
 }
 
 v1::ModelStats LoadedModel::Stats() const {
+  const SchedulerStats sched = scheduler_->Stats();
   v1::ModelStats stats;
   stats.set_model(name_);
   *stats.mutable_totals() = ToEngineStats(store_->Stats());
-  absl::MutexLock lock(&stats_mu_);
-  stats.mutable_totals()->set_tokens(tokens_);
-  stats.mutable_totals()->set_compute_ms(compute_ms_);
-  stats.set_requests(requests_);
-  stats.set_failed_requests(failed_requests_);
-  stats.set_last_decode_tokens_per_second(last_decode_tps_);
-  const int sessions = open_sessions_.load();
-  stats.set_sessions(sessions);
+  stats.mutable_totals()->set_tokens(sched.tokens);
+  stats.mutable_totals()->set_compute_ms(sched.compute_ms);
+  stats.set_requests(sched.requests);
+  stats.set_failed_requests(sched.failed_requests);
+  stats.set_last_decode_tokens_per_second(sched.last_decode_tps);
+  stats.set_sessions(sched.sessions);
   const memory::MemoryPlan& plan = plan_.plan;
   stats.set_ram_budget_bytes(static_cast<int64_t>(plan.budget_bytes));
-  stats.set_ram_used_bytes(static_cast<int64_t>(
-      plan.pool_bytes() + sessions * (plan.sizes.kv_bytes + plan.sizes.scratch_bytes)));
+  // What is allocated now: the pool, the step's scratch, and the KV caches
+  // of the open sessions.
+  stats.set_ram_used_bytes(
+      static_cast<int64_t>(plan.pool_bytes() + plan.sizes.scratch_bytes + sched.session_bytes));
+  stats.set_running_requests(sched.running);
+  stats.set_queued_requests(sched.queued);
+  stats.set_steps(sched.steps);
+  stats.set_step_tokens(sched.step_tokens);
+  stats.set_mean_batch_size(sched.steps > 0 ? static_cast<double>(sched.batch_sessions) /
+                                                  static_cast<double>(sched.steps)
+                                            : 0);
+  stats.set_max_batch_size(sched.max_batch_seen);
+  const SchedulerOptions& options = scheduler_->options();
+  stats.set_max_concurrent_requests(options.max_batch);
+  stats.set_max_queued_requests(options.max_queued);
+  stats.set_session_capacity(static_cast<int32_t>(options.session_capacity));
+  stats.set_last_step_batch_size(sched.last_step_batch);
+  stats.set_last_step_tokens(static_cast<int32_t>(sched.last_step_tokens));
+  stats.set_last_step_bytes_read(sched.last_step_bytes_read);
+  stats.set_last_step_ms(sched.last_step_ms);
+  stats.set_mean_queue_ms(sched.admitted > 0 ? sched.queue_ms_sum / sched.admitted : 0);
   return stats;
 }
 
 absl::Time LoadedModel::last_used() const {
-  absl::MutexLock lock(&stats_mu_);
-  return last_used_;
+  return std::max(loaded_at_, scheduler_->Stats().last_finished);
 }
 
 v1::MemoryPlan LoadedModel::Plan() const { return ToProto(*model_, plan_); }

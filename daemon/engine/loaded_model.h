@@ -1,14 +1,15 @@
 // A model loaded for serving: its GGUF index, the bound architecture, the
 // tokenizer, the weight store (resident, or streamed under a RAM budget),
-// the compute thread pool and the open sessions. Engine code only: no gRPC.
+// the compute thread pool, and the scheduler whose step loop runs every
+// generation on it in one batch (scheduler.h). Engine code only: no gRPC.
 //
-// Thread-safety: Generate/Tokenize/Detokenize may be called from any thread;
-// generations on one model run one at a time (the forward pass owns the
-// thread pool and the store), in arrival order.
+// Thread-safety: every method may be called from any thread. Destroying it
+// lets running and queued generations finish first.
 #ifndef WASTE_DAEMON_ENGINE_LOADED_MODEL_H_
 #define WASTE_DAEMON_ENGINE_LOADED_MODEL_H_
 
 #include <atomic>
+#include <vector>
 #include <functional>
 #include <memory>
 #include <string>
@@ -19,8 +20,9 @@
 #include "daemon/cache/chunk_store.h"
 #include "daemon/cache/hotlist.h"
 #include "daemon/cache/streaming_store.h"
+#include "daemon/engine/generation.h"
 #include "daemon/engine/planning.h"
-#include "daemon/engine/sessions.h"
+#include "daemon/engine/scheduler.h"
 #include "daemon/kernels/thread_pool.h"
 #include "daemon/model/model.h"
 #include "daemon/text/tokenizer.h"
@@ -55,9 +57,15 @@ class LoadedModel {
   const v1::ModelConfig& config() const { return config_; }
   int64_t context_length() const { return context_length_; }
 
-  // Runs one generation, sending events to `sink`: started, tokens (and
-  // stats), done. Returns the error that ended it, if any (no done event is
-  // sent then). `cancelled` may be set from another thread at any time.
+  // Queues a generation on the model's scheduler; its events go to `sink`
+  // (see Scheduler::Submit: on error the sink is not finished).
+  absl::Status Submit(const v1::GenerateRequest& request, GenerationSink* sink,
+                      absl::Time deadline = absl::InfiniteFuture());
+
+  // Runs one generation and waits for it, sending events to `sink` (on the
+  // scheduler's thread): started, tokens (and stats), done. Returns the
+  // error that ended it, if any (no done event is sent then). `cancelled`
+  // may be set from another thread at any time.
   absl::Status Generate(const v1::GenerateRequest& request, const EventSink& sink,
                         const std::atomic<bool>* cancelled);
 
@@ -68,7 +76,8 @@ class LoadedModel {
   // running or waiting now: the engine unloads idle models after their
   // keep-alive.
   absl::Time last_used() const;
-  int active_requests() const { return active_.load(); }
+  int active_requests() const;
+  SchedulerStats SchedulerCounters() const { return scheduler_->Stats(); }
 
   // The memory plan the model was loaded with.
   v1::MemoryPlan Plan() const;
@@ -94,25 +103,18 @@ class LoadedModel {
   ModelPlan plan_;
 
   // The warm hotlist of a MoE model's experts (empty path: not kept).
-  void SaveHotlist() ABSL_EXCLUSIVE_LOCKS_REQUIRED(run_mu_);
+  // Called on the scheduler thread when the batch empties, and at unload.
+  void SaveHotlist();
   storage::Env* env_ = nullptr;
   std::string hotlist_path_;
   cache::ModelFileIdentity identity_;
   std::vector<cache::HotlistEntry> hotlist_previous_;
 
-  // Serialises generations: one forward pass at a time.
-  absl::Mutex run_mu_;
-  SessionTable sessions_ ABSL_GUARDED_BY(run_mu_);
-
-  std::atomic<int> active_{0};
-  std::atomic<int> open_sessions_{0};  // sessions_.size(), readable without run_mu_.
-  mutable absl::Mutex stats_mu_;
-  absl::Time last_used_ ABSL_GUARDED_BY(stats_mu_) = absl::Now();
-  int64_t requests_ ABSL_GUARDED_BY(stats_mu_) = 0;
-  int64_t failed_requests_ ABSL_GUARDED_BY(stats_mu_) = 0;
-  int64_t tokens_ ABSL_GUARDED_BY(stats_mu_) = 0;
-  double compute_ms_ ABSL_GUARDED_BY(stats_mu_) = 0;
-  double last_decode_tps_ ABSL_GUARDED_BY(stats_mu_) = 0;
+  ModelText text_;
+  absl::Time loaded_at_ = absl::Now();
+  // Last member: destroyed first, so its loop has finished before the
+  // store, pool and model go.
+  std::unique_ptr<Scheduler> scheduler_;
 };
 
 }  // namespace waste::engine

@@ -1,5 +1,6 @@
 #include "daemon/engine/planning.h"
 
+#include <algorithm>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -11,6 +12,17 @@ namespace waste::engine {
 int64_t ContextLengthFor(const model::HParams& hp, const v1::ModelConfig& config) {
   return config.has_context_length() ? config.context_length()
                                      : std::min<int64_t>(hp.n_ctx_train, kDefaultContextCap);
+}
+
+int MaxConcurrentRequests(const v1::ModelConfig& config) {
+  const int n = config.has_max_concurrent_requests() ? config.max_concurrent_requests()
+                                                     : kDefaultMaxConcurrentRequests;
+  return std::clamp(n, 1, kMaxConcurrentRequestsLimit);
+}
+
+int MaxQueuedRequests(const v1::ModelConfig& config) {
+  return std::max(0, config.has_max_queued_requests() ? config.max_queued_requests()
+                                                      : kDefaultMaxQueuedRequests);
 }
 
 kernels::ops::KvType KvTypeFor(const v1::ModelConfig& config) {
@@ -25,7 +37,8 @@ absl::StatusOr<ModelPlan> PlanModel(const model::Model& model, const v1::ModelCo
   }
   ModelPlan planned;
   ASSIGN_OR_RETURN(planned.usable, memory::DetectUsableRam());
-  memory::PlanInput input = memory::PlanInputFor(model, n_ctx, KvTypeFor(config));
+  memory::PlanInput input =
+      memory::PlanInputFor(model, n_ctx, KvTypeFor(config), MaxConcurrentRequests(config));
   memory::PlanOptions options;
   if (config.has_prefetch_depth()) options.prefetch_depth = config.prefetch_depth();
   memory::PlanSizes sizes =
@@ -55,6 +68,9 @@ v1::MemoryPlan ToProto(const model::Model& model, const ModelPlan& planned) {
   out.set_usable_ram_source(planned.usable.source);
   out.set_explanation(plan.Explain());
   out.set_fits(true);
+  out.set_concurrent_sessions(plan.sessions);
+  out.set_max_sessions(plan.sessions_that_fit);
+  out.set_session_bytes(static_cast<int64_t>(plan.sizes.kv_bytes));
   // Bytes and resident bytes by kind of chunk.
   std::map<std::string, std::pair<int64_t, int64_t>> parts;
   for (const cache::ChunkSpec& chunk : model.chunks()) {

@@ -20,7 +20,16 @@ namespace waste::engine {
 // trained context, capped so the KV cache stays modest.
 inline constexpr int64_t kDefaultContextCap = 4096;
 
+// Sessions per batch and queued requests when the config does not say
+// (DaemonConfig's fields fill ModelConfig's; see Engine::ConfigFor).
+inline constexpr int kDefaultMaxConcurrentRequests = 4;
+inline constexpr int kMaxConcurrentRequestsLimit = 32;
+inline constexpr int kDefaultMaxQueuedRequests = 64;
+
 int64_t ContextLengthFor(const model::HParams& hp, const v1::ModelConfig& config);
+// The config's max_concurrent_requests clamped to 1..32, or the default.
+int MaxConcurrentRequests(const v1::ModelConfig& config);
+int MaxQueuedRequests(const v1::ModelConfig& config);
 kernels::ops::KvType KvTypeFor(const v1::ModelConfig& config);
 
 // The plan for `model` under the config's budget (default: the recommended

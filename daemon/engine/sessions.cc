@@ -16,9 +16,26 @@ Session* SessionTable::Find(const std::string& id) {
   return nullptr;
 }
 
+bool SessionTable::CanCreate() const {
+  if (sessions_.size() < capacity_) return true;
+  for (const Session& s : sessions_) {
+    if (!s.busy) return true;
+  }
+  return false;
+}
+
 Session* SessionTable::Create(
     const std::function<std::unique_ptr<model::SequenceState>()>& make_state) {
-  if (sessions_.size() >= capacity_ && !sessions_.empty()) sessions_.pop_back();
+  if (sessions_.size() >= capacity_) {
+    // Drop the least recently used idle session (freeing its KV cache before
+    // the new one is allocated, so the budget is never exceeded).
+    auto victim = sessions_.end();
+    for (auto it = sessions_.begin(); it != sessions_.end(); ++it) {
+      if (!it->busy) victim = it;
+    }
+    if (victim == sessions_.end()) return nullptr;
+    sessions_.erase(victim);
+  }
   // Unguessable enough that one client does not stumble into another's.
   static std::mt19937_64 rng{std::random_device{}()};
   Session session;
@@ -29,7 +46,13 @@ Session* SessionTable::Create(
 }
 
 void SessionTable::Erase(const std::string& id) {
-  sessions_.remove_if([&](const Session& s) { return s.id == id; });
+  sessions_.remove_if([&](const Session& s) { return s.id == id && !s.busy; });
+}
+
+uint64_t SessionTable::bytes() const {
+  uint64_t total = 0;
+  for (const Session& s : sessions_) total += s.state->bytes();
+  return total;
 }
 
 }  // namespace waste::engine

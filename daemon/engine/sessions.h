@@ -1,12 +1,15 @@
 // Open sessions of one model: a conversation's KV cache and the tokens it
-// holds, so a follow-up request only computes its new tokens. Bounded: when
-// full, the least recently used session is dropped.
+// holds, so a follow-up request only computes its new tokens. Bounded by the
+// KV caches the memory plan reserves: when full, the least recently used
+// idle session is dropped; a session a running request uses is never
+// dropped (a new session then waits until one is idle).
 //
-// Not thread-safe: owned by a LoadedModel under its run mutex.
+// Not thread-safe: owned by a model's scheduler thread.
 #ifndef WASTE_DAEMON_ENGINE_SESSIONS_H_
 #define WASTE_DAEMON_ENGINE_SESSIONS_H_
 
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <string>
@@ -20,19 +23,27 @@ struct Session {
   std::string id;
   std::unique_ptr<model::SequenceState> state;
   std::vector<int32_t> tokens;  // Tokens whose K/V the state holds, in order.
+  bool busy = false;            // A running request uses it.
 };
 
 class SessionTable {
  public:
-  explicit SessionTable(size_t capacity = 4) : capacity_(capacity) {}
+  explicit SessionTable(size_t capacity = 4) : capacity_(std::max<size_t>(1, capacity)) {}
 
   // The session `id`, or nullptr. Marks it most recently used.
   Session* Find(const std::string& id);
-  // Creates a session with a fresh id (dropping the least recently used one
-  // when full) whose state `make_state` builds.
+  // Whether Create can succeed now: below capacity, or an idle session to
+  // drop.
+  bool CanCreate() const;
+  // Creates a session with a fresh id whose state `make_state` builds,
+  // dropping the least recently used idle session first when full. Null
+  // when every session is busy (see CanCreate).
   Session* Create(const std::function<std::unique_ptr<model::SequenceState>()>& make_state);
   void Erase(const std::string& id);
   size_t size() const { return sessions_.size(); }
+  size_t capacity() const { return capacity_; }
+  // Bytes of the sessions' states (KV caches).
+  uint64_t bytes() const;
 
  private:
   size_t capacity_;

@@ -1,7 +1,8 @@
-// Builds the memory plan's input from a Model: its chunks, and the KV cache
-// and scratch a sequence of n_ctx positions needs (sized by the forward
-// pass's own KvCache::Bytes and SequenceState::ScratchBytes, so the plan
-// counts what the engine allocates).
+// Builds the memory plan's input from a Model: its chunks, the KV cache a
+// session of n_ctx positions needs, and the step workspace of the model's
+// Forward, counted once however many sessions share it (sized by the forward
+// pass's own KvCache::Bytes and Forward::WorkspaceBytes, so the plan counts
+// what the engine allocates).
 #ifndef WASTE_DAEMON_MEMORY_MODEL_PLAN_H_
 #define WASTE_DAEMON_MEMORY_MODEL_PLAN_H_
 
@@ -14,7 +15,9 @@
 namespace waste::memory {
 
 // The returned input borrows model.chunks(): `model` must outlive it.
-PlanInput PlanInputFor(const model::Model& model, int64_t n_ctx, kernels::ops::KvType kv_type);
+// `max_sessions`: how many sessions should run together (PlanInput).
+PlanInput PlanInputFor(const model::Model& model, int64_t n_ctx, kernels::ops::KvType kv_type,
+                       int max_sessions = 1);
 
 }  // namespace waste::memory
 

@@ -56,8 +56,8 @@ void ComputeMoeSizes(const PlanInput& input, const PlanOptions& options, PlanSiz
       s->n_experts > 0 ? k * s->moe_layers * (expert_read_bytes / s->n_experts) : 0;
   s->largest_streamed_slot = s->expert_slot_bytes;
   const uint64_t fixed = s->kv_bytes + s->scratch_bytes + s->runtime_bytes;
-  s->floor_bytes =
-      std::min(s->all_resident_bytes, s->trunk_bytes + fixed + 2 * k * s->expert_slot_bytes);
+  s->floor_bytes = std::min(s->weight_bytes + fixed,
+                            s->trunk_bytes + fixed + 2 * k * s->expert_slot_bytes);
   s->recommended_bytes = s->all_resident_bytes;
   if (s->usable_bytes && s->all_resident_bytes > *s->usable_bytes) {
     // The trunk plus as many whole token working sets as usable RAM less a
@@ -65,7 +65,7 @@ void ComputeMoeSizes(const PlanInput& input, const PlanOptions& options, PlanSiz
     // token's misses, the whole one is the unit people can reason about.
     const uint64_t usable = *s->usable_bytes;
     const uint64_t reserve = std::max(options.system_reserve_bytes, usable / 10);
-    const uint64_t base = s->trunk_bytes + fixed;
+    const uint64_t base = s->trunk_bytes + fixed + (s->max_sessions - 1) * s->kv_bytes;
     const uint64_t room = usable > reserve + base ? usable - reserve - base : 0;
     const uint64_t sets = s->expert_working_set_bytes > 0 ? room / s->expert_working_set_bytes : 0;
     s->recommended_bytes = std::max(s->floor_bytes, base + sets * s->expert_working_set_bytes);
@@ -91,7 +91,7 @@ void PlanMoe(const PlanInput& input, const PlanOptions& options, MemoryPlan* pla
     plan->pinned.push_back(id);
     plan->pinned_bytes += input.chunks[id].slot_bytes;
   };
-  const uint64_t fixed = s.kv_bytes + s.scratch_bytes + s.runtime_bytes;
+  const uint64_t fixed = plan->kv_total_bytes() + s.scratch_bytes + s.runtime_bytes;
   const uint64_t room = plan->budget_bytes - fixed;
   // Global first, then the trunk layer by layer, then (all fit) experts.
   for (size_t i = 0; i < n; ++i) {
@@ -133,6 +133,18 @@ void PlanMoe(const PlanInput& input, const PlanOptions& options, MemoryPlan* pla
   plan->unused_bytes = plan->budget_bytes - fixed - plan->pool_bytes();
 }
 
+// Sessions beyond the floor's one, as many as asked for and the budget
+// above the floor holds: they come before pinning, since a session that
+// cannot run waits, while a chunk that is not pinned is only read again.
+// Under the floor nothing is reserved (the plan is refused anyway).
+void ReserveSessions(MemoryPlan* plan) {
+  const PlanSizes& s = plan->sizes;
+  const uint64_t above = plan->budget_bytes > s.floor_bytes ? plan->budget_bytes - s.floor_bytes : 0;
+  const uint64_t more = s.kv_bytes > 0 ? above / s.kv_bytes : uint64_t{1} << 20;
+  plan->sessions_that_fit = static_cast<int>(std::min<uint64_t>(1 + more, 1 << 20));
+  plan->sessions = std::min(s.max_sessions, plan->sessions_that_fit);
+}
+
 }  // namespace
 
 PlanSizes ComputePlanSizes(const PlanInput& input, const PlanOptions& options,
@@ -149,10 +161,11 @@ PlanSizes ComputePlanSizes(const PlanInput& input, const PlanOptions& options,
   s.kv_bytes = input.kv_bytes;
   s.scratch_bytes = input.scratch_bytes;
   s.runtime_bytes = options.runtime_bytes;
+  s.max_sessions = std::max(1, input.max_sessions);
   const uint64_t fixed = s.kv_bytes + s.scratch_bytes + s.runtime_bytes;
-  s.all_resident_bytes = s.weight_bytes + fixed;
-  s.floor_bytes =
-      std::min(s.all_resident_bytes, s.global_bytes + fixed + 2 * s.largest_streamed_slot);
+  s.all_resident_bytes = s.weight_bytes + fixed + (s.max_sessions - 1) * s.kv_bytes;
+  s.floor_bytes = std::min(s.weight_bytes + fixed,
+                           s.global_bytes + fixed + 2 * s.largest_streamed_slot);
   s.recommended_bytes = s.all_resident_bytes;
   s.usable_bytes = usable_bytes;
   s.usable_source = usable_source;
@@ -194,6 +207,7 @@ absl::StatusOr<MemoryPlan> PlanMemory(const PlanInput& input, uint64_t budget_by
     }
   }
   plan.n_layers = static_cast<int>(layer_chunks.empty() ? 0 : layer_chunks.rbegin()->first + 1);
+  ReserveSessions(&plan);
 
   if (s.moe) {
     if (input.experts_per_token <= 0) {
@@ -240,7 +254,7 @@ absl::StatusOr<MemoryPlan> PlanMemory(const PlanInput& input, uint64_t budget_by
     plan.pinned.push_back(id);
     plan.pinned_bytes += input.chunks[id].slot_bytes;
   };
-  const uint64_t fixed = s.kv_bytes + s.scratch_bytes + s.runtime_bytes;
+  const uint64_t fixed = plan.kv_total_bytes() + s.scratch_bytes + s.runtime_bytes;
   const uint64_t room = budget_bytes - fixed;  // >= floor - fixed, so no underflow.
 
   for (size_t i = 0; i < n; ++i) {
@@ -325,11 +339,9 @@ std::string MemoryPlan::Explain() const {
   absl::StrAppend(&out, "weights:      ", Bytes(s.weight_bytes), " in ", is_pinned.size(),
                   " chunks (global ", Bytes(s.global_bytes), ", largest layer chunk ",
                   Bytes(s.largest_streamed_slot), ")\n");
-  absl::StrAppend(&out, "KV cache:     ", Bytes(s.kv_bytes), " for ", n_ctx, " tokens\n");
-  absl::StrAppend(&out, "scratch:      ", Bytes(s.scratch_bytes), ", runtime ",
-                  Bytes(s.runtime_bytes), "\n");
+  ExplainSessions(&out);
   absl::StrAppend(&out, "floor:        ", Bytes(s.floor_bytes),
-                  " (global + KV + scratch + runtime + 2 streaming slots)\n");
+                  " (global + one session's KV + scratch + runtime + 2 streaming slots)\n");
   absl::StrAppend(&out, "recommended:  ", Bytes(s.recommended_bytes));
   if (s.recommended_capped) {
     absl::StrAppend(&out, " (everything resident needs ", Bytes(s.all_resident_bytes),
@@ -359,6 +371,17 @@ std::string MemoryPlan::Explain() const {
   return out;
 }
 
+void MemoryPlan::ExplainSessions(std::string* out) const {
+  const PlanSizes& s = sizes;
+  absl::StrAppend(out, "KV cache:     ", Bytes(s.kv_bytes), " per session for ", n_ctx,
+                  " tokens\n");
+  absl::StrAppend(out, "sessions:     ", sessions, " run together (KV ", Bytes(kv_total_bytes()),
+                  "; max_concurrent_requests asks ", s.max_sessions, ", this budget holds ",
+                  sessions_that_fit, " at this context)\n");
+  absl::StrAppend(out, "scratch:      ", Bytes(s.scratch_bytes), " (one step of the batch), runtime ",
+                  Bytes(s.runtime_bytes), "\n");
+}
+
 void MemoryPlan::ExplainMoe(std::string* out) const {
   const PlanSizes& s = sizes;
   absl::StrAppend(out, "weights:      ", Bytes(s.weight_bytes), " in ", is_pinned.size(),
@@ -370,16 +393,15 @@ void MemoryPlan::ExplainMoe(std::string* out) const {
                   " layers = ", s.experts_per_token * s.moe_layers, " experts, a working set of ",
                   Bytes(s.expert_working_set_bytes), " (", Bytes(s.active_expert_read_bytes),
                   " to read when none is cached)\n");
-  absl::StrAppend(out, "KV cache:     ", Bytes(s.kv_bytes), " for ", n_ctx, " tokens\n");
-  absl::StrAppend(out, "scratch:      ", Bytes(s.scratch_bytes), ", runtime ",
-                  Bytes(s.runtime_bytes), "\n");
+  ExplainSessions(out);
   absl::StrAppend(out, "floor:        ", Bytes(s.floor_bytes),
-                  " (trunk + KV + scratch + runtime + ", 2 * s.experts_per_token,
+                  " (trunk + one session's KV + scratch + runtime + ", 2 * s.experts_per_token,
                   " expert slots: one layer's top-", s.experts_per_token,
                   " in use, the next one's being read)\n");
   absl::StrAppend(out, "recommended:  ", Bytes(s.recommended_bytes));
   if (s.recommended_capped) {
-    const uint64_t base = s.trunk_bytes + s.kv_bytes + s.scratch_bytes + s.runtime_bytes;
+    const uint64_t base =
+        s.trunk_bytes + s.max_sessions * s.kv_bytes + s.scratch_bytes + s.runtime_bytes;
     const uint64_t sets = s.expert_working_set_bytes > 0 && s.recommended_bytes > base
                               ? (s.recommended_bytes - base) / s.expert_working_set_bytes
                               : 0;

@@ -33,8 +33,12 @@ namespace waste::memory {
 struct PlanInput {
   std::span<const cache::ChunkSpec> chunks;  // Ids 0..n-1 in order; borrowed.
   int64_t n_ctx = 0;
-  uint64_t kv_bytes = 0;       // KV cache for n_ctx positions.
-  uint64_t scratch_bytes = 0;  // Activations and matvec scratch.
+  uint64_t kv_bytes = 0;       // One session: KV cache for n_ctx positions, logits.
+  uint64_t scratch_bytes = 0;  // The step's activations and matvec scratch (once).
+  // Sessions that run together (each with its own KV cache): the plan
+  // reserves this many when the budget holds them above the floor (which
+  // counts one), before it pins weights with the rest.
+  int max_sessions = 1;
   // MoE: routed experts per token per MoE layer (top-k). Required when the
   // chunks include kExpert chunks.
   int experts_per_token = 0;
@@ -58,15 +62,17 @@ struct PlanSizes {
   uint64_t weight_bytes = 0;  // Slots of all chunks (aligned sizes in memory).
   uint64_t global_bytes = 0;  // Chunks of kind kGlobal: always pinned.
   uint64_t largest_streamed_slot = 0;
-  uint64_t kv_bytes = 0;
+  uint64_t kv_bytes = 0;  // Per session.
   uint64_t scratch_bytes = 0;
   uint64_t runtime_bytes = 0;
-  // global + KV + scratch + runtime + 2 x largest streamed chunk (one in use,
-  // one being read). Everything resident needs no slots, so when that is
-  // smaller it is the floor.
+  int max_sessions = 1;
+  // global + one session's KV + scratch + runtime + 2 x largest streamed
+  // chunk (one in use, one being read). Everything resident needs no slots,
+  // so when that is smaller it is the floor.
   uint64_t floor_bytes = 0;
-  // Everything resident + KV + scratch + runtime, or when that exceeds
-  // usable RAM, usable RAM less a reserve (recommended_capped says so).
+  // Everything resident + max_sessions x KV + scratch + runtime, or when
+  // that exceeds usable RAM, usable RAM less a reserve (recommended_capped
+  // says so).
   uint64_t recommended_bytes = 0;
   bool recommended_capped = false;
   uint64_t all_resident_bytes = 0;
@@ -105,6 +111,12 @@ struct MemoryPlan {
   int prefetch_depth = 0;     // Default for the store: streaming_slots - 1.
   uint64_t unused_bytes = 0;  // Budget left over (too small for any chunk).
 
+  // Sessions with a KV cache reserved (1..max_sessions), and how many this
+  // budget could hold at this context above the floor.
+  int sessions = 1;
+  int sessions_that_fit = 1;
+  uint64_t kv_total_bytes() const { return sessions * sizes.kv_bytes; }
+
   // Bytes read from disk per token: the unpinned chunks' extents (a dense
   // token touches every chunk once). MoE: the expected expert misses under
   // uniform routing, (1 - expert_cache_fraction) x active expert bytes.
@@ -128,6 +140,7 @@ struct MemoryPlan {
 
  private:
   void ExplainMoe(std::string* out) const;
+  void ExplainSessions(std::string* out) const;
 };
 
 // The budget-independent sizes. `usable_bytes` (when known) caps the

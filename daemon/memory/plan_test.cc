@@ -71,6 +71,38 @@ TEST_F(PlanTest, FloorAndRecommended) {
   EXPECT_EQ(capped.recommended_bytes, 700 * kMiB);
 }
 
+TEST_F(PlanTest, SessionsAreReservedBeforeWeightsArePinned) {
+  input_.max_sessions = 4;
+  PlanSizes s = ComputePlanSizes(input_, options_);
+  // The floor runs one session; everything resident holds four.
+  EXPECT_EQ(s.floor_bytes, (100 + 30 + 2 + 16 + 160) * kMiB);
+  EXPECT_EQ(s.recommended_bytes, (1060 + 48 + 3 * 30) * kMiB);
+
+  auto at_floor = PlanMemory(input_, s.floor_bytes, options_);
+  ASSERT_TRUE(at_floor.ok()) << at_floor.status();
+  EXPECT_EQ(at_floor->sessions, 1);
+  EXPECT_EQ(at_floor->sessions_that_fit, 1);
+
+  // 65 MiB above the floor: two more sessions' KV caches, and no layer
+  // pinned with what is left.
+  auto two_more = PlanMemory(input_, s.floor_bytes + 65 * kMiB, options_);
+  ASSERT_TRUE(two_more.ok()) << two_more.status();
+  EXPECT_EQ(two_more->sessions, 3);
+  EXPECT_EQ(two_more->sessions_that_fit, 3);
+  EXPECT_EQ(two_more->kv_total_bytes(), 90 * kMiB);
+  EXPECT_EQ(two_more->unused_bytes, 5 * kMiB);
+  EXPECT_LE(two_more->kv_total_bytes() + input_.scratch_bytes + options_.runtime_bytes +
+                two_more->pool_bytes(),
+            two_more->budget_bytes);
+
+  // Enough for everything: four sessions, all weights resident.
+  auto all = PlanMemory(input_, s.recommended_bytes, options_);
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(all->sessions, 4);
+  EXPECT_TRUE(all->all_resident());
+  EXPECT_NE(all->Explain().find("4 run together"), std::string::npos) << all->Explain();
+}
+
 TEST_F(PlanTest, EverythingResidentWhenItFits) {
   auto plan = PlanMemory(input_, (1060 + 48) * kMiB, options_);
   ASSERT_TRUE(plan.ok()) << plan.status();
@@ -270,8 +302,9 @@ TEST(ModelPlanTest, Stories260K) {
   ASSERT_TRUE(model.ok()) << model.status();
   PlanInput input = PlanInputFor(**model, 512, kernels::ops::KvType::kF32);
   EXPECT_EQ(input.chunks.size(), 11u);
-  // 5 layers x (K + V) x 512 positions x 4 kv heads x 8 dims x 4 bytes.
-  EXPECT_EQ(input.kv_bytes, 5u * 2 * 512 * 4 * 8 * 4);
+  // 5 layers x (K + V) x 512 positions x 4 kv heads x 8 dims x 4 bytes,
+  // and the session's logits over 512 tokens.
+  EXPECT_EQ(input.kv_bytes, 5u * 2 * 512 * 4 * 8 * 4 + 512 * 4);
   EXPECT_GT(input.scratch_bytes, 0u);
   PlanSizes sizes = ComputePlanSizes(input, {});
   auto plan = PlanMemory(input, sizes.floor_bytes, {});

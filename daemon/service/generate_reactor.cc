@@ -2,9 +2,11 @@
 
 #include <atomic>
 #include <deque>
+#include <memory>
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
+#include "daemon/engine/generation.h"
 #include "storage/logging.h"
 
 namespace waste {
@@ -16,14 +18,30 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
 
 namespace {
 
-class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateEvent> {
+class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateEvent>,
+                              public engine::GenerationSink {
  public:
-  GenerateReactor(engine::Engine* engine, const v1::GenerateRequest* request) {
-    // The request outlives the reactor (gRPC frees it after OnDone), and the
-    // worker never touches `this` after it has marked itself done.
-    std::thread([this, engine, request] { Run(engine, *request); }).detach();
+  // The request outlives the reactor (gRPC frees it after OnDone).
+  GenerateReactor(engine::Engine* engine, const v1::GenerateRequest* request, absl::Time deadline)
+      : request_(*request), deadline_(deadline) {
+    std::shared_ptr<engine::LoadedModel> model = engine->TryGetLoaded(request->model());
+    if (model != nullptr) {
+      Submit(*model);
+      return;
+    }
+    // Resolving the name and loading the model read files: not on a gRPC
+    // thread. Once loaded, later requests take the path above.
+    std::thread([this, engine] {
+      absl::StatusOr<std::shared_ptr<engine::LoadedModel>> loaded = engine->Get(request_.model());
+      if (loaded.ok()) {
+        Submit(**loaded);
+      } else {
+        Finish(loaded.status());
+      }
+    }).detach();
   }
 
+  // gRPC's side.
   void OnWriteDone(bool ok) override {
     Action action;
     {
@@ -47,12 +65,61 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateEvent>
     {
       absl::MutexLock lock(&mu_);
       grpc_done_ = true;
-      last = worker_done_;
+      last = engine_done_;
+    }
+    if (last) delete this;
+  }
+
+  // The engine's side (engine::GenerationSink), called on the model's
+  // scheduler thread.
+  bool Send(const v1::GenerateEvent& event) override {
+    if (cancelled_.load()) return false;
+    Action action;
+    {
+      absl::MutexLock lock(&mu_);
+      queue_.push_back(event);
+      action = NextActionLocked();
+    }
+    Perform(action);
+    return true;
+  }
+
+  int64_t Backlog() const override {
+    absl::MutexLock lock(&mu_);
+    return static_cast<int64_t>(queue_.size());
+  }
+
+  bool Cancelled() const override { return cancelled_.load(); }
+
+  void Finish(const absl::Status& status) override {
+    if (!status.ok() && status.code() != absl::StatusCode::kCancelled) {
+      WLOG(INFO) << "generate "
+                 << (request_.model().empty() ? "(default model)" : request_.model())
+                 << " ended: " << status;
+    }
+    Action action;
+    {
+      absl::MutexLock lock(&mu_);
+      final_status_ = ToGrpcStatus(status);
+      finished_ = true;
+      action = NextActionLocked();
+    }
+    Perform(action);
+    bool last;
+    {
+      absl::MutexLock lock(&mu_);
+      engine_done_ = true;
+      last = grpc_done_;
     }
     if (last) delete this;
   }
 
  private:
+  void Submit(engine::LoadedModel& model) {
+    absl::Status status = model.Submit(request_, this, deadline_);
+    if (!status.ok()) Finish(status);
+  }
+
   // What to do once the lock is released: gRPC calls are never made under
   // mu_, in case a reaction runs inline.
   struct Action {
@@ -77,60 +144,19 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateEvent>
 
   void Perform(const Action& action) {
     if (action.write != nullptr) StartWrite(action.write);
-    if (action.finish) Finish(action.status);
+    if (action.finish) grpc::ServerWriteReactor<v1::GenerateEvent>::Finish(action.status);
   }
 
-  bool Push(const v1::GenerateEvent& event) {
-    if (cancelled_.load()) return false;
-    Action action;
-    {
-      absl::MutexLock lock(&mu_);
-      queue_.push_back(event);
-      action = NextActionLocked();
-    }
-    Perform(action);
-    return true;
-  }
-
-  void Run(engine::Engine* engine, const v1::GenerateRequest& request) {
-    absl::Status status;
-    absl::StatusOr<std::shared_ptr<engine::LoadedModel>> model = engine->Get(request.model());
-    if (!model.ok()) {
-      status = model.status();
-    } else {
-      status = (*model)->Generate(
-          request, [this](const v1::GenerateEvent& event) { return Push(event); }, &cancelled_);
-    }
-    if (!status.ok()) {
-      // Successful requests log their summary in the engine; these end here.
-      WLOG(INFO) << "generate " << (request.model().empty() ? "(default model)" : request.model())
-                 << " ended: " << status;
-    }
-    Action action;
-    {
-      absl::MutexLock lock(&mu_);
-      final_status_ = ToGrpcStatus(status);
-      finished_ = true;
-      action = NextActionLocked();
-    }
-    Perform(action);
-    bool last;
-    {
-      absl::MutexLock lock(&mu_);
-      worker_done_ = true;
-      last = grpc_done_;
-    }
-    if (last) delete this;
-  }
-
-  absl::Mutex mu_;
+  const v1::GenerateRequest& request_;
+  const absl::Time deadline_;
+  mutable absl::Mutex mu_;
   // Events waiting to be written; the front one is being written when
   // write_in_flight_ (deque keeps it in place while others are pushed).
   std::deque<v1::GenerateEvent> queue_ ABSL_GUARDED_BY(mu_);
   bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   bool finish_called_ ABSL_GUARDED_BY(mu_) = false;
-  bool worker_done_ ABSL_GUARDED_BY(mu_) = false;
+  bool engine_done_ ABSL_GUARDED_BY(mu_) = false;
   bool grpc_done_ ABSL_GUARDED_BY(mu_) = false;
   grpc::Status final_status_ ABSL_GUARDED_BY(mu_);
   std::atomic<bool> cancelled_{false};
@@ -139,8 +165,9 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateEvent>
 }  // namespace
 
 grpc::ServerWriteReactor<v1::GenerateEvent>* StartGenerate(engine::Engine* engine,
-                                                           const v1::GenerateRequest* request) {
-  return new GenerateReactor(engine, request);
+                                                           const v1::GenerateRequest* request,
+                                                           absl::Time deadline) {
+  return new GenerateReactor(engine, request, deadline);
 }
 
 }  // namespace waste

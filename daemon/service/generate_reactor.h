@@ -1,19 +1,27 @@
-// The server side of one Generate call: the engine runs the generation on a
-// thread of its own and pushes events into a queue; the reactor writes them
-// one at a time as gRPC completes each write, so no reaction ever blocks.
-// OnCancel (client gone or deadline) stops the engine at its next token.
+// The server side of one Generate call: the reactor submits the request to
+// the model's scheduler and is itself the request's event sink. The
+// scheduler's loop pushes events into the reactor's queue; the reactor
+// writes them one at a time as gRPC completes each write, so no reaction
+// ever blocks and no thread is started per request (only a request for a
+// model that still has to be loaded waits for the load on a thread of its
+// own). OnCancel (client gone or deadline) ends the request at the next
+// step; a client that stops reading pauses its session (see
+// engine/scheduler.h).
 #ifndef WASTE_DAEMON_SERVICE_GENERATE_REACTOR_H_
 #define WASTE_DAEMON_SERVICE_GENERATE_REACTOR_H_
 
+#include "absl/time/time.h"
 #include "daemon/engine/engine.h"
 #include "grpcpp/support/server_callback.h"
 #include "waste/v1/generate.pb.h"
 
 namespace waste {
 
-// Starts the call; the reactor deletes itself when gRPC is done with it.
+// Starts the call; the reactor deletes itself when gRPC and the engine are
+// both done with it. `deadline` is the call's (InfiniteFuture: none).
 grpc::ServerWriteReactor<v1::GenerateEvent>* StartGenerate(engine::Engine* engine,
-                                                           const v1::GenerateRequest* request);
+                                                           const v1::GenerateRequest* request,
+                                                           absl::Time deadline);
 
 // absl::Status -> grpc::Status (the codes are the same numbers).
 grpc::Status ToGrpcStatus(const absl::Status& status);

@@ -24,8 +24,12 @@ grpc::ServerUnaryReactor* RunOffThread(grpc::CallbackServerContext* context,
 WasteService::WasteService(engine::Engine* engine) : engine_(engine), started_(absl::Now()) {}
 
 grpc::ServerWriteReactor<v1::GenerateEvent>* WasteService::Generate(
-    grpc::CallbackServerContext* /*context*/, const v1::GenerateRequest* request) {
-  return StartGenerate(engine_, request);
+    grpc::CallbackServerContext* context, const v1::GenerateRequest* request) {
+  // A call without a deadline has one far in the future.
+  const auto deadline = context->deadline();
+  const bool none = deadline > std::chrono::system_clock::now() + std::chrono::hours(24 * 365);
+  return StartGenerate(engine_, request,
+                       none ? absl::InfiniteFuture() : absl::FromChrono(deadline));
 }
 
 grpc::ServerUnaryReactor* WasteService::Tokenize(grpc::CallbackServerContext* context,
@@ -113,12 +117,11 @@ grpc::ServerUnaryReactor* WasteService::GetStats(grpc::CallbackServerContext* co
                                                  v1::GetStatsResponse* response) {
   int running = 0, waiting = 0;
   for (const auto& model : engine_->Loaded()) {
-    // One generation runs per model; the others wait for it.
-    const int active = model->active_requests();
-    running += active > 0 ? 1 : 0;
-    waiting += std::max(0, active - 1);
+    v1::ModelStats stats = model->Stats();
+    running += stats.running_requests();
+    waiting += stats.queued_requests();
     if (!request->model().empty() && request->model() != model->name()) continue;
-    *response->add_models() = model->Stats();
+    *response->add_models() = std::move(stats);
   }
   response->set_active_requests(running);
   response->set_queued_requests(waiting);

@@ -1,0 +1,374 @@
+#include "daemon/engine/scheduler.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "storage/logging.h"
+
+namespace waste::engine {
+namespace {
+
+size_t CommonPrefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+  size_t n = 0;
+  while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
+  return n;
+}
+
+// How long the loop naps when every session in the batch is paused.
+constexpr absl::Duration kPausedNap = absl::Milliseconds(2);
+
+}  // namespace
+
+Scheduler::Scheduler(const model::Model* model, cache::ChunkStore* store,
+                     kernels::ThreadPool* pool, const ModelText* text, SchedulerOptions options,
+                     std::function<void()> on_idle)
+    : model_(model),
+      store_(store),
+      text_(text),
+      options_(options),
+      step_tokens_limit_(options.max_step_tokens > 0 ? options.max_step_tokens
+                                                     : model::kMaxForwardBatch),
+      on_idle_(std::move(on_idle)),
+      forward_(model, store, pool),
+      sessions_(options.session_capacity) {
+  forward_.set_router_lookahead(options.router_lookahead);
+  {
+    absl::MutexLock lock(&mu_);
+    stats_.last_finished = absl::InfinitePast();
+  }
+  thread_ = std::thread([this] { Loop(); });
+}
+
+Scheduler::~Scheduler() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  thread_.join();
+}
+
+absl::Status Scheduler::Submit(const v1::GenerateRequest& request, GenerationSink* sink,
+                               absl::Time deadline) {
+  absl::StatusOr<std::unique_ptr<Generation>> gen =
+      Generation::Create(request, text_, sink, absl::Now(), deadline);
+  if (!gen.ok()) return gen.status();
+  absl::MutexLock lock(&mu_);
+  if (stopping_) {
+    return absl::UnavailableError(
+        absl::StrCat("model ", text_->model_name, " is being unloaded; retry"));
+  }
+  // Requests that can join the batch at the next step do not count as
+  // queued.
+  const int free_places = std::max(0, options_.max_batch - stats_.running);
+  if (static_cast<int>(queue_.size()) >= options_.max_queued + free_places) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "model ", text_->model_name, " is busy: ", stats_.running, " requests running (",
+        "max_concurrent_requests ", options_.max_batch, ") and ", queue_.size(),
+        " waiting (max_queued_requests ", options_.max_queued, "); retry later"));
+  }
+  queue_.push_back(*std::move(gen));
+  stats_.queued = static_cast<int>(queue_.size());
+  return absl::OkStatus();
+}
+
+SchedulerStats Scheduler::Stats() const {
+  absl::MutexLock lock(&mu_);
+  return stats_;
+}
+
+void Scheduler::Loop() {
+  while (true) {
+    Admit();
+    if (running_.empty()) {
+      if (ended_since_idle_ && on_idle_) on_idle_();
+      ended_since_idle_ = false;
+      absl::MutexLock lock(&mu_);
+      auto work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return !queue_.empty() || stopping_;
+      };
+      mu_.Await(absl::Condition(&work));
+      if (queue_.empty() && stopping_) return;
+      continue;
+    }
+    Reap(absl::Now());
+    RemoveEnded();
+    if (running_.empty()) continue;
+    if (!RunStep()) absl::SleepFor(kPausedNap);
+    RemoveEnded();
+  }
+}
+
+bool Scheduler::Admit() {
+  struct Admitted {
+    std::unique_ptr<Generation> gen;
+    Session* session;
+    bool fresh;
+  };
+  std::vector<Admitted> admitted;
+  std::vector<std::pair<std::unique_ptr<Generation>, absl::Status>> refused;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto it = queue_.begin(); it != queue_.end();) {
+      if (static_cast<int>(running_.size() + admitted.size()) >= options_.max_batch) break;
+      const std::string& id = (*it)->request().session_id();
+      Session* session = nullptr;
+      bool fresh = false;
+      if (!id.empty()) {
+        session = sessions_.Find(id);
+        if (session == nullptr) {
+          refused.emplace_back(std::move(*it),
+                               absl::NotFoundError(absl::StrCat(
+                                   "session '", id, "' does not exist (it may have been evicted)")));
+          it = queue_.erase(it);
+          continue;
+        }
+        if (session->busy) {  // Another request of the session runs: wait for it.
+          ++it;
+          continue;
+        }
+      } else {
+        // No KV cache free: wait, in arrival order, rather than exceed the
+        // budget.
+        if (!sessions_.CanCreate()) break;
+        session = sessions_.Create([this] {
+          return std::make_unique<model::SequenceState>(*model_, text_->context_length,
+                                                        options_.kv_type);
+        });
+        fresh = true;
+      }
+      session->busy = true;
+      admitted.push_back({std::move(*it), session, fresh});
+      it = queue_.erase(it);
+    }
+    stats_.queued = static_cast<int>(queue_.size());
+  }
+  for (auto& [gen, status] : refused) {
+    WLOG(INFO) << text_->model_name << ": request ended: " << status;
+    {
+      absl::MutexLock lock(&mu_);
+      ++stats_.requests;
+      ++stats_.failed_requests;
+    }
+    gen->sink()->Finish(status);
+  }
+  const absl::Time now = absl::Now();
+  const int64_t n_vocab = model_->hparams().n_vocab;
+  for (Admitted& a : admitted) {
+    auto run = std::make_unique<Running>();
+    run->session = a.session;
+    run->gen = std::move(a.gen);
+    Generation* gen = run->gen.get();
+    {
+      absl::MutexLock lock(&mu_);
+      ++stats_.admitted;
+      stats_.queue_ms_sum += absl::ToDoubleMilliseconds(now - gen->received());
+    }
+    running_.push_back(std::move(run));
+    Running* r = running_.back().get();
+    absl::Status status = gen->Resolve(a.fresh ? nullptr : &a.session->tokens);
+    if (!status.ok()) {
+      End(r, status);
+      continue;
+    }
+    // Reuse the cached prefix; at least the last token is recomputed so its
+    // logits exist.
+    const std::vector<int32_t>& full = gen->tokens();
+    const size_t keep = std::min(CommonPrefix(a.session->tokens, full), full.size() - 1);
+    a.session->state->Truncate(static_cast<int64_t>(keep));
+    a.session->tokens.resize(keep);
+    r->fed = keep;
+    r->logits.resize(n_vocab);
+    if (!gen->Start(a.session->id, keep, now)) {
+      End(r, absl::CancelledError("the client went away"));
+    }
+  }
+  UpdateGauges();
+  return !admitted.empty() || !refused.empty();
+}
+
+bool Scheduler::Paused(Running* run, absl::Time now) {
+  if (run->gen->sink()->Backlog() <= options_.max_backlog) {
+    run->stalled_since = absl::InfiniteFuture();
+    return false;
+  }
+  if (run->stalled_since == absl::InfiniteFuture()) run->stalled_since = now;
+  return true;
+}
+
+void Scheduler::Reap(absl::Time now) {
+  for (auto& r : running_) {
+    if (r->ended) continue;
+    Generation* gen = r->gen.get();
+    if (gen->sink()->Cancelled()) {
+      End(r.get(), absl::CancelledError("generation cancelled"));
+    } else if (now > gen->deadline()) {
+      End(r.get(), absl::DeadlineExceededError(absl::StrCat(
+                       "the request's deadline passed after ", gen->generated(),
+                       " generated tokens")));
+    } else if (now - r->stalled_since > options_.stalled_client_limit) {
+      End(r.get(), absl::ResourceExhaustedError(absl::StrCat(
+                       "the client took none of its last ", options_.max_backlog,
+                       " events for ", absl::FormatDuration(options_.stalled_client_limit),
+                       "; generation dropped")));
+    }
+  }
+}
+
+bool Scheduler::RunStep() {
+  const absl::Time now = absl::Now();
+  std::vector<Part> parts;
+  int64_t budget = step_tokens_limit_;
+  // One token for every decoding session, then prompt chunks, oldest first.
+  for (auto& r : running_) {
+    if (r->ended || !r->next.has_value() || Paused(r.get(), now)) continue;
+    parts.push_back({r.get(), 1, true});
+    --budget;
+  }
+  int64_t prefill = std::min(options_.prefill_chunk, budget);
+  for (auto& r : running_) {
+    if (prefill <= 0) break;
+    if (r->ended || r->next.has_value() || Paused(r.get(), now)) continue;
+    const size_t total = r->gen->tokens().size();
+    const int64_t n = std::min<int64_t>(prefill, static_cast<int64_t>(total - r->fed));
+    parts.push_back({r.get(), n, r->fed + n == total});
+    prefill -= n;
+  }
+  if (parts.empty()) return false;
+  Execute(parts);
+  return true;
+}
+
+void Scheduler::Execute(std::vector<Part>& parts) {
+  std::vector<model::SequenceStep> steps(parts.size());
+  for (size_t i = 0; i < parts.size(); ++i) {
+    Running* r = parts[i].run;
+    model::SequenceStep& step = steps[i];
+    step.state = r->session->state.get();
+    if (r->next.has_value()) {
+      step.tokens = std::span<const int32_t>(&*r->next, 1);
+    } else {
+      step.tokens = std::span<const int32_t>(r->gen->tokens()).subspan(r->fed, parts[i].tokens);
+    }
+    step.logits = parts[i].logits ? r->logits.data() : nullptr;
+  }
+  const cache::ChunkStoreStats before = store_->Stats();
+  const absl::Time start = absl::Now();
+  absl::Status status = forward_.Step(steps);
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  const cache::ChunkStoreStats after = store_->Stats();
+  if (status.ok()) {
+    Advance(parts, before, after, seconds);
+    return;
+  }
+  if (parts.size() == 1) {
+    End(parts[0].run, status);
+    return;
+  }
+  // Which sessions needed what failed? Each alone: those that fail again
+  // end, the others go on.
+  WLOG(WARNING) << text_->model_name << ": a step of " << parts.size()
+                << " sessions failed (" << status << "); retrying each alone";
+  for (Part& part : parts) {
+    std::vector<Part> one = {part};
+    Execute(one);
+  }
+}
+
+void Scheduler::Advance(std::vector<Part>& parts, const cache::ChunkStoreStats& before,
+                        const cache::ChunkStoreStats& after, double seconds) {
+  int64_t step_tokens = 0;
+  for (const Part& p : parts) step_tokens += p.tokens;
+  const int batch = static_cast<int>(parts.size());
+  const double io_wait = after.io_wait_seconds - before.io_wait_seconds;
+  const double compute = std::max(0.0, seconds - io_wait);
+  {
+    absl::MutexLock lock(&mu_);
+    ++stats_.steps;
+    stats_.step_tokens += step_tokens;
+    stats_.batch_sessions += batch;
+    stats_.max_batch_seen = std::max(stats_.max_batch_seen, batch);
+    stats_.last_step_batch = batch;
+    stats_.last_step_tokens = step_tokens;
+    stats_.last_step_bytes_read = after.bytes_read - before.bytes_read;
+    stats_.last_step_ms = seconds * 1e3;
+  }
+  const absl::Time now = absl::Now();
+  const int64_t n_vocab = model_->hparams().n_vocab;
+  for (Part& p : parts) {
+    Running* r = p.run;
+    Session* session = r->session;
+    if (r->next.has_value()) {
+      session->tokens.push_back(*r->next);
+      r->next.reset();
+    } else {
+      const std::vector<int32_t>& full = r->gen->tokens();
+      session->tokens.insert(session->tokens.end(), full.begin() + r->fed,
+                             full.begin() + r->fed + p.tokens);
+      r->fed += p.tokens;
+      if (p.logits) r->gen->Prefilled(now);
+    }
+    r->gen->AddStep(before, after, compute, p.tokens, step_tokens, batch);
+    if (!p.logits) continue;
+    const Generation::Next next = r->gen->OnLogits(
+        r->logits.data(), n_vocab, static_cast<int64_t>(session->tokens.size()), now);
+    if (next.token.has_value()) {
+      r->next = next.token;
+    } else if (next.finish == v1::FINISH_REASON_CANCELLED) {
+      End(r, absl::CancelledError("generation cancelled"));
+    } else {
+      End(r, absl::OkStatus(), next.finish);
+    }
+  }
+}
+
+void Scheduler::End(Running* run, const absl::Status& status, v1::FinishReason finish) {
+  if (run->ended) return;
+  run->ended = true;
+  const absl::Time now = absl::Now();
+  Generation* gen = run->gen.get();
+  if (status.ok()) {
+    gen->Finish(finish, store_->Stats(), now);
+  } else {
+    WLOG(INFO) << text_->model_name << ": request ended after " << gen->generated()
+               << " generated tokens: " << status;
+  }
+  // The KV cache holds exactly the session's tokens whatever happened: a
+  // failed step advanced nothing.
+  run->session->busy = false;
+  ended_since_idle_ = true;
+  {
+    // Counted before the sink hears of it, so a client that asks for stats
+    // right after its request sees it.
+    absl::MutexLock lock(&mu_);
+    ++stats_.requests;
+    if (!status.ok() && status.code() != absl::StatusCode::kCancelled) ++stats_.failed_requests;
+    stats_.tokens += gen->tokens_computed();
+    stats_.compute_ms += gen->compute_seconds() * 1e3;
+    if (status.ok()) stats_.last_decode_tps = gen->decode_tokens_per_second();
+    stats_.last_finished = now;
+    stats_.running = static_cast<int>(
+        std::count_if(running_.begin(), running_.end(),
+                      [](const std::unique_ptr<Running>& r) { return !r->ended; }));
+  }
+  gen->sink()->Finish(status);
+}
+
+void Scheduler::RemoveEnded() {
+  const size_t before = running_.size();
+  std::erase_if(running_, [](const std::unique_ptr<Running>& r) { return r->ended; });
+  if (running_.size() != before) UpdateGauges();
+}
+
+void Scheduler::UpdateGauges() {
+  const int sessions = static_cast<int>(sessions_.size());
+  const uint64_t bytes = sessions_.bytes();
+  absl::MutexLock lock(&mu_);
+  stats_.running = static_cast<int>(
+      std::count_if(running_.begin(), running_.end(),
+                    [](const std::unique_ptr<Running>& r) { return !r->ended; }));
+  stats_.sessions = sessions;
+  stats_.session_bytes = bytes;
+}
+
+}  // namespace waste::engine
