@@ -14,6 +14,7 @@
 #include "daemon/bench/commands.h"
 #include "daemon/bench/memory_bandwidth.h"
 #include "daemon/bench/model_budget.h"
+#include "daemon/bench/sessions_bench.h"
 #include "daemon/cache/hotlist.h"
 #include "daemon/cache/routing_trace.h"
 #include "daemon/cache/streaming_store.h"
@@ -47,6 +48,12 @@ memory read bandwidth measured in the same run.
   --hotlist PATH          warm hotlist: preload the experts it names before
                           the prompt, save this run's counts to it after
   --prefill-one-by-one    prefill token at a time instead of chunks of 32
+  --sessions N[,N...]     concurrent requests through the engine's scheduler
+                          (the daemon's batching), one round per N, e.g.
+                          1,2,4,8: aggregate and per-session decode tok/s,
+                          time to first token, bytes read per step and per
+                          token (KV caches for the largest N must fit)
+  --prefill-chunk N       (--sessions) prompt tokens per step (default 32)
   --trace-out PATH        write decode's routing trace (MoE) to PATH
   --prefetch-depth D      chunks read ahead (default: the plan's)
   --io-engine E           auto, io_uring or threads (default auto)
@@ -108,19 +115,6 @@ class TraceStore final : public cache::ChunkStore {
   bool recording_ = false;
   std::vector<cache::ChunkId> acquired_;
 };
-
-int64_t PeakRssBytes() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) {
-      int64_t kib = 0;
-      absl::SimpleAtoi(absl::StripAsciiWhitespace(absl::StripSuffix(line.substr(6), "kB")), &kib);
-      return kib * 1024;
-    }
-  }
-  return 0;
-}
 
 // Weight bytes a decode step streams through the cores: every layer chunk
 // but routed experts, top-k experts per MoE layer (at the mean expert size),
@@ -279,7 +273,10 @@ absl::Status Bench(const ParsedArgs& args) {
     ASSIGN_OR_RETURN(policy, cache::ParsePolicyKind(*name));
   }
   ASSIGN_OR_RETURN(storage::IoEngine engine, ParseEngine(args.GetOr("io-engine", "auto")));
-  ASSIGN_OR_RETURN(PlannedModel pm, OpenAndBudget(args.positional()[0], args, prompt + gen));
+  ASSIGN_OR_RETURN(std::vector<int> sessions, ParseSessions(args, 1));
+  const bool batched = args.Has("sessions");
+  // Every round's sessions hold their own context.
+  ASSIGN_OR_RETURN(PlannedModel pm, OpenAndBudget(args.positional()[0], args, prompt + gen + 8));
   ASSIGN_OR_RETURN(
       memory::MemoryPlan plan,
       memory::PlanMemory(pm.input, pm.budget_bytes, pm.options, pm.usable.bytes, pm.usable.source));
@@ -301,6 +298,11 @@ absl::Status Bench(const ParsedArgs& args) {
   if (std::FILE* refs = std::fopen("/proc/self/clear_refs", "w")) {
     std::fputs("5", refs);
     std::fclose(refs);
+  }
+
+  if (batched) {
+    return BenchSessions(pm, plan, sessions, prompt, gen, static_cast<int>(threads), args,
+                         r.memory_gbps);
   }
 
   absl::Time start = absl::Now();
@@ -381,7 +383,7 @@ int RunBench(const std::vector<std::string>& args) {
       {"prompt-tokens", true}, {"gen-tokens", true}, {"threads", true},
       {"policy", true},        {"io-engine", true},  {"mem-bench-bytes", true},
       {"lookahead", false},    {"hotlist", true},    {"prefill-one-by-one", false},
-      {"trace-out", true}};
+      {"trace-out", true},     {"prefill-chunk", true}};
   AddBudgetFlags(&flags);
   absl::StatusOr<ParsedArgs> parsed = ParseArgs(args, flags);
   if (!parsed.ok()) {

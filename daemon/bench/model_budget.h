@@ -1,11 +1,13 @@
 // What `wasted plan` and `wasted bench` share: opening a model, reading the
-// budget flags (--ram-budget, --ctx, --kv-type, --prefetch-depth) and
+// budget flags (--ram-budget, --ctx, --kv-type, --prefetch-depth,
+// --sessions) and
 // planning, with usable RAM detected for the default budget.
 #ifndef WASTE_DAEMON_BENCH_MODEL_BUDGET_H_
 #define WASTE_DAEMON_BENCH_MODEL_BUDGET_H_
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "client/cli_args.h"
@@ -27,12 +29,20 @@ struct PlannedModel {
   memory::PlanOptions options;
   uint64_t budget_bytes = 0;
   bool budget_defaulted = false;  // No --ram-budget: the recommendation.
+  int sessions = 1;               // Concurrent sessions planned for.
 };
+
+// The process's peak resident set (VmHWM), in bytes.
+int64_t PeakRssBytes();
+
+// --sessions N[,N...]: each in 1..32 (default `default_sessions`).
+absl::StatusOr<std::vector<int>> ParseSessions(const ParsedArgs& args, int default_sessions);
 
 // Opens the model and resolves the budget; does not plan yet (a budget
 // under the floor still lets `plan` print the sizes).
+// The plan reserves KV caches for the largest --sessions value.
 absl::StatusOr<PlannedModel> OpenAndBudget(const std::string& path, const ParsedArgs& args,
-                                           int64_t default_ctx);
+                                           int64_t default_ctx, int default_sessions = 1);
 
 // The budget flags, for ParseArgs.
 void AddBudgetFlags(std::vector<FlagDef>* flags);

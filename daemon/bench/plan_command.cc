@@ -6,6 +6,7 @@
 #include "client/format.h"
 #include "daemon/bench/commands.h"
 #include "daemon/bench/model_budget.h"
+#include "daemon/engine/planning.h"
 #include "daemon/tools/json_writer.h"
 
 namespace waste::bench {
@@ -22,6 +23,8 @@ slots the pool has and how many bytes each token reads from disk.
   --ctx N               context length the KV cache is sized for (default 4096)
   --kv-type f16|f32     KV cache element type (default f16)
   --prefetch-depth D    chunks read ahead (default 2)
+  --sessions N          concurrent sessions to hold KV caches for (the
+                        daemon's max_concurrent_requests; default 4)
   --json                machine-readable output
 )";
 
@@ -81,6 +84,10 @@ void WriteJson(const PlannedModel& pm, const memory::PlanSizes& s,
     j.Int(plan->prefetch_depth);
     j.Key("read_bytes_per_token");
     j.Uint(plan->read_bytes_per_token);
+    j.Key("sessions");
+    j.Int(plan->sessions);
+    j.Key("sessions_that_fit");
+    j.Int(plan->sessions_that_fit);
     j.Key("unused_bytes");
     j.Uint(plan->unused_bytes);
   }
@@ -106,7 +113,8 @@ int RunPlan(const std::vector<std::string>& args) {
     std::cerr << "wasted plan: expected one MODEL path\n\n" << kPlanUsage;
     return 2;
   }
-  absl::StatusOr<PlannedModel> pm = OpenAndBudget(parsed->positional()[0], *parsed, 4096);
+  absl::StatusOr<PlannedModel> pm = OpenAndBudget(parsed->positional()[0], *parsed, 4096,
+                                                  engine::kDefaultMaxConcurrentRequests);
   if (!pm.ok()) {
     std::cerr << "wasted plan: " << pm.status().message() << "\n";
     return pm.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;

@@ -292,6 +292,8 @@ void Scheduler::Advance(std::vector<Part>& parts, const cache::ChunkStoreStats& 
     stats_.last_step_tokens = step_tokens;
     stats_.last_step_bytes_read = after.bytes_read - before.bytes_read;
     stats_.last_step_ms = seconds * 1e3;
+    stats_.moe_routed = forward_.moe_stats().routed;
+    stats_.moe_expert_acquires = forward_.moe_stats().expert_acquires;
   }
   const absl::Time now = absl::Now();
   const int64_t n_vocab = model_->hparams().n_vocab;

@@ -81,6 +81,10 @@ struct SchedulerStats {
   double last_step_ms = 0;
   int64_t admitted = 0;
   double queue_ms_sum = 0;
+  // MoE: (token, layer, expert) choices and expert chunks acquired (each
+  // distinct expert of a step's union once), summed over steps.
+  int64_t moe_routed = 0;
+  int64_t moe_expert_acquires = 0;
 };
 
 class Scheduler {
