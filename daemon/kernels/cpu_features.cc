@@ -1,7 +1,15 @@
 #include "daemon/kernels/cpu_features.h"
 
+#include <sched.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <fstream>
+#include <set>
 #include <string>
+#include <thread>
+#include <tuple>
 
 namespace waste::kernels {
 namespace {
@@ -36,7 +44,63 @@ Isa ComputeIsa() {
   return isa;
 }
 
+// Reads one integer from a sysfs file; false if it cannot.
+bool ReadInt(const std::string& path, long* out) {
+  std::ifstream in(path);
+  return static_cast<bool>(in >> *out);
+}
+
+// The CPUs this process may run on, or empty if the kernel will not say.
+std::vector<int> AllowedCpus() {
+  // The mask must be at least the kernel's size for it; grow until it is.
+  for (int size = 1024; size <= (1 << 20); size *= 2) {
+    cpu_set_t* set = CPU_ALLOC(size);
+    if (set == nullptr) return {};
+    const size_t bytes = CPU_ALLOC_SIZE(size);
+    CPU_ZERO_S(bytes, set);
+    if (sched_getaffinity(0, bytes, set) == 0) {
+      std::vector<int> cpus;
+      for (int cpu = 0; cpu < size; ++cpu) {
+        if (CPU_ISSET_S(cpu, bytes, set)) cpus.push_back(cpu);
+      }
+      CPU_FREE(set);
+      return cpus;
+    }
+    CPU_FREE(set);
+    if (errno != EINVAL) return {};
+  }
+  return {};
+}
+
 }  // namespace
+
+int CountPhysicalCores(const std::string& cpu_dir, const std::vector<int>& cpus) {
+  std::set<std::tuple<long, long, long>> cores;
+  for (int cpu : cpus) {
+    const std::string topology = cpu_dir + "/cpu" + std::to_string(cpu) + "/topology/";
+    long package = 0;
+    long die = 0;
+    long core = 0;
+    if (!ReadInt(topology + "physical_package_id", &package) ||
+        !ReadInt(topology + "core_id", &core)) {
+      return 0;
+    }
+    // core_id is unique within a die; die_id (Linux >= 5.3) within a package.
+    if (!ReadInt(topology + "die_id", &die)) die = 0;
+    cores.emplace(package, die, core);
+  }
+  return static_cast<int>(cores.size());
+}
+
+int PhysicalCores() {
+  const std::vector<int> cpus = AllowedCpus();
+  if (!cpus.empty()) {
+    const int cores = CountPhysicalCores("/sys/devices/system/cpu", cpus);
+    if (cores > 0) return cores;
+    return static_cast<int>(cpus.size());
+  }
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
 
 std::string_view IsaName(Isa isa) {
   switch (isa) {
