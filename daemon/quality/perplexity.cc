@@ -161,7 +161,7 @@ absl::StatusOr<PerplexityResult> PerplexityOfFile(storage::Env* env, const std::
   ASSIGN_OR_RETURN(std::unique_ptr<cache::ResidentChunkStore> store,
                    cache::ResidentChunkStore::Load(env, *file, model->chunks(), {}));
   int threads = options.threads;
-  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (threads <= 0) threads = kernels::ThreadPool::DefaultThreads();
   kernels::ThreadPool pool(threads);
   return ComputePerplexity(*model, store.get(), &pool, tokens, bos, options, on_chunk);
 }
