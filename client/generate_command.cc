@@ -163,10 +163,12 @@ int RunGenerate(WasteClient& client, const std::vector<std::string>& raw, bool c
     const v1::Timings& t = done.timings();
     std::cerr << absl::StrFormat(
         "session %s: %d prompt tokens (%d cached), %d generated (%s); time to first token %.1f "
-        "ms; prefill %.1f tok/s; decode %.2f tok/s\n",
+        "ms (queued %.1f ms); prefill %.1f tok/s; decode %.2f tok/s; %d steps with %.2f "
+        "sessions on average\n",
         session, done.usage().prompt_tokens(), done.usage().cached_prompt_tokens(),
         done.usage().completion_tokens(), v1::FinishReason_Name(done.finish_reason()),
-        t.time_to_first_token_ms(), t.prefill_tokens_per_second(), t.decode_tokens_per_second());
+        t.time_to_first_token_ms(), t.queue_ms(), t.prefill_tokens_per_second(),
+        t.decode_tokens_per_second(), done.steps(), done.mean_batch_size());
     PrintStats(done.stats(), "engine");
   }
   return 0;

@@ -21,7 +21,7 @@ commands:
   generate [flags] PROMPT stream a continuation of PROMPT (see generate --help)
   chat [flags] MESSAGE    one chat turn through the model's template
   tokenize --model M TEXT token ids of TEXT
-  plan [--model M] [--ram-budget SIZE] [--ctx N]
+  plan [--model M] [--ram-budget SIZE] [--ctx N] [--sessions N]
                           how a model fits a RAM budget (floor, recommended, bytes/token)
   load MODEL / unload MODEL
   stats                   daemon statistics
@@ -80,6 +80,14 @@ int Stats(WasteClient& client) {
         m.last_decode_tokens_per_second(), FormatBytes(m.ram_used_bytes()),
         FormatBytes(m.ram_budget_bytes()), FormatBytes(t.bytes_read()),
         acquires > 0 ? 100.0 * t.cache_hits() / acquires : 100.0, t.io_wait_ms(), t.compute_ms());
+    std::cout << absl::StrFormat(
+        "  batch: %d running, %d queued (max %d together, %d queued, KV caches for %d); %d "
+        "steps, %.2f sessions per step (max %d), queue wait %.1f ms on average\n"
+        "  last step: %d sessions, %d tokens, %s read, %.1f ms\n",
+        m.running_requests(), m.queued_requests(), m.max_concurrent_requests(),
+        m.max_queued_requests(), m.session_capacity(), m.steps(), m.mean_batch_size(),
+        m.max_batch_size(), m.mean_queue_ms(), m.last_step_batch_size(), m.last_step_tokens(),
+        FormatBytes(m.last_step_bytes_read()), m.last_step_ms());
   }
   return 0;
 }
@@ -104,9 +112,10 @@ int Tokenize(WasteClient& client, const std::vector<std::string>& raw) {
 }
 
 int Plan(WasteClient& client, const std::vector<std::string>& raw) {
-  auto args = ParseArgs(raw, {{"model"}, {"ram-budget"}, {"ctx"}});
+  auto args = ParseArgs(raw, {{"model"}, {"ram-budget"}, {"ctx"}, {"sessions"}});
   if (!args.ok() || !args->positional().empty()) {
-    std::cerr << "usage: waste-client plan [--model NAME] [--ram-budget SIZE] [--ctx N]\n";
+    std::cerr << "usage: waste-client plan [--model NAME] [--ram-budget SIZE] [--ctx N] "
+                 "[--sessions N]\n";
     return 2;
   }
   v1::PlanRequest request;
@@ -125,18 +134,24 @@ int Plan(WasteClient& client, const std::vector<std::string>& raw) {
     return 2;
   }
   if (*ctx > 0) request.set_context_length(static_cast<int32_t>(*ctx));
+  auto sessions = args->GetInt("sessions", 0);
+  if (!sessions.ok() || *sessions < 0) {
+    std::cerr << "waste-client: --sessions must be a positive number\n";
+    return 2;
+  }
+  if (*sessions > 0) request.set_max_concurrent_requests(static_cast<int32_t>(*sessions));
   auto response = client.Plan(request);
   if (!response.ok()) return FailCall(client, response.status());
   const v1::MemoryPlan& plan = response->plan();
   std::cout << absl::StrFormat(
       "budget       %s%s\nfloor        %s\nrecommended  %s\nweights      %s (pinned %s, "
-      "streaming pool %s)\nKV cache     %s\nscratch      %s\nread/token   %s\nusable RAM   %s "
-      "(%s)\n",
+      "streaming pool %s)\nKV cache     %s per session\nsessions     %d together (%d fit this "
+      "budget)\nscratch      %s\nread/token   %s\nusable RAM   %s (%s)\n",
       FormatBytes(plan.ram_budget_bytes()), plan.fits() ? "" : "  (UNDER THE FLOOR)",
       FormatBytes(plan.floor_bytes()), FormatBytes(plan.recommended_bytes()),
       FormatBytes(plan.model_bytes()), FormatBytes(plan.pinned_bytes()),
-      FormatBytes(plan.pool_bytes()), FormatBytes(plan.kv_cache_bytes()),
-      FormatBytes(plan.scratch_bytes()), FormatBytes(plan.bytes_read_per_token()),
+      FormatBytes(plan.pool_bytes()), FormatBytes(plan.session_bytes()),
+      plan.concurrent_sessions(), plan.max_sessions(), FormatBytes(plan.scratch_bytes()), FormatBytes(plan.bytes_read_per_token()),
       FormatBytes(plan.usable_ram_bytes()), plan.usable_ram_source());
   for (const v1::PlanPart& part : plan.parts()) {
     std::cout << absl::StrFormat("  %-12s %10s, %10s resident\n", part.part(),

@@ -44,6 +44,11 @@ model defaults (the config's [model_defaults]; [models.NAME] still wins):
   --cache-policy P     lru or lfu
   --threads N          compute threads
   --kv-type T          f16 or f32
+  --max-concurrent-requests N  requests one model runs together in a batch
+                       (KV caches reserved for each; default 4, at most 32)
+  --max-queued-requests N      requests that may wait; more are refused
+                       with RESOURCE_EXHAUSTED (default 64)
+  --prefill-chunk N    prompt tokens per step (default 32, at most 64)
 )";
 
 // Applies the model-default flags to `defaults`.
@@ -61,7 +66,10 @@ absl::Status ApplyModelFlags(const ParsedArgs& args, v1::ModelConfig* defaults) 
                                   {"prefetch-depth", &v1::ModelConfig::set_prefetch_depth},
                                   {"io-depth", &v1::ModelConfig::set_io_depth},
                                   {"io-threads", &v1::ModelConfig::set_io_threads},
-                                  {"threads", &v1::ModelConfig::set_threads}};
+                                  {"threads", &v1::ModelConfig::set_threads},
+                                  {"max-concurrent-requests",
+                                   &v1::ModelConfig::set_max_concurrent_requests},
+                                  {"prefill-chunk", &v1::ModelConfig::set_prefill_chunk}};
   for (const IntFlag& flag : kInts) {
     if (!args.Has(flag.name)) continue;
     absl::StatusOr<int64_t> value = args.GetInt(flag.name, 0);
@@ -69,6 +77,12 @@ absl::Status ApplyModelFlags(const ParsedArgs& args, v1::ModelConfig* defaults) 
     if (*value <= 0)
       return absl::InvalidArgumentError(absl::StrCat("--", flag.name, " must be positive"));
     (defaults->*flag.set)(static_cast<int32_t>(*value));
+  }
+  if (args.Has("max-queued-requests")) {
+    absl::StatusOr<int64_t> value = args.GetInt("max-queued-requests", 0);
+    if (!value.ok()) return value.status();
+    if (*value < 0) return absl::InvalidArgumentError("--max-queued-requests must be >= 0");
+    defaults->set_max_queued_requests(static_cast<int32_t>(*value));
   }
   if (auto engine = args.Get("io-engine")) defaults->set_io_engine(*engine);
   if (auto policy = args.Get("cache-policy")) {
@@ -133,6 +147,9 @@ int RunServe(const std::vector<std::string>& raw_args) {
                                                          {"cache-policy"},
                                                          {"threads"},
                                                          {"kv-type"},
+                                                         {"max-concurrent-requests"},
+                                                         {"max-queued-requests"},
+                                                         {"prefill-chunk"},
                                                          {"help", false}});
   if (!args.ok()) {
     std::cerr << "wasted serve: " << args.status().message() << "\n\n" << kServeUsage;
