@@ -212,8 +212,10 @@ TEST(StreamingFaultTest, PersistentEioFailsTheRunThenRecovers) {
 namespace waste::cache {
 namespace {
 
-// Two sessions stepped together read each streamed chunk once per step,
-// not once per session, and get the same logits as when run alone.
+// Four sessions at different positions stepped together (one prefill chunk,
+// three decode tokens) read each streamed chunk exactly once: the step
+// reads the same bytes as one session's step alone, and each session gets
+// the same logits as alone.
 TEST(StreamingStepTest, SessionsInOneStepShareEveryChunkRead) {
   storage::Env* env = storage::Env::Default();
   const std::string path = testing::ModelPath("stories260K/stories260K.gguf");
@@ -233,30 +235,57 @@ TEST(StreamingStepTest, SessionsInOneStepShareEveryChunkRead) {
   kernels::ThreadPool pool(1);
   model::Forward forward(model->get(), store->get(), &pool);
   const int64_t n_vocab = (*model)->hparams().n_vocab;
+  // What a step read: bytes, misses, prefetched chunks used and wasted.
+  auto reads = [&] {
+    const ChunkStoreStats stats = (*store)->Stats();
+    return std::vector<int64_t>{stats.bytes_read, stats.misses, stats.prefetch_hits,
+                                stats.prefetch_wasted};
+  };
+  auto minus = [](std::vector<int64_t> a, const std::vector<int64_t>& b) {
+    for (size_t i = 0; i < a.size(); ++i) a[i] -= b[i];
+    return a;
+  };
 
-  // Alone: each session's token costs a full pass of reads.
-  SequenceState alone_a(**model, kCtx, kKv), alone_b(**model, kCtx, kKv);
-  std::vector<float> want_a(n_vocab), want_b(n_vocab);
-  const int32_t a = 1, b = 403;
-  uint64_t before = (*store)->Stats().bytes_read;
-  ASSERT_TRUE(forward.Run(&alone_a, {&a, 1}, want_a.data()).ok());
-  uint64_t one_pass = (*store)->Stats().bytes_read - before;
-  ASSERT_TRUE(forward.Run(&alone_b, {&b, 1}, want_b.data()).ok());
-  EXPECT_GT(one_pass, 0u);
+  // Each session's history, then what it runs in the step: sessions 0-2 one
+  // decode token, session 3 a prefill chunk of six.
+  const std::vector<std::vector<int32_t>> history = {{1}, {1, 403, 407}, {1, 9, 23, 47, 81}, {1}};
+  const std::vector<std::vector<int32_t>> next = {{5}, {6}, {7}, {200, 201, 202, 203, 204, 205}};
+  constexpr int kSessions = 4;
+  std::vector<std::unique_ptr<SequenceState>> alone, together;
+  std::vector<float> scratch_logits(n_vocab);
+  for (int i = 0; i < kSessions; ++i) {
+    for (auto* states : {&alone, &together}) {
+      states->push_back(std::make_unique<SequenceState>(**model, kCtx, kKv));
+      ASSERT_TRUE(forward.Run(states->back().get(), history[i], scratch_logits.data()).ok());
+    }
+  }
 
-  // Together: one pass of reads serves both.
-  SequenceState together_a(**model, kCtx, kKv), together_b(**model, kCtx, kKv);
-  std::vector<float> got_a(n_vocab), got_b(n_vocab);
-  model::SequenceStep steps[] = {{&together_a, {&a, 1}, got_a.data()},
-                                 {&together_b, {&b, 1}, got_b.data()}};
-  before = (*store)->Stats().bytes_read;
+  // Alone: every session's step costs a full pass of reads, the same one.
+  std::vector<std::vector<float>> want(kSessions, std::vector<float>(n_vocab));
+  std::vector<int64_t> one_pass;
+  for (int i = 0; i < kSessions; ++i) {
+    const std::vector<int64_t> before = reads();
+    ASSERT_TRUE(forward.Run(alone[i].get(), next[i], want[i].data()).ok());
+    if (i == 0) one_pass = minus(reads(), before);
+    EXPECT_EQ(minus(reads(), before), one_pass) << "session " << i;
+  }
+  EXPECT_GT(one_pass[0], 0);
+  EXPECT_EQ(one_pass[3], 0) << "a prefetched chunk was evicted unused";
+
+  // Together: one pass of reads serves all four.
+  std::vector<std::vector<float>> got(kSessions, std::vector<float>(n_vocab));
+  std::vector<model::SequenceStep> steps;
+  for (int i = 0; i < kSessions; ++i) steps.push_back({together[i].get(), next[i], got[i].data()});
+  const std::vector<int64_t> before = reads();
   ASSERT_TRUE(forward.Step(steps).ok());
-  uint64_t shared_pass = (*store)->Stats().bytes_read - before;
-  EXPECT_LE(shared_pass, one_pass + one_pass / 4);
-  EXPECT_EQ(got_a, want_a);
-  EXPECT_EQ(got_b, want_b);
-  EXPECT_EQ(together_a.n_past(), 1);
-  EXPECT_EQ(together_b.n_past(), 1);
+  EXPECT_EQ(minus(reads(), before), one_pass);
+  EXPECT_EQ(forward.last_step().tokens, 9);
+  EXPECT_EQ(forward.last_step().head_matmuls, 1);
+  for (int i = 0; i < kSessions; ++i) {
+    EXPECT_EQ(0, std::memcmp(got[i].data(), want[i].data(), n_vocab * sizeof(float)))
+        << "session " << i;
+    EXPECT_EQ(together[i]->n_past(), alone[i]->n_past());
+  }
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 // qwen3moe and deepseek2, token at a time and in a chunked prefill, with
 // router lookahead off and on, at the plan's floor and at a mid budget.
 #include <cstring>
+#include <map>
+#include <set>
 
 #include "daemon/cache/resident_store.h"
 #include "daemon/cache/streaming_store.h"
@@ -120,6 +122,112 @@ INSTANTIATE_TEST_SUITE_P(Archs, StreamedMoeMatchesResident,
                          ::testing::Values(tools::SyntheticArch::kMixtral,
                                            tools::SyntheticArch::kQwen3Moe,
                                            tools::SyntheticArch::kDeepseek2));
+
+// Forwards to a store and counts each chunk's Acquires.
+class CountingStore final : public ChunkStore {
+ public:
+  explicit CountingStore(ChunkStore* base) : base_(base) {}
+  absl::StatusOr<const uint8_t*> Acquire(ChunkId id) override {
+    ++acquires_[id];
+    return base_->Acquire(id);
+  }
+  void Release(ChunkId id) override { base_->Release(id); }
+  void Prefetch(std::span<const ChunkId> upcoming) override { base_->Prefetch(upcoming); }
+  ChunkStoreStats Stats() const override { return base_->Stats(); }
+  std::map<ChunkId, int>& acquires() { return acquires_; }
+
+ private:
+  ChunkStore* base_;
+  std::map<ChunkId, int> acquires_;
+};
+
+// Four sessions' decode tokens stepped together (streamed, at the floor)
+// acquire each distinct routed expert of each layer once: exactly the union
+// of what the sessions acquire alone. Each gets the same logits as alone.
+TEST(StreamedMoeStepTest, DecodeStepOfFourAcquiresTheUnionOfTheirExpertsOnce) {
+  tools::MkModelOptions o;
+  o.arch = tools::SyntheticArch::kQwen3Moe;
+  o.out = ::testing::TempDir() + "/streaming_moe_step.gguf";
+  o.dim = 128;
+  o.layers = 3;
+  o.heads = 4;
+  o.experts = 16;
+  o.experts_used = 4;
+  o.expert_ffn = 64;
+  o.vocab = 320;
+  o.type = storage::GgmlType::kQ8_0;
+  ASSERT_TRUE(model::testing::WriteModel(o, {}).ok());
+  auto loaded = model::testing::LoadModel(o.out);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const model::Model& model = *loaded->model;
+  const int64_t n_vocab = model.hparams().n_vocab;
+  memory::PlanInput input = memory::PlanInputFor(model, kCtx, kKv);
+  auto plan = memory::PlanMemory(input, memory::ComputePlanSizes(input, {}).floor_bytes);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  auto streaming =
+      StreamingChunkStore::Create(storage::Env::Default(), *loaded->file, model.chunks(),
+                                  StreamingStoreOptions::FromPlan(*plan));
+  ASSERT_TRUE(streaming.ok()) << streaming.status();
+  CountingStore store(streaming->get());
+  kernels::ThreadPool pool(2);
+  Forward forward(&model, &store, &pool);
+  auto expert_acquires = [&] {
+    std::map<ChunkId, int> experts;
+    for (const auto& [id, count] : store.acquires()) {
+      if (model.chunks()[id].kind == ChunkKind::kExpert) experts[id] = count;
+    }
+    return experts;
+  };
+
+  // Sessions with different histories, each twice: alone and together.
+  constexpr int kSessions = 4;
+  std::vector<std::unique_ptr<SequenceState>> alone, together;
+  std::vector<float> logits(n_vocab);
+  for (int i = 0; i < kSessions; ++i) {
+    std::vector<int32_t> history;
+    for (int t = 0; t < 3 + 2 * i; ++t) history.push_back((t * 53 + 17 * i + 3) % n_vocab);
+    for (auto* states : {&alone, &together}) {
+      states->push_back(std::make_unique<SequenceState>(model, kCtx, kKv));
+      ASSERT_TRUE(forward.Run(states->back().get(), history, logits.data()).ok());
+    }
+  }
+  const std::vector<int32_t> next = {11, 42, 42, 300};
+
+  std::set<ChunkId> union_of_alone;
+  int64_t acquired_alone = 0;
+  std::vector<std::vector<float>> want(kSessions, std::vector<float>(n_vocab));
+  for (int i = 0; i < kSessions; ++i) {
+    store.acquires().clear();
+    ASSERT_TRUE(forward.Run(alone[i].get(), {&next[i], 1}, want[i].data()).ok());
+    for (const auto& [id, count] : expert_acquires()) {
+      EXPECT_EQ(count, 1) << model.chunks()[id].name;
+      union_of_alone.insert(id);
+      ++acquired_alone;
+    }
+  }
+
+  std::vector<std::vector<float>> got(kSessions, std::vector<float>(n_vocab));
+  std::vector<model::SequenceStep> steps;
+  for (int i = 0; i < kSessions; ++i) {
+    steps.push_back({together[i].get(), {&next[i], 1}, got[i].data()});
+  }
+  store.acquires().clear();
+  ASSERT_TRUE(forward.Step(steps).ok());
+  std::set<ChunkId> acquired_together;
+  for (const auto& [id, count] : expert_acquires()) {
+    EXPECT_EQ(count, 1) << model.chunks()[id].name;
+    acquired_together.insert(id);
+  }
+  EXPECT_EQ(acquired_together, union_of_alone);
+  EXPECT_EQ(forward.last_step().expert_acquires, static_cast<int64_t>(union_of_alone.size()));
+  EXPECT_EQ(forward.last_step().routed, kSessions * 3 * o.experts_used);
+  // Sessions 1 and 2 feed the same token, and routes overlap anyway.
+  EXPECT_LT(static_cast<int64_t>(union_of_alone.size()), acquired_alone);
+  for (int i = 0; i < kSessions; ++i) {
+    EXPECT_EQ(0, std::memcmp(got[i].data(), want[i].data(), n_vocab * sizeof(float)))
+        << "session " << i;
+  }
+}
 
 }  // namespace
 }  // namespace waste::cache

@@ -219,8 +219,8 @@ TEST(MatMulTest, EachRowIsBitIdenticalToItsBatchOfOne) {
         for (int64_t b = 0; b < batch; ++b) {
           ASSERT_EQ(0, std::memcmp(&y[b * y_stride], &alone[(first + b) * y_stride],
                                    rows * sizeof(float)))
-              << Label(type, isa, rows, cols, 2) << " batch " << batch << " row " << b
-              << ": " << y[b * y_stride] << " vs " << alone[(first + b) * y_stride];
+              << Label(type, isa, rows, cols, 2) << " batch " << batch << " row " << b << ": "
+              << y[b * y_stride] << " vs " << alone[(first + b) * y_stride];
         }
       }
     }

@@ -14,7 +14,8 @@ PlanInput PlanInputFor(const model::Model& model, int64_t n_ctx, kernels::ops::K
   // A session holds its KV cache and the logits of its last token.
   input.kv_bytes = model::KvCache::Bytes(model.hparams(), n_ctx, kv_type) +
                    model.hparams().n_vocab * sizeof(float);
-  input.scratch_bytes = model::SequenceState::ScratchBytes(model);
+  // One step's workspace serves every session of the batch.
+  input.scratch_bytes = model::Forward::WorkspaceBytes(model);
   return input;
 }
 

@@ -7,6 +7,7 @@
 #include "daemon/kernels/ops/ops.h"
 #include "daemon/kernels/ops/rope.h"
 #include "daemon/model/chunk_lease.h"
+#include "daemon/model/step_workspace.h"
 #include "storage/logging.h"
 #include "storage/status_macros.h"
 
@@ -16,6 +17,7 @@ namespace {
 namespace ops = kernels::ops;
 
 using internal::ChunkLease;
+using internal::StepWorkspace;
 
 }  // namespace
 
@@ -52,111 +54,24 @@ ops::KvCacheLayer KvCache::Layer(int64_t l) const {
   return layer;
 }
 
-namespace {
-
-ops::AttentionParams AttentionParamsOf(const HParams& hp) {
-  ops::AttentionParams params;
-  params.n_head = static_cast<int>(hp.n_head);
-  params.n_kv_head = static_cast<int>(hp.n_head_kv);
-  params.head_dim = static_cast<int>(hp.head_dim);
-  params.scale = hp.mla.kq_scale;  // 0 (the default 1/sqrt) unless MLA.
-  return params;
-}
-
-size_t MatVecScratchFor(const Model& model) {
-  size_t bytes = 0;
-  auto consider = [&](const TensorRef& t) {
-    if (t.present) {
-      bytes = std::max(bytes, kernels::MatVecScratchBytes(t.type, t.cols, kMaxForwardBatch));
-    }
-  };
-  consider(model.globals().output);
-  for (const LayerTensors& l : model.layers()) {
-    for (const TensorRef* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down, &l.wq_a,
-                               &l.wq_b, &l.wkv_a_mqa, &l.wk_b, &l.wv_b, &l.gate_shexp, &l.up_shexp,
-                               &l.down_shexp, &l.gate_exps, &l.up_exps, &l.down_exps}) {
-      consider(*t);
-    }
-  }
-  return bytes;
-}
-
-// Element counts of a sequence's activation buffers, for the constructor
-// and the memory plan alike.
-struct BufferSizes {
-  int64_t x, xb, q, kv, att, tmp, ff, rope_table, attn_scratch;
-  int64_t q_lora, mla_q;
-  int64_t router, select, moe_x, moe_out, routes, experts, lookahead_x, lookahead;
-
-  explicit BufferSizes(const HParams& hp) {
-    const int64_t b = kMaxForwardBatch;
-    const MlaParams& mla = hp.mla;
-    x = tmp = moe_x = b * hp.n_embd;
-    xb = b * std::max({hp.n_embd, hp.q_dim(), hp.n_head * mla.v_head});
-    q = att = b * hp.q_dim();
-    kv = b * hp.kv_dim();
-    ff = b * hp.max_ff();
-    rope_table = b * ops::RopeTableFloats(hp.rope);
-    attn_scratch = ops::AttentionScratchFloats(AttentionParamsOf(hp));
-    q_lora = b * mla.q_lora_rank;
-    mla_q = b * hp.n_head * (mla.qk_nope + mla.qk_rope);
-    const bool moe = hp.moe.n_expert > 0;
-    router = moe ? b * hp.moe.n_expert : 0;
-    select = hp.moe.n_expert;
-    moe_out = moe ? b * hp.n_embd : 0;
-    moe_x = moe ? moe_x : 0;
-    routes = b * hp.moe.n_expert_used;
-    // This layer's experts, the next layer's predicted ones (router
-    // lookahead), then the next layer's chunks.
-    experts = hp.moe.n_expert + hp.moe.n_expert_used + 4;
-    lookahead_x = moe ? hp.n_embd : 0;
-    lookahead = hp.moe.n_expert_used;
-  }
-  uint64_t Bytes() const {
-    return sizeof(float) *
-               (x + xb + 2 * q + 2 * kv + att + tmp + 2 * ff + rope_table + attn_scratch + q_lora +
-                mla_q + router + select + moe_x + moe_out + lookahead_x) +
-           (routes + lookahead) * (sizeof(ExpertRoute) + sizeof(int32_t) + sizeof(float)) +
-           experts * sizeof(cache::ChunkId);
-  }
-};
-
-}  // namespace
-
 SequenceState::SequenceState(const Model& model, int64_t n_ctx, ops::KvType kv_type)
-    : kv_(model.hparams(), n_ctx, kv_type), matvec_scratch_(MatVecScratchFor(model)) {
-  const BufferSizes size(model.hparams());
-  x_.resize(size.x);
-  xb_.resize(size.xb);
-  q_.resize(size.q);
-  k_.resize(size.kv);
-  v_.resize(size.kv);
-  att_.resize(size.att);
-  tmp_.resize(size.tmp);
-  gate_.resize(size.ff);
-  up_.resize(size.ff);
-  rope_table_.resize(size.rope_table);
-  attn_scratch_.resize(size.attn_scratch);
-  q_lora_.resize(size.q_lora);
-  mla_q_.resize(size.mla_q);
-  router_.resize(size.router);
-  select_.resize(size.select);
-  moe_x_.resize(size.moe_x);
-  moe_out_.resize(size.moe_out);
-  routes_.resize(size.routes);
-  route_ids_.resize(size.routes);
-  route_weights_.resize(size.routes);
-  expert_chunks_.resize(size.experts);
-  lookahead_x_.resize(size.lookahead_x);
-  lookahead_ids_.resize(size.lookahead);
-  lookahead_weights_.resize(size.lookahead);
+    : kv_(model.hparams(), n_ctx, kv_type) {}
+
+Forward::Forward(const Model* model, cache::ChunkStore* store, kernels::ThreadPool* pool,
+                 const ForwardOptions& options)
+    : model_(model),
+      store_(store),
+      pool_(pool),
+      options_(internal::NormalizedOptions(options)),
+      ws_(std::make_unique<StepWorkspace>(*model, options_)) {}
+
+Forward::~Forward() = default;
+
+uint64_t Forward::WorkspaceBytes(const Model& model, const ForwardOptions& options) {
+  return StepWorkspace::Bytes(model, internal::NormalizedOptions(options));
 }
 
-uint64_t SequenceState::bytes() const { return kv_.bytes() + matvec_scratch_.bytes(); }
-
-uint64_t SequenceState::ScratchBytes(const Model& model) {
-  return BufferSizes(model.hparams()).Bytes() + MatVecScratchFor(model);
-}
+uint64_t Forward::workspace_bytes() const { return ws_->bytes(); }
 
 absl::Status Forward::Validate(const SequenceState& s, std::span<const int32_t> tokens) const {
   const HParams& hp = model_->hparams();
@@ -179,11 +94,14 @@ absl::Status Forward::Run(SequenceState* state, std::span<const int32_t> tokens,
   const int64_t n_vocab = model_->hparams().n_vocab;
   RETURN_IF_ERROR(Validate(*state, tokens));
   const int64_t start_pos = state->n_past_;
-  for (size_t i = 0; i < tokens.size(); i += kMaxForwardBatch) {
-    const size_t n = std::min<size_t>(kMaxForwardBatch, tokens.size() - i);
+  const size_t max_tokens = static_cast<size_t>(options_.max_step_tokens);
+  for (size_t i = 0; i < tokens.size(); i += max_tokens) {
+    const size_t n = std::min(max_tokens, tokens.size() - i);
     const bool last = i + n == tokens.size();
-    SequenceStep step{state, tokens.subspan(i, n),
-                      all_logits ? logits + i * n_vocab : (last ? logits : nullptr), all_logits};
+    float* out = logits == nullptr ? nullptr
+                 : all_logits      ? logits + i * n_vocab
+                                   : (last ? logits : nullptr);
+    SequenceStep step{state, tokens.subspan(i, n), out, all_logits};
     absl::Status status = Step({&step, 1});
     if (!status.ok()) {
       state->n_past_ = start_pos;
@@ -193,45 +111,58 @@ absl::Status Forward::Run(SequenceState* state, std::span<const int32_t> tokens,
   return absl::OkStatus();
 }
 
-absl::Status Forward::Step(std::span<const SequenceStep> steps) {
-  const HParams& hp = model_->hparams();
-  for (const SequenceStep& step : steps) {
-    RETURN_IF_ERROR(Validate(*step.state, step.tokens));
-    if (step.tokens.size() > static_cast<size_t>(kMaxForwardBatch)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("a step takes at most ", kMaxForwardBatch, " tokens per sequence"));
-    }
-  }
-  ChunkLease global(store_, model_->globals().chunk);
-  RETURN_IF_ERROR(global.Acquire());
-  for (const SequenceStep& step : steps) Embed(step.state, global.slot(), step.tokens);
-
-  // With several sequences, the step holds each chunk while all of them use
-  // it (their own Acquires then hit), so a chunk is read once per step.
-  const bool hold = steps.size() > 1;
-  for (int64_t l = 0; l < hp.n_layer; ++l) {
-    const LayerTensors& layer = model_->layers()[l];
-    {
-      ChunkLease attention(store_, layer.attn_chunk);
-      if (hold) RETURN_IF_ERROR(attention.Acquire());
-      for (const SequenceStep& step : steps) {
-        const int64_t n = static_cast<int64_t>(step.tokens.size());
-        RETURN_IF_ERROR(hp.is_mla() ? MlaAttention(step.state, layer, l, n)
-                                    : Attention(step.state, layer, l, n));
+absl::StatusOr<int64_t> Forward::PlanStep(std::span<const SequenceStep> steps) {
+  if (steps.empty()) return absl::InvalidArgumentError("a step needs at least one sequence");
+  int64_t rows = 0;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const SequenceStep& step = steps[i];
+    if (step.state == nullptr) return absl::InvalidArgumentError("a step without a sequence");
+    for (size_t j = 0; j < i; ++j) {
+      if (steps[j].state == step.state) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("sequences ", j, " and ", i, " of the step are the same sequence"));
       }
     }
-    ChunkLease ffn(store_, layer.ffn_chunk);
-    if (hold) RETURN_IF_ERROR(ffn.Acquire());
-    for (const SequenceStep& step : steps) {
-      const int64_t n = static_cast<int64_t>(step.tokens.size());
-      RETURN_IF_ERROR(hp.IsMoeLayer(l) ? MoeFeedForward(step.state, layer, l, n)
-                                       : FeedForward(step.state, layer, l, n));
-    }
+    RETURN_IF_ERROR(Validate(*step.state, step.tokens));
+    rows += static_cast<int64_t>(step.tokens.size());
   }
+  if (rows > options_.max_step_tokens) {
+    return absl::InvalidArgumentError(absl::StrCat("a step carries at most ",
+                                                   options_.max_step_tokens,
+                                                   " tokens over all its sequences, not ", rows));
+  }
+  // Every sequence has a token, so there are at most rows sequences.
+  int64_t row = 0;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    ws_->first_row[i] = row;
+    row += static_cast<int64_t>(steps[i].tokens.size());
+  }
+  ws_->first_row[steps.size()] = row;
+  return rows;
+}
+
+absl::Status Forward::Step(std::span<const SequenceStep> steps) {
+  const HParams& hp = model_->hparams();
+  last_step_ = StepStats{};
+  ASSIGN_OR_RETURN(const int64_t n, PlanStep(steps));
+  last_step_.sequences = static_cast<int64_t>(steps.size());
+  last_step_.tokens = n;
+  // A decode step: router lookahead predicts per row.
+  const bool decode = n == static_cast<int64_t>(steps.size());
+  ws_->lookahead_layer = -1;
+
+  ChunkLease global(store_, model_->globals().chunk);
+  RETURN_IF_ERROR(global.Acquire());
+  Embed(steps, global.slot());
+  for (int64_t l = 0; l < hp.n_layer; ++l) {
+    const LayerTensors& layer = model_->layers()[l];
+    RETURN_IF_ERROR(hp.is_mla() ? MlaAttention(steps, layer, l, n) : Attention(steps, layer, l, n));
+    RETURN_IF_ERROR(hp.IsMoeLayer(l) ? MoeFeedForward(layer, l, n, decode)
+                                     : FeedForward(layer, l, n));
+  }
+  RETURN_IF_ERROR(Head(steps, global.slot()));
   for (const SequenceStep& step : steps) {
-    const int64_t n = static_cast<int64_t>(step.tokens.size());
-    step.state->n_past_ += n;
-    RETURN_IF_ERROR(Head(step.state, global.slot(), n, step.logits, step.all_logits));
+    step.state->n_past_ += static_cast<int64_t>(step.tokens.size());
   }
   return absl::OkStatus();
 }
@@ -250,40 +181,82 @@ void Forward::PrefetchAfter(int64_t l, bool ffn) {
   store_->Prefetch(std::span<const cache::ChunkId>(upcoming, n));
 }
 
-void Forward::Embed(SequenceState* s, const uint8_t* global, std::span<const int32_t> tokens) {
+void Forward::Embed(std::span<const SequenceStep> steps, const uint8_t* global) {
   const HParams& hp = model_->hparams();
   const GlobalTensors& g = model_->globals();
-  const int64_t n = static_cast<int64_t>(tokens.size());
-  for (int64_t b = 0; b < n; ++b) {
-    kernels::DequantizeRow(g.token_embd.type,
-                           g.token_embd.Data(global) + tokens[b] * g.token_embd.row_bytes,
-                           &s->x_[b * hp.n_embd], hp.n_embd);
-  }
+  StepWorkspace& ws = *ws_;
   ops::RopeParams rope = hp.rope;
   if (g.rope_freqs.present) rope.freq_factors = g.rope_freqs.F32(global);
   const int64_t table_floats = ops::RopeTableFloats(rope);
-  for (int64_t b = 0; b < n; ++b) {
-    ops::RopeTableInit(rope, s->n_past_ + b, &s->rope_table_[b * table_floats]);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const SequenceStep& step = steps[i];
+    for (size_t t = 0; t < step.tokens.size(); ++t) {
+      // Each row at its own sequence's next position.
+      const int64_t row = ws.first_row[i] + static_cast<int64_t>(t);
+      kernels::DequantizeRow(g.token_embd.type,
+                             g.token_embd.Data(global) + step.tokens[t] * g.token_embd.row_bytes,
+                             &ws.x[row * hp.n_embd], hp.n_embd);
+      ops::RopeTableInit(rope, step.state->n_past_ + static_cast<int64_t>(t),
+                         &ws.rope_table[row * table_floats]);
+    }
   }
 }
 
-absl::Status Forward::Head(SequenceState* s, const uint8_t* global, int64_t n, float* logits,
-                           bool all_logits) {
+absl::Status Forward::Head(std::span<const SequenceStep> steps, const uint8_t* global) {
   const HParams& hp = model_->hparams();
   const GlobalTensors& g = model_->globals();
-  // Logits of the last token, or of all of them.
-  if (logits == nullptr) return absl::OkStatus();
-  const int64_t first = all_logits ? 0 : n - 1;
-  for (int64_t b = first; b < n; ++b) {
-    ops::RmsNorm(&s->x_[b * hp.n_embd], g.output_norm.F32(global), hp.n_embd, hp.rms_eps,
-                 &s->xb_[(b - first) * hp.n_embd]);
+  StepWorkspace& ws = *ws_;
+  const int64_t d = hp.n_embd, n_vocab = hp.n_vocab;
+  const kernels::WeightView output = g.output.View(global);
+  const float* norm = g.output_norm.F32(global);
+
+  // Last-token logits: their rows gathered, max_logit_rows per MatMul (one
+  // for a whole decode step of up to that many sessions).
+  int64_t m = 0;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (steps[i].logits != nullptr && !steps[i].all_logits) {
+      ws.head_sequences[m++] = static_cast<int32_t>(i);
+    }
   }
-  return kernels::MatMul(g.output.View(global), s->xb_.data(), hp.n_embd, n - first, logits,
-                         hp.n_vocab, pool_, &s->matvec_scratch_);
+  for (int64_t begin = 0; begin < m; begin += options_.max_logit_rows) {
+    const int64_t rows = std::min(options_.max_logit_rows, m - begin);
+    for (int64_t j = 0; j < rows; ++j) {
+      const int32_t i = ws.head_sequences[begin + j];
+      const int64_t last = ws.first_row[i + 1] - 1;
+      ops::RmsNorm(&ws.x[last * d], norm, d, hp.rms_eps, &ws.xb[j * d]);
+    }
+    // One row goes straight to its caller.
+    float* out = rows == 1 ? steps[ws.head_sequences[begin]].logits : ws.logits.data();
+    RETURN_IF_ERROR(
+        kernels::MatMul(output, ws.xb.data(), d, rows, out, n_vocab, pool_, &ws.matvec));
+    ++last_step_.head_matmuls;
+    if (rows > 1) {
+      for (int64_t j = 0; j < rows; ++j) {
+        const float* row = &ws.logits[j * n_vocab];
+        std::copy(row, row + n_vocab, steps[ws.head_sequences[begin + j]].logits);
+      }
+    }
+  }
+  // Every token's logits: the caller's rows are contiguous, so they are
+  // written in place.
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const SequenceStep& step = steps[i];
+    if (step.logits == nullptr || !step.all_logits) continue;
+    const int64_t first = ws.first_row[i], n = static_cast<int64_t>(step.tokens.size());
+    for (int64_t b = 0; b < n; ++b) {
+      ops::RmsNorm(&ws.x[(first + b) * d], norm, d, hp.rms_eps, &ws.xb[b * d]);
+    }
+    RETURN_IF_ERROR(
+        kernels::MatMul(output, ws.xb.data(), d, n, step.logits, n_vocab, pool_, &ws.matvec));
+    ++last_step_.head_matmuls;
+  }
+  return absl::OkStatus();
 }
 
-absl::Status Forward::Attention(SequenceState* s, const LayerTensors& layer, int64_t l, int64_t n) {
+absl::Status Forward::Attention(std::span<const SequenceStep> steps, const LayerTensors& layer,
+                                int64_t l, int64_t n) {
   const HParams& hp = model_->hparams();
+  StepWorkspace& ws = *ws_;
   ChunkLease chunk(store_, layer.attn_chunk);
   RETURN_IF_ERROR(chunk.Acquire());
   PrefetchAfter(l, /*ffn=*/false);
@@ -291,24 +264,24 @@ absl::Status Forward::Attention(SequenceState* s, const LayerTensors& layer, int
   const int64_t qd = hp.q_dim(), kvd = hp.kv_dim(), hd = hp.head_dim;
 
   for (int64_t b = 0; b < n; ++b) {
-    ops::RmsNorm(&s->x_[b * hp.n_embd], layer.attn_norm.F32(slot), hp.n_embd, hp.rms_eps,
-                 &s->xb_[b * hp.n_embd]);
+    ops::RmsNorm(&ws.x[b * hp.n_embd], layer.attn_norm.F32(slot), hp.n_embd, hp.rms_eps,
+                 &ws.xb[b * hp.n_embd]);
   }
-  kernels::Scratch* scratch = &s->matvec_scratch_;
-  RETURN_IF_ERROR(kernels::MatMul(layer.wq.View(slot), s->xb_.data(), hp.n_embd, n, s->q_.data(),
-                                  qd, pool_, scratch));
-  RETURN_IF_ERROR(kernels::MatMul(layer.wk.View(slot), s->xb_.data(), hp.n_embd, n, s->k_.data(),
-                                  kvd, pool_, scratch));
-  RETURN_IF_ERROR(kernels::MatMul(layer.wv.View(slot), s->xb_.data(), hp.n_embd, n, s->v_.data(),
-                                  kvd, pool_, scratch));
+  kernels::Scratch* scratch = &ws.matvec;
+  RETURN_IF_ERROR(kernels::MatMul(layer.wq.View(slot), ws.xb.data(), hp.n_embd, n, ws.q.data(), qd,
+                                  pool_, scratch));
+  RETURN_IF_ERROR(kernels::MatMul(layer.wk.View(slot), ws.xb.data(), hp.n_embd, n, ws.k.data(), kvd,
+                                  pool_, scratch));
+  RETURN_IF_ERROR(kernels::MatMul(layer.wv.View(slot), ws.xb.data(), hp.n_embd, n, ws.v.data(), kvd,
+                                  pool_, scratch));
   const int64_t table_floats = ops::RopeTableFloats(hp.rope);
   for (int64_t b = 0; b < n; ++b) {
-    float* q = &s->q_[b * qd];
-    float* k = &s->k_[b * kvd];
+    float* q = &ws.q[b * qd];
+    float* k = &ws.k[b * kvd];
     if (layer.bq.present) {
       ops::Add(q, layer.bq.F32(slot), qd, q);
       ops::Add(k, layer.bk.F32(slot), kvd, k);
-      ops::Add(&s->v_[b * kvd], layer.bv.F32(slot), kvd, &s->v_[b * kvd]);
+      ops::Add(&ws.v[b * kvd], layer.bv.F32(slot), kvd, &ws.v[b * kvd]);
     }
     if (layer.q_norm.present) {
       for (int64_t h = 0; h < hp.n_head; ++h) {
@@ -318,50 +291,56 @@ absl::Status Forward::Attention(SequenceState* s, const LayerTensors& layer, int
         ops::RmsNorm(k + h * hd, layer.k_norm.F32(slot), hd, hp.rms_eps, k + h * hd);
       }
     }
-    const float* table = &s->rope_table_[b * table_floats];
+    const float* table = &ws.rope_table[b * table_floats];
     ops::RopeApply(hp.rope, table, hp.n_head, static_cast<int>(hd), q, q);
     ops::RopeApply(hp.rope, table, hp.n_head_kv, static_cast<int>(hd), k, k);
   }
-  ops::KvCacheLayer cache = s->kv_.Layer(l);
-  ops::KvStore(cache, s->n_past_, n, s->k_.data(), s->v_.data());
-  ops::Attention(AttentionParamsOf(hp), cache, s->q_.data(), n, s->n_past_, s->att_.data(),
-                 s->attn_scratch_.data(), static_cast<int64_t>(s->attn_scratch_.size()),
-                 [this](int64_t count, absl::FunctionRef<void(int64_t, int64_t)> body) {
-                   pool_->ParallelFor(count, body);
-                 });
-  RETURN_IF_ERROR(kernels::MatMul(layer.wo.View(slot), s->att_.data(), qd, n, s->tmp_.data(),
+  // Each sequence's rows against its own cache.
+  const ops::AttentionParams params = internal::AttentionParamsOf(hp);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    SequenceState* s = steps[i].state;
+    const int64_t first = ws.first_row[i], rows = ws.first_row[i + 1] - first;
+    ops::KvCacheLayer cache = s->kv_.Layer(l);
+    ops::KvStore(cache, s->n_past_, rows, &ws.k[first * kvd], &ws.v[first * kvd]);
+    ops::Attention(params, cache, &ws.q[first * qd], rows, s->n_past_, &ws.att[first * qd],
+                   ws.attn_scratch.data(), static_cast<int64_t>(ws.attn_scratch.size()),
+                   [this](int64_t count, absl::FunctionRef<void(int64_t, int64_t)> body) {
+                     pool_->ParallelFor(count, body);
+                   });
+  }
+  RETURN_IF_ERROR(kernels::MatMul(layer.wo.View(slot), ws.att.data(), qd, n, ws.tmp.data(),
                                   hp.n_embd, pool_, scratch));
-  ops::Add(s->x_.data(), s->tmp_.data(), n * hp.n_embd, s->x_.data());
+  ops::Add(ws.x.data(), ws.tmp.data(), n * hp.n_embd, ws.x.data());
   return absl::OkStatus();
 }
 
-absl::Status Forward::FeedForward(SequenceState* s, const LayerTensors& layer, int64_t l,
-                                  int64_t n) {
+absl::Status Forward::FeedForward(const LayerTensors& layer, int64_t l, int64_t n) {
   const HParams& hp = model_->hparams();
+  StepWorkspace& ws = *ws_;
   ChunkLease chunk(store_, layer.ffn_chunk);
   RETURN_IF_ERROR(chunk.Acquire());
   PrefetchAfter(l, /*ffn=*/true);
   const uint8_t* slot = chunk.slot();
   for (int64_t b = 0; b < n; ++b) {
-    ops::RmsNorm(&s->x_[b * hp.n_embd], layer.ffn_norm.F32(slot), hp.n_embd, hp.rms_eps,
-                 &s->xb_[b * hp.n_embd]);
+    ops::RmsNorm(&ws.x[b * hp.n_embd], layer.ffn_norm.F32(slot), hp.n_embd, hp.rms_eps,
+                 &ws.xb[b * hp.n_embd]);
   }
-  RETURN_IF_ERROR(SwiGluFfn(s, slot, layer.gate, layer.up, layer.down, n));
-  ops::Add(s->x_.data(), s->tmp_.data(), n * hp.n_embd, s->x_.data());
+  RETURN_IF_ERROR(SwiGluFfn(slot, layer.gate, layer.up, layer.down, n));
+  ops::Add(ws.x.data(), ws.tmp.data(), n * hp.n_embd, ws.x.data());
   return absl::OkStatus();
 }
 
-absl::Status Forward::SwiGluFfn(SequenceState* s, const uint8_t* slot, const TensorRef& gate,
-                                const TensorRef& up, const TensorRef& down, int64_t n) {
+absl::Status Forward::SwiGluFfn(const uint8_t* slot, const TensorRef& gate, const TensorRef& up,
+                                const TensorRef& down, int64_t n) {
+  StepWorkspace& ws = *ws_;
   const int64_t d = model_->hparams().n_embd, ff = gate.rows;
-  kernels::Scratch* scratch = &s->matvec_scratch_;
+  kernels::Scratch* scratch = &ws.matvec;
   RETURN_IF_ERROR(
-      kernels::MatMul(gate.View(slot), s->xb_.data(), d, n, s->gate_.data(), ff, pool_, scratch));
+      kernels::MatMul(gate.View(slot), ws.xb.data(), d, n, ws.gate.data(), ff, pool_, scratch));
   RETURN_IF_ERROR(
-      kernels::MatMul(up.View(slot), s->xb_.data(), d, n, s->up_.data(), ff, pool_, scratch));
-  ops::SwiGlu(s->gate_.data(), s->up_.data(), n * ff, s->gate_.data());
-  return kernels::MatMul(down.View(slot), s->gate_.data(), ff, n, s->tmp_.data(), d, pool_,
-                         scratch);
+      kernels::MatMul(up.View(slot), ws.xb.data(), d, n, ws.up.data(), ff, pool_, scratch));
+  ops::SwiGlu(ws.gate.data(), ws.up.data(), n * ff, ws.gate.data());
+  return kernels::MatMul(down.View(slot), ws.gate.data(), ff, n, ws.tmp.data(), d, pool_, scratch);
 }
 
 }  // namespace waste::model

@@ -1,16 +1,20 @@
 // The forward pass of a transformer over a ChunkStore: token ids in, logits
-// out, one batch of consecutive positions of one sequence at a time (a
-// decode step is a batch of one; prefill runs batches of up to
-// kMaxForwardBatch so each weight row is read once per batch).
+// out. One Step runs the tokens of one or more sequences (sessions) as one
+// batch: their rows are laid end to end in one activation matrix, so every
+// weight matrix is read once per step for all of them (kernels::MatMul reads
+// each weight row once for the whole batch), and each chunk is acquired once
+// per step. Only attention is per sequence: each sequence's rows attend over
+// its own KV cache at its own positions. A row's result does not depend on
+// the other rows of its step: a sequence gets bit-identical logits whether
+// it is stepped alone or with others.
 //
 // Mixture-of-experts layers (moe.cc) acquire only the routed experts' chunks:
-// for a batch, the union of its tokens' experts, each acquired once and
-// applied to every token routed to it, so a chunked prefill reads each
-// expert at most once per layer per batch and gives the same logits as
-// running the tokens one at a time. As soon as a layer's routing is known
-// the chosen experts are passed to ChunkStore::Prefetch, before the first is
-// computed. MLA layers (mla.cc) keep one compressed row per position in the
-// KV cache.
+// for a step, the union of its rows' experts (over all its sequences), each
+// acquired once and applied to every row routed to it, so a chunked prefill
+// or a step of several sessions reads each expert at most once per layer.
+// As soon as a layer's routing is known the chosen experts are passed to
+// ChunkStore::Prefetch, before the first is computed. MLA layers (mla.cc)
+// keep one compressed row per position in the KV cache.
 #ifndef WASTE_DAEMON_MODEL_FORWARD_H_
 #define WASTE_DAEMON_MODEL_FORWARD_H_
 
@@ -29,7 +33,11 @@
 
 namespace waste::model {
 
-inline constexpr int64_t kMaxForwardBatch = 32;
+// The most token rows one Step carries in total over all its sequences (the
+// largest batch kernels::MatMul takes).
+inline constexpr int64_t kMaxStepTokens = kernels::kMaxBatch;
+// The old name, from when a step ran each sequence's batch on its own.
+inline constexpr int64_t kMaxForwardBatch = kMaxStepTokens;
 
 // The KV cache of one sequence: per layer, K and V for n_ctx positions. For
 // MLA one row of kv_lora_rank + rope dims per position serves as both K and
@@ -52,16 +60,9 @@ class KvCache {
   storage::AlignedBuffer buffer_;
 };
 
-// One token's choice at one MoE layer: routed to `expert` with `weight`.
-struct ExpertRoute {
-  int32_t expert;
-  int32_t token;
-  float weight;
-};
-
-// Everything one sequence needs besides the weights: its KV cache, its
-// position, and the activation buffers of a batch. Allocated once; the
-// forward pass allocates nothing.
+// What one sequence owns: its KV cache and its position. The activations
+// of a step belong to the Forward that runs it (see ForwardOptions), so a
+// session costs only its cache.
 class SequenceState {
  public:
   SequenceState(const Model& model, int64_t n_ctx, kernels::ops::KvType kv_type);
@@ -70,43 +71,24 @@ class SequenceState {
   int64_t n_ctx() const { return kv_.n_ctx(); }
   // Forgets positions from `n` on (to reuse a cached prefix).
   void Truncate(int64_t n) { n_past_ = std::min(n_past_, n); }
-  uint64_t bytes() const;
-
-  // Scratch bytes besides the KV cache for a model (for the memory plan).
-  static uint64_t ScratchBytes(const Model& model);
+  // The KV cache's bytes.
+  uint64_t bytes() const { return kv_.bytes(); }
 
  private:
   friend class Forward;
   KvCache kv_;
   int64_t n_past_ = 0;
-  std::vector<float> x_, xb_, q_, k_, v_, att_, tmp_, gate_, up_, rope_table_, attn_scratch_;
-  // MLA: q_a output, and the per-head [nope | rope] query before absorption.
-  std::vector<float> q_lora_, mla_q_;
-  // MoE: router logits/probabilities, one token's selection scores,
-  // gathered input rows of one expert, the block's output, the routes of a
-  // batch (sorted by expert) and the distinct experts to acquire.
-  std::vector<float> router_, select_, moe_x_, moe_out_;
-  std::vector<ExpertRoute> routes_;
-  std::vector<cache::ChunkId> expert_chunks_;
-  std::vector<int32_t> route_ids_;
-  std::vector<float> route_weights_;
-  // Router lookahead (decode): the next layer's router input and the experts
-  // it predicts for layer lookahead_layer_ (-1: no prediction pending).
-  std::vector<float> lookahead_x_;
-  std::vector<int32_t> lookahead_ids_;
-  std::vector<float> lookahead_weights_;
-  int64_t lookahead_layer_ = -1;
-  kernels::Scratch matvec_scratch_;
 };
 
 // Counters of the MoE path, summed over the runs of one Forward.
 struct MoeStats {
   int64_t routed = 0;           // (token, layer, expert) choices.
-  int64_t expert_acquires = 0;  // Expert chunks acquired (once per batch each).
+  int64_t expert_acquires = 0;  // Expert chunks acquired (once per step each).
   int64_t expert_bytes = 0;     // Tensor bytes of the expert chunks acquired.
   int64_t moe_tokens = 0;       // (token, MoE layer) pairs.
-  // Router lookahead: layers predicted, experts actually routed there, and
-  // how many of those were predicted. Accuracy = hits / routed.
+  // Router lookahead: (token, layer) pairs predicted, experts actually
+  // routed there, and how many of those were predicted. Accuracy = hits /
+  // routed.
   int64_t lookahead_layers = 0;
   int64_t lookahead_routed = 0;
   int64_t lookahead_hits = 0;
@@ -115,8 +97,29 @@ struct MoeStats {
   }
 };
 
-// One sequence's share of a step: up to kMaxForwardBatch tokens appended
-// at its next positions.
+// What the last Step did, for a scheduler to read after each step.
+struct StepStats {
+  int64_t sequences = 0;
+  int64_t tokens = 0;           // Rows of the step, over all its sequences.
+  int64_t expert_acquires = 0;  // Distinct (layer, expert) chunks acquired.
+  int64_t expert_bytes = 0;     // Their tensor bytes.
+  int64_t routed = 0;           // (token, layer, expert) choices.
+  int64_t head_matmuls = 0;     // MatMuls over the output matrix.
+};
+
+// Sizes of the step workspace a Forward allocates at construction.
+struct ForwardOptions {
+  // The most token rows one Step may carry over all its sequences,
+  // 1..kMaxStepTokens. Activation buffers scale with it.
+  int64_t max_step_tokens = kMaxStepTokens;
+  // Rows of the logits staging buffer ([rows, n_vocab] floats): the
+  // last-token logits of up to this many sequences come out of one MatMul
+  // over the output matrix; a step asking for more takes several. Capped at
+  // max_step_tokens. (all_logits rows are written straight to the caller.)
+  int64_t max_logit_rows = 16;
+};
+
+// One sequence's share of a step: tokens appended at its next positions.
 struct SequenceStep {
   SequenceState* state = nullptr;
   std::span<const int32_t> tokens;
@@ -126,63 +129,96 @@ struct SequenceStep {
   bool all_logits = false;
 };
 
-// Runs a model on a store with a thread pool; neither is owned.
+namespace internal {
+struct StepWorkspace;
+}  // namespace internal
+
+// Runs a model on a store with a thread pool; neither is owned. Owns the
+// step workspace: every activation buffer, the rope tables, the attention
+// and matvec scratch, the MoE routing buffers and the logits staging buffer,
+// allocated once here for ForwardOptions' sizes (WorkspaceBytes), so no
+// step allocates. Not thread-safe: one Run or Step at a time.
 class Forward {
  public:
-  Forward(const Model* model, cache::ChunkStore* store, kernels::ThreadPool* pool)
-      : model_(model), store_(store), pool_(pool) {}
+  Forward(const Model* model, cache::ChunkStore* store, kernels::ThreadPool* pool,
+          const ForwardOptions& options = {});
+  ~Forward();
+  Forward(const Forward&) = delete;
+  Forward& operator=(const Forward&) = delete;
 
-  // Appends `tokens` to the sequence at positions n_past .. n_past+n-1 and
-  // writes logits: of every token ([n, n_vocab]) when `all_logits`, else of
-  // the last token only ([n_vocab]). A context overflow is OUT_OF_RANGE and
-  // a weight read failure is returned as is; either way the sequence keeps
-  // its previous n_past.
+  // Bytes of the workspace a Forward with these options allocates (for the
+  // memory plan: once per model, besides each session's KV cache).
+  static uint64_t WorkspaceBytes(const Model& model, const ForwardOptions& options = {});
+  // What this one allocated (== WorkspaceBytes of its model and options).
+  uint64_t workspace_bytes() const;
+  const ForwardOptions& options() const { return options_; }
+
+  // Appends `tokens` to the sequence at positions n_past .. n_past+n-1, in
+  // steps of at most max_step_tokens, and writes logits: of every token
+  // ([n, n_vocab]) when `all_logits`, else of the last token only
+  // ([n_vocab]). A context overflow is OUT_OF_RANGE and a weight read
+  // failure is returned as is; either way the sequence keeps its previous
+  // n_past.
   absl::Status Run(SequenceState* state, std::span<const int32_t> tokens, float* logits,
                    bool all_logits = false);
 
-  // Runs several sequences (sessions) through the model in one pass over
-  // the layers: each layer's attention and FFN chunks are acquired once and
-  // held while every sequence uses them, so concurrent sessions share every
-  // chunk read. Each step has 1..kMaxForwardBatch tokens. Errors as Run;
+  // Runs several sequences (sessions) through the model as one batch: their
+  // tokens are consecutive rows (steps[0]'s, then steps[1]'s, ...) of every
+  // matrix product, and each chunk is acquired once for all of them. Each
+  // sequence has at least one token and the step at most max_step_tokens in
+  // total (else INVALID_ARGUMENT); a sequence may appear once. Errors as Run;
   // on error no sequence advances.
   absl::Status Step(std::span<const SequenceStep> steps);
 
+  // Summed over every step of this Forward.
   const MoeStats& moe_stats() const { return moe_stats_; }
+  // Of the last Step (or the last step of the last Run).
+  const StepStats& last_step() const { return last_step_; }
 
-  // Router lookahead for decode steps (batches of one token): after layer
-  // l's attention, layer l+1's router is applied to l's hidden state (with
-  // l+1's ffn_norm) and its top-k are prefetched behind l's own experts, so
-  // their reads start one layer early. The guess misses what l's FFN and
-  // l+1's attention change; MoeStats counts how often it was right. Costs
-  // one router matvec per layer, no extra reads of the trunk when it is
-  // pinned (MoE plans pin it). Off by default; the engine turns it on per
-  // ModelConfig.router_lookahead. Chunked prefill does not need it: a batch
-  // routes to most experts anyway.
+  // Router lookahead for decode steps (every sequence of the step has one
+  // token): after layer l's attention, layer l+1's router is applied to
+  // each row's hidden state (with l+1's ffn_norm) and the union of their
+  // top-k is prefetched behind l's own experts, so the reads start one layer
+  // early. The guess misses what l's FFN and l+1's attention change;
+  // MoeStats counts, per row, how often it was right. Costs one router
+  // MatMul per layer, no extra reads of the trunk when it is pinned (MoE
+  // plans pin it). Off by default; the engine turns it on per
+  // ModelConfig.router_lookahead. Prefill does not need it: a batch of
+  // many tokens routes to most experts anyway.
   void set_router_lookahead(bool on) { router_lookahead_ = on; }
   bool router_lookahead() const { return router_lookahead_; }
 
  private:
   absl::Status Validate(const SequenceState& s, std::span<const int32_t> tokens) const;
-  void Embed(SequenceState* s, const uint8_t* global, std::span<const int32_t> tokens);
-  absl::Status Head(SequenceState* s, const uint8_t* global, int64_t n, float* logits,
-                    bool all_logits);
-  absl::Status Attention(SequenceState* s, const LayerTensors& layer, int64_t l, int64_t n);
-  absl::Status MlaAttention(SequenceState* s, const LayerTensors& layer, int64_t l, int64_t n);
-  absl::Status FeedForward(SequenceState* s, const LayerTensors& layer, int64_t l, int64_t n);
-  absl::Status MoeFeedForward(SequenceState* s, const LayerTensors& layer, int64_t l, int64_t n);
-  // Predicts layer l+1's experts for a one-token batch into
-  // s->lookahead_ids_ (see set_router_lookahead).
-  absl::Status PredictNextExperts(SequenceState* s, int64_t l);
-  // The dense SwiGLU FFN y = down(silu(gate x) * up x) of n rows of xb_ into
-  // tmp_ (dense layers and shared experts).
-  absl::Status SwiGluFfn(SequenceState* s, const uint8_t* slot, const TensorRef& gate,
-                         const TensorRef& up, const TensorRef& down, int64_t n);
+  // Checks a step and fills the workspace's first-row table; returns its
+  // total rows.
+  absl::StatusOr<int64_t> PlanStep(std::span<const SequenceStep> steps);
+  void Embed(std::span<const SequenceStep> steps, const uint8_t* global);
+  absl::Status Head(std::span<const SequenceStep> steps, const uint8_t* global);
+  // Layer l over the step's n rows (attention per sequence).
+  absl::Status Attention(std::span<const SequenceStep> steps, const LayerTensors& layer, int64_t l,
+                         int64_t n);
+  absl::Status MlaAttention(std::span<const SequenceStep> steps, const LayerTensors& layer,
+                            int64_t l, int64_t n);
+  absl::Status FeedForward(const LayerTensors& layer, int64_t l, int64_t n);
+  // `decode`: every sequence of the step has one token (router lookahead).
+  absl::Status MoeFeedForward(const LayerTensors& layer, int64_t l, int64_t n, bool decode);
+  // Predicts layer l+1's experts for each of the n rows (see
+  // set_router_lookahead).
+  absl::Status PredictNextExperts(int64_t l, int64_t n);
+  // The dense SwiGLU FFN y = down(silu(gate x) * up x) of n rows of xb into
+  // tmp (dense layers and shared experts).
+  absl::Status SwiGluFfn(const uint8_t* slot, const TensorRef& gate, const TensorRef& up,
+                         const TensorRef& down, int64_t n);
   void PrefetchAfter(int64_t l, bool ffn);
 
   const Model* model_;
   cache::ChunkStore* store_;
   kernels::ThreadPool* pool_;
+  ForwardOptions options_;
+  std::unique_ptr<internal::StepWorkspace> ws_;
   MoeStats moe_stats_;
+  StepStats last_step_;
   bool router_lookahead_ = false;
 };
 

@@ -14,6 +14,7 @@
 #include "daemon/kernels/ops/rope.h"
 #include "daemon/model/chunk_lease.h"
 #include "daemon/model/forward.h"
+#include "daemon/model/step_workspace.h"
 #include "storage/status_macros.h"
 
 namespace waste::model {
@@ -21,15 +22,16 @@ namespace waste::model {
 namespace ops = kernels::ops;
 using internal::ChunkLease;
 
-absl::Status Forward::MlaAttention(SequenceState* s, const LayerTensors& layer, int64_t l,
-                                   int64_t n) {
+absl::Status Forward::MlaAttention(std::span<const SequenceStep> steps, const LayerTensors& layer,
+                                   int64_t l, int64_t n) {
   const HParams& hp = model_->hparams();
+  internal::StepWorkspace& ws = *ws_;
   const MlaParams& mla = hp.mla;
   ChunkLease chunk(store_, layer.attn_chunk);
   RETURN_IF_ERROR(chunk.Acquire());
   PrefetchAfter(l, /*ffn=*/false);
   const uint8_t* slot = chunk.slot();
-  kernels::Scratch* scratch = &s->matvec_scratch_;
+  kernels::Scratch* scratch = &ws.matvec;
   const int64_t d = hp.n_embd, n_head = hp.n_head;
   const int64_t q_head = mla.qk_nope + mla.qk_rope;  // Per-head query as projected.
   const int64_t row = hp.head_dim;                   // kv_lora_rank + rope: cached row.
@@ -37,65 +39,71 @@ absl::Status Forward::MlaAttention(SequenceState* s, const LayerTensors& layer, 
   const int64_t v_stride = n_head * mla.v_head;
 
   for (int64_t b = 0; b < n; ++b) {
-    ops::RmsNorm(&s->x_[b * d], layer.attn_norm.F32(slot), d, hp.rms_eps, &s->xb_[b * d]);
+    ops::RmsNorm(&ws.x[b * d], layer.attn_norm.F32(slot), d, hp.rms_eps, &ws.xb[b * d]);
   }
   if (layer.wq_a.present) {
     const int64_t r = mla.q_lora_rank;
-    RETURN_IF_ERROR(kernels::MatMul(layer.wq_a.View(slot), s->xb_.data(), d, n, s->q_lora_.data(),
-                                    r, pool_, scratch));
+    RETURN_IF_ERROR(kernels::MatMul(layer.wq_a.View(slot), ws.xb.data(), d, n, ws.q_lora.data(), r,
+                                    pool_, scratch));
     for (int64_t b = 0; b < n; ++b) {
-      ops::RmsNorm(&s->q_lora_[b * r], layer.q_a_norm.F32(slot), r, hp.rms_eps, &s->q_lora_[b * r]);
+      ops::RmsNorm(&ws.q_lora[b * r], layer.q_a_norm.F32(slot), r, hp.rms_eps, &ws.q_lora[b * r]);
     }
-    RETURN_IF_ERROR(kernels::MatMul(layer.wq_b.View(slot), s->q_lora_.data(), r, n,
-                                    s->mla_q_.data(), q_stride, pool_, scratch));
+    RETURN_IF_ERROR(kernels::MatMul(layer.wq_b.View(slot), ws.q_lora.data(), r, n, ws.mla_q.data(),
+                                    q_stride, pool_, scratch));
   } else {
-    RETURN_IF_ERROR(kernels::MatMul(layer.wq.View(slot), s->xb_.data(), d, n, s->mla_q_.data(),
+    RETURN_IF_ERROR(kernels::MatMul(layer.wq.View(slot), ws.xb.data(), d, n, ws.mla_q.data(),
                                     q_stride, pool_, scratch));
   }
-  RETURN_IF_ERROR(kernels::MatMul(layer.wkv_a_mqa.View(slot), s->xb_.data(), d, n, s->k_.data(),
-                                  row, pool_, scratch));
+  RETURN_IF_ERROR(kernels::MatMul(layer.wkv_a_mqa.View(slot), ws.xb.data(), d, n, ws.k.data(), row,
+                                  pool_, scratch));
 
   // The cached row [norm(c) | rope(k_pe)], and each head's rope part of the
   // query moved into place behind its absorbed part.
   const int64_t table_floats = ops::RopeTableFloats(hp.rope);
   const int rope_dim = static_cast<int>(mla.qk_rope);
   for (int64_t b = 0; b < n; ++b) {
-    float* kv = &s->k_[b * row];
+    float* kv = &ws.k[b * row];
     ops::RmsNorm(kv, layer.kv_a_norm.F32(slot), mla.kv_lora_rank, hp.rms_eps, kv);
-    const float* table = &s->rope_table_[b * table_floats];
+    const float* table = &ws.rope_table[b * table_floats];
     ops::RopeApply(hp.rope, table, 1, rope_dim, kv + mla.kv_lora_rank, kv + mla.kv_lora_rank);
     for (int64_t h = 0; h < n_head; ++h) {
       ops::RopeApply(hp.rope, table, 1, rope_dim,
-                     &s->mla_q_[b * q_stride + h * q_head + mla.qk_nope],
-                     &s->q_[b * abs_stride + h * row + mla.kv_lora_rank]);
+                     &ws.mla_q[b * q_stride + h * q_head + mla.qk_nope],
+                     &ws.q[b * abs_stride + h * row + mla.kv_lora_rank]);
     }
   }
   // Absorb W_k_b into the query: q_h[:kv_lora] = W_k_b,h q_nope_h.
   for (int64_t h = 0; h < n_head; ++h) {
-    RETURN_IF_ERROR(kernels::MatMul(layer.wk_b.MatrixView(slot, h), &s->mla_q_[h * q_head],
-                                    q_stride, n, &s->q_[h * row], abs_stride, pool_, scratch));
+    RETURN_IF_ERROR(kernels::MatMul(layer.wk_b.MatrixView(slot, h), &ws.mla_q[h * q_head], q_stride,
+                                    n, &ws.q[h * row], abs_stride, pool_, scratch));
   }
 
-  ops::KvCacheLayer cache = s->kv_.Layer(l);
-  ops::KvStore(cache, s->n_past_, n, s->k_.data(), s->k_.data());
+  // Each sequence's rows against its own cache.
   ops::AttentionParams params;
   params.n_head = static_cast<int>(n_head);
   params.n_kv_head = 1;
   params.head_dim = static_cast<int>(row);
   params.scale = mla.kq_scale;
-  ops::Attention(params, cache, s->q_.data(), n, s->n_past_, s->att_.data(),
-                 s->attn_scratch_.data(), static_cast<int64_t>(s->attn_scratch_.size()),
-                 [this](int64_t count, absl::FunctionRef<void(int64_t, int64_t)> body) {
-                   pool_->ParallelFor(count, body);
-                 });
+  for (size_t i = 0; i < steps.size(); ++i) {
+    SequenceState* s = steps[i].state;
+    const int64_t first = ws.first_row[i], rows = ws.first_row[i + 1] - first;
+    ops::KvCacheLayer cache = s->kv_.Layer(l);
+    ops::KvStore(cache, s->n_past_, rows, &ws.k[first * row], &ws.k[first * row]);
+    ops::Attention(params, cache, &ws.q[first * abs_stride], rows, s->n_past_,
+                   &ws.att[first * abs_stride], ws.attn_scratch.data(),
+                   static_cast<int64_t>(ws.attn_scratch.size()),
+                   [this](int64_t count, absl::FunctionRef<void(int64_t, int64_t)> body) {
+                     pool_->ParallelFor(count, body);
+                   });
+  }
   // Decompress each head's latent mix: v_h = W_v_b,h (sum p c).
   for (int64_t h = 0; h < n_head; ++h) {
-    RETURN_IF_ERROR(kernels::MatMul(layer.wv_b.MatrixView(slot, h), &s->att_[h * row], abs_stride,
-                                    n, &s->xb_[h * mla.v_head], v_stride, pool_, scratch));
+    RETURN_IF_ERROR(kernels::MatMul(layer.wv_b.MatrixView(slot, h), &ws.att[h * row], abs_stride, n,
+                                    &ws.xb[h * mla.v_head], v_stride, pool_, scratch));
   }
-  RETURN_IF_ERROR(kernels::MatMul(layer.wo.View(slot), s->xb_.data(), v_stride, n, s->tmp_.data(),
-                                  d, pool_, scratch));
-  ops::Add(s->x_.data(), s->tmp_.data(), n * d, s->x_.data());
+  RETURN_IF_ERROR(kernels::MatMul(layer.wo.View(slot), ws.xb.data(), v_stride, n, ws.tmp.data(), d,
+                                  pool_, scratch));
+  ops::Add(ws.x.data(), ws.tmp.data(), n * d, ws.x.data());
   return absl::OkStatus();
 }
 

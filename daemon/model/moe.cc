@@ -7,6 +7,7 @@
 #include "daemon/kernels/ops/ops.h"
 #include "daemon/model/chunk_lease.h"
 #include "daemon/model/forward.h"
+#include "daemon/model/step_workspace.h"
 #include "storage/status_macros.h"
 
 namespace waste::model {
@@ -14,6 +15,8 @@ namespace {
 
 namespace ops = kernels::ops;
 using internal::ChunkLease;
+using internal::ExpertRoute;
+using internal::StepWorkspace;
 
 constexpr float kExcluded = -std::numeric_limits<float>::infinity();
 
@@ -84,85 +87,93 @@ void RouteToken(const MoeParams& moe, float* logits, const float* bias, float* s
   }
 }
 
-absl::Status Forward::MoeFeedForward(SequenceState* s, const LayerTensors& layer, int64_t l,
-                                     int64_t n) {
+absl::Status Forward::MoeFeedForward(const LayerTensors& layer, int64_t l, int64_t n, bool decode) {
   const HParams& hp = model_->hparams();
   const MoeParams& moe = hp.moe;
+  StepWorkspace& ws = *ws_;
   const int64_t d = hp.n_embd, k = moe.n_expert_used, ff = moe.n_ff_exp;
   ChunkLease trunk(store_, layer.ffn_chunk);
   RETURN_IF_ERROR(trunk.Acquire());
   const uint8_t* slot = trunk.slot();
-  kernels::Scratch* scratch = &s->matvec_scratch_;
+  kernels::Scratch* scratch = &ws.matvec;
   for (int64_t b = 0; b < n; ++b) {
-    ops::RmsNorm(&s->x_[b * d], layer.ffn_norm.F32(slot), d, hp.rms_eps, &s->xb_[b * d]);
+    ops::RmsNorm(&ws.x[b * d], layer.ffn_norm.F32(slot), d, hp.rms_eps, &ws.xb[b * d]);
   }
 
-  // Route every token, then order the (expert, token) pairs by expert: each
-  // expert is then read once and applied to all of its tokens, and every
-  // token sums its experts in id order whatever the batch.
-  RETURN_IF_ERROR(kernels::MatMul(layer.router.View(slot), s->xb_.data(), d, n, s->router_.data(),
+  // Route every row (of every sequence in the step), then order the
+  // (expert, row) pairs by expert: each expert is then read once and
+  // applied to all of its rows, and every row sums its experts in id order
+  // whatever else is in the step.
+  RETURN_IF_ERROR(kernels::MatMul(layer.router.View(slot), ws.xb.data(), d, n, ws.router.data(),
                                   moe.n_expert, pool_, scratch));
   const float* bias = layer.expert_bias.present ? layer.expert_bias.F32(slot) : nullptr;
   for (int64_t b = 0; b < n; ++b) {
-    RouteToken(moe, &s->router_[b * moe.n_expert], bias, s->select_.data(), &s->route_ids_[b * k],
-               &s->route_weights_[b * k]);
+    RouteToken(moe, &ws.router[b * moe.n_expert], bias, ws.select.data(), &ws.route_ids[b * k],
+               &ws.route_weights[b * k]);
     for (int64_t j = 0; j < k; ++j) {
-      s->routes_[b * k + j] = {s->route_ids_[b * k + j], static_cast<int32_t>(b),
-                               s->route_weights_[b * k + j]};
+      ws.routes[b * k + j] = {ws.route_ids[b * k + j], static_cast<int32_t>(b),
+                              ws.route_weights[b * k + j]};
     }
   }
-  // Score the previous layer's guess against the actual routing.
-  if (s->lookahead_layer_ == l && n == 1) {
-    ++moe_stats_.lookahead_layers;
-    moe_stats_.lookahead_routed += k;
-    for (int64_t j = 0; j < k; ++j) {
-      moe_stats_.lookahead_hits +=
-          std::count(s->route_ids_.begin(), s->route_ids_.begin() + k, s->lookahead_ids_[j]);
+  // Score the previous layer's guess against each row's actual routing.
+  if (ws.lookahead_layer == l) {
+    moe_stats_.lookahead_layers += n;
+    moe_stats_.lookahead_routed += n * k;
+    for (int64_t b = 0; b < n; ++b) {
+      const auto actual = ws.route_ids.begin() + b * k;
+      for (int64_t j = 0; j < k; ++j) {
+        moe_stats_.lookahead_hits += std::count(actual, actual + k, ws.lookahead_ids[b * k + j]);
+      }
     }
   }
-  s->lookahead_layer_ = -1;
-  const auto routes = s->routes_.begin(), routes_end = routes + n * k;
+  ws.lookahead_layer = -1;
+  const auto routes = ws.routes.begin(), routes_end = routes + n * k;
   std::sort(routes, routes_end, [](const ExpertRoute& a, const ExpertRoute& b) {
     return a.expert != b.expert ? a.expert < b.expert : a.token < b.token;
   });
   size_t n_chunks = 0;
   for (auto r = routes; r != routes_end; ++r) {
     if (r == routes || r->expert != (r - 1)->expert) {
-      s->expert_chunks_[n_chunks++] = layer.experts[r->expert].chunk;
+      ws.expert_chunks[n_chunks++] = layer.experts[r->expert].chunk;
     }
   }
   const size_t n_experts = n_chunks;
-  // Then the next layer's predicted experts (decode with lookahead on)...
-  if (router_lookahead_ && n == 1 && l + 1 < hp.n_layer && hp.IsMoeLayer(l + 1)) {
-    RETURN_IF_ERROR(PredictNextExperts(s, l));
+  // Then the union of the next layer's predicted experts (decode steps with
+  // lookahead on)...
+  if (router_lookahead_ && decode && l + 1 < hp.n_layer && hp.IsMoeLayer(l + 1)) {
+    RETURN_IF_ERROR(PredictNextExperts(l, n));
     const LayerTensors& next = model_->layers()[l + 1];
-    for (int64_t j = 0; j < k; ++j) {
-      s->expert_chunks_[n_chunks++] = next.experts[s->lookahead_ids_[j]].chunk;
+    const auto guess = ws.lookahead_union.begin();
+    std::copy(ws.lookahead_ids.begin(), ws.lookahead_ids.begin() + n * k, guess);
+    std::sort(guess, guess + n * k);
+    for (auto e = guess; e != std::unique(guess, guess + n * k); ++e) {
+      ws.expert_chunks[n_chunks++] = next.experts[*e].chunk;
     }
   }
   // ...then the next layer's blocks, so the store knows what follows.
   if (l + 1 < hp.n_layer) {
     const LayerTensors& next = model_->layers()[l + 1];
-    s->expert_chunks_[n_chunks++] = next.attn_chunk;
-    s->expert_chunks_[n_chunks++] = next.ffn_chunk;
+    ws.expert_chunks[n_chunks++] = next.attn_chunk;
+    ws.expert_chunks[n_chunks++] = next.ffn_chunk;
   }
-  store_->Prefetch(std::span<const cache::ChunkId>(s->expert_chunks_.data(), n_chunks));
+  store_->Prefetch(std::span<const cache::ChunkId>(ws.expert_chunks.data(), n_chunks));
   moe_stats_.moe_tokens += n;
   moe_stats_.routed += n * k;
+  last_step_.routed += n * k;
 
   // The shared expert needs no read: it runs while the experts load.
-  float* out = s->moe_out_.data();
+  float* out = ws.moe_out.data();
   if (layer.gate_shexp.present) {
-    RETURN_IF_ERROR(SwiGluFfn(s, slot, layer.gate_shexp, layer.up_shexp, layer.down_shexp, n));
+    RETURN_IF_ERROR(SwiGluFfn(slot, layer.gate_shexp, layer.up_shexp, layer.down_shexp, n));
     if (layer.gate_inp_shexp.present) {  // qwen2moe: a sigmoid gate per token.
       const float* gw = layer.gate_inp_shexp.F32(slot);
       for (int64_t b = 0; b < n; ++b) {
         float g = 0;
-        for (int64_t i = 0; i < d; ++i) g += gw[i] * s->xb_[b * d + i];
-        ops::Scale(&s->tmp_[b * d], 1.0f / (1.0f + std::exp(-g)), d, &s->tmp_[b * d]);
+        for (int64_t i = 0; i < d; ++i) g += gw[i] * ws.xb[b * d + i];
+        ops::Scale(&ws.tmp[b * d], 1.0f / (1.0f + std::exp(-g)), d, &ws.tmp[b * d]);
       }
     }
-    std::copy(s->tmp_.begin(), s->tmp_.begin() + n * d, out);
+    std::copy(ws.tmp.begin(), ws.tmp.begin() + n * d, out);
   } else {
     std::fill(out, out + n * d, 0.0f);
   }
@@ -173,48 +184,55 @@ absl::Status Forward::MoeFeedForward(SequenceState* s, const LayerTensors& layer
     auto end = r;
     int64_t rows = 0;
     for (; end != routes_end && end->expert == e; ++end, ++rows) {
-      std::copy(&s->xb_[end->token * d], &s->xb_[(end->token + 1) * d], &s->moe_x_[rows * d]);
+      std::copy(&ws.xb[end->token * d], &ws.xb[(end->token + 1) * d], &ws.moe_x[rows * d]);
     }
     const ExpertRef& expert = layer.experts[e];
     ChunkLease chunk(store_, expert.chunk);
     RETURN_IF_ERROR(chunk.Acquire());
     const uint8_t* base = chunk.slot();
+    const int64_t bytes = model_->chunks()[expert.chunk].tensor_bytes;
     ++moe_stats_.expert_acquires;
-    moe_stats_.expert_bytes += model_->chunks()[expert.chunk].tensor_bytes;
+    moe_stats_.expert_bytes += bytes;
+    ++last_step_.expert_acquires;
+    last_step_.expert_bytes += bytes;
     RETURN_IF_ERROR(kernels::MatMul(layer.gate_exps.ViewAt(base + expert.gate_offset),
-                                    s->moe_x_.data(), d, rows, s->gate_.data(), ff, pool_,
-                                    scratch));
-    RETURN_IF_ERROR(kernels::MatMul(layer.up_exps.ViewAt(base + expert.up_offset), s->moe_x_.data(),
-                                    d, rows, s->up_.data(), ff, pool_, scratch));
-    ops::SwiGlu(s->gate_.data(), s->up_.data(), rows * ff, s->gate_.data());
+                                    ws.moe_x.data(), d, rows, ws.gate.data(), ff, pool_, scratch));
+    RETURN_IF_ERROR(kernels::MatMul(layer.up_exps.ViewAt(base + expert.up_offset), ws.moe_x.data(),
+                                    d, rows, ws.up.data(), ff, pool_, scratch));
+    ops::SwiGlu(ws.gate.data(), ws.up.data(), rows * ff, ws.gate.data());
     RETURN_IF_ERROR(kernels::MatMul(layer.down_exps.ViewAt(base + expert.down_offset),
-                                    s->gate_.data(), ff, rows, s->tmp_.data(), d, pool_, scratch));
+                                    ws.gate.data(), ff, rows, ws.tmp.data(), d, pool_, scratch));
     for (int64_t row = 0; r != end; ++r, ++row) {
       float* y = out + r->token * d;
-      const float* e_out = &s->tmp_[row * d];
+      const float* e_out = &ws.tmp[row * d];
       for (int64_t j = 0; j < d; ++j) y[j] += r->weight * e_out[j];
     }
   }
-  ops::Add(s->x_.data(), out, n * d, s->x_.data());
+  ops::Add(ws.x.data(), out, n * d, ws.x.data());
   return absl::OkStatus();
 }
 
-absl::Status Forward::PredictNextExperts(SequenceState* s, int64_t l) {
+absl::Status Forward::PredictNextExperts(int64_t l, int64_t n) {
   const HParams& hp = model_->hparams();
-  const int64_t d = hp.n_embd;
+  StepWorkspace& ws = *ws_;
+  const int64_t d = hp.n_embd, k = hp.moe.n_expert_used;
   const LayerTensors& next = model_->layers()[l + 1];
   ChunkLease trunk(store_, next.ffn_chunk);
   RETURN_IF_ERROR(trunk.Acquire());
   const uint8_t* slot = trunk.slot();
-  // x_ is layer l's residual after its attention; router_ and select_ are
-  // free again once l's routes are recorded.
-  ops::RmsNorm(s->x_.data(), next.ffn_norm.F32(slot), d, hp.rms_eps, s->lookahead_x_.data());
-  RETURN_IF_ERROR(kernels::MatMul(next.router.View(slot), s->lookahead_x_.data(), d, 1,
-                                  s->router_.data(), hp.moe.n_expert, pool_, &s->matvec_scratch_));
+  // x is layer l's residual after its attention; router and select are free
+  // again once l's routes are recorded.
+  for (int64_t b = 0; b < n; ++b) {
+    ops::RmsNorm(&ws.x[b * d], next.ffn_norm.F32(slot), d, hp.rms_eps, &ws.lookahead_x[b * d]);
+  }
+  RETURN_IF_ERROR(kernels::MatMul(next.router.View(slot), ws.lookahead_x.data(), d, n,
+                                  ws.router.data(), hp.moe.n_expert, pool_, &ws.matvec));
   const float* bias = next.expert_bias.present ? next.expert_bias.F32(slot) : nullptr;
-  RouteToken(hp.moe, s->router_.data(), bias, s->select_.data(), s->lookahead_ids_.data(),
-             s->lookahead_weights_.data());
-  s->lookahead_layer_ = l + 1;
+  for (int64_t b = 0; b < n; ++b) {
+    RouteToken(hp.moe, &ws.router[b * hp.moe.n_expert], bias, ws.select.data(),
+               &ws.lookahead_ids[b * k], &ws.lookahead_weights[b * k]);
+  }
+  ws.lookahead_layer = l + 1;
   return absl::OkStatus();
 }
 

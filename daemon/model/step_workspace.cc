@@ -1,0 +1,168 @@
+#include "daemon/model/step_workspace.h"
+
+#include <algorithm>
+
+#include "daemon/kernels/ops/rope.h"
+#include "storage/logging.h"
+
+namespace waste::model::internal {
+namespace {
+
+namespace ops = kernels::ops;
+
+size_t MatVecScratchFor(const Model& model, int64_t rows) {
+  size_t bytes = 0;
+  auto consider = [&](const TensorRef& t) {
+    if (t.present) bytes = std::max(bytes, kernels::MatVecScratchBytes(t.type, t.cols, rows));
+  };
+  consider(model.globals().output);
+  for (const LayerTensors& l : model.layers()) {
+    for (const TensorRef* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down, &l.wq_a,
+                               &l.wq_b, &l.wkv_a_mqa, &l.wk_b, &l.wv_b, &l.gate_shexp, &l.up_shexp,
+                               &l.down_shexp, &l.router, &l.gate_exps, &l.up_exps, &l.down_exps}) {
+      consider(*t);
+    }
+  }
+  return bytes;
+}
+
+// Element counts of the workspace's buffers, for the constructor and
+// WorkspaceBytes alike.
+struct BufferSizes {
+  int64_t x, xb, q, kv, att, tmp, ff, rope_table, attn_scratch;
+  int64_t q_lora, mla_q;
+  int64_t router, select, moe_x, moe_out, routes, experts, lookahead_x, lookahead;
+  int64_t first_row, head_sequences, logits;
+  size_t matvec;
+
+  BufferSizes(const Model& model, const ForwardOptions& options) {
+    const HParams& hp = model.hparams();
+    const int64_t t = options.max_step_tokens;
+    const MlaParams& mla = hp.mla;
+    x = tmp = t * hp.n_embd;
+    xb = t * std::max({hp.n_embd, hp.q_dim(), hp.n_head * mla.v_head});
+    q = att = t * hp.q_dim();
+    kv = t * hp.kv_dim();
+    ff = t * hp.max_ff();
+    rope_table = t * ops::RopeTableFloats(hp.rope);
+    attn_scratch = ops::AttentionScratchFloats(AttentionParamsOf(hp));
+    q_lora = t * mla.q_lora_rank;
+    mla_q = t * hp.n_head * (mla.qk_nope + mla.qk_rope);
+    const bool moe = hp.moe.n_expert > 0;
+    router = moe ? t * hp.moe.n_expert : 0;
+    select = hp.moe.n_expert;
+    moe_x = moe_out = moe ? t * hp.n_embd : 0;
+    routes = t * hp.moe.n_expert_used;
+    // This layer's experts, the next layer's predicted ones (each at most
+    // all of a layer's), then the next layer's two blocks.
+    experts = moe ? 2 * hp.moe.n_expert + 2 : 0;
+    lookahead_x = moe ? t * hp.n_embd : 0;
+    lookahead = routes;
+    first_row = t + 1;
+    head_sequences = t;
+    logits = options.max_logit_rows * hp.n_vocab;
+    matvec = MatVecScratchFor(model, t);
+  }
+  uint64_t Bytes() const {
+    return sizeof(float) *
+               (x + xb + q + 2 * kv + att + tmp + 2 * ff + rope_table + attn_scratch + q_lora +
+                mla_q + router + select + moe_x + moe_out + lookahead_x + logits) +
+           routes * (sizeof(ExpertRoute) + sizeof(int32_t) + sizeof(float)) +
+           lookahead * (2 * sizeof(int32_t) + sizeof(float)) + experts * sizeof(cache::ChunkId) +
+           first_row * sizeof(int64_t) + head_sequences * sizeof(int32_t) + matvec;
+  }
+};
+
+template <typename T>
+uint64_t BytesOf(const std::vector<T>& v) {
+  return v.size() * sizeof(T);
+}
+
+}  // namespace
+
+ops::AttentionParams AttentionParamsOf(const HParams& hp) {
+  ops::AttentionParams params;
+  params.n_head = static_cast<int>(hp.n_head);
+  params.n_kv_head = static_cast<int>(hp.n_head_kv);
+  params.head_dim = static_cast<int>(hp.head_dim);
+  params.scale = hp.mla.kq_scale;  // 0 (the default 1/sqrt) unless MLA.
+  return params;
+}
+
+ForwardOptions NormalizedOptions(const ForwardOptions& options) {
+  WCHECK(options.max_step_tokens >= 1 && options.max_step_tokens <= kMaxStepTokens)
+      << "max_step_tokens " << options.max_step_tokens << " outside [1, " << kMaxStepTokens << "]";
+  WCHECK(options.max_logit_rows >= 1) << "max_logit_rows " << options.max_logit_rows;
+  ForwardOptions out = options;
+  out.max_logit_rows = std::min(options.max_logit_rows, options.max_step_tokens);
+  return out;
+}
+
+StepWorkspace::StepWorkspace(const Model& model, const ForwardOptions& options) {
+  const BufferSizes size(model, options);
+  x.resize(size.x);
+  xb.resize(size.xb);
+  q.resize(size.q);
+  k.resize(size.kv);
+  v.resize(size.kv);
+  att.resize(size.att);
+  tmp.resize(size.tmp);
+  gate.resize(size.ff);
+  up.resize(size.ff);
+  rope_table.resize(size.rope_table);
+  attn_scratch.resize(size.attn_scratch);
+  q_lora.resize(size.q_lora);
+  mla_q.resize(size.mla_q);
+  router.resize(size.router);
+  select.resize(size.select);
+  moe_x.resize(size.moe_x);
+  moe_out.resize(size.moe_out);
+  routes.resize(size.routes);
+  route_ids.resize(size.routes);
+  route_weights.resize(size.routes);
+  expert_chunks.resize(size.experts);
+  lookahead_x.resize(size.lookahead_x);
+  lookahead_ids.resize(size.lookahead);
+  lookahead_union.resize(size.lookahead);
+  lookahead_weights.resize(size.lookahead);
+  first_row.resize(size.first_row);
+  head_sequences.resize(size.head_sequences);
+  logits.resize(size.logits);
+  matvec = kernels::Scratch(size.matvec);
+}
+
+uint64_t StepWorkspace::Bytes(const Model& model, const ForwardOptions& options) {
+  return BufferSizes(model, options).Bytes();
+}
+
+uint64_t StepWorkspace::bytes() const {
+  uint64_t sum = 0;
+  for (const std::vector<float>* f : {&x,
+                                      &xb,
+                                      &q,
+                                      &k,
+                                      &v,
+                                      &att,
+                                      &tmp,
+                                      &gate,
+                                      &up,
+                                      &rope_table,
+                                      &attn_scratch,
+                                      &q_lora,
+                                      &mla_q,
+                                      &router,
+                                      &select,
+                                      &moe_x,
+                                      &moe_out,
+                                      &route_weights,
+                                      &lookahead_x,
+                                      &lookahead_weights,
+                                      &logits}) {
+    sum += BytesOf(*f);
+  }
+  return sum + BytesOf(routes) + BytesOf(route_ids) + BytesOf(expert_chunks) +
+         BytesOf(lookahead_ids) + BytesOf(lookahead_union) + BytesOf(first_row) +
+         BytesOf(head_sequences) + matvec.bytes();
+}
+
+}  // namespace waste::model::internal
