@@ -45,12 +45,15 @@ class TimedSink : public engine::GenerationSink {
   double ttft_seconds() const { return absl::ToDoubleSeconds(first_ - submitted_); }
   absl::Time first() const { return first_; }
   absl::Time end() const { return end_; }
-  int tokens() const { return tokens_; }
+  int tokens() const {
+    absl::MutexLock lock(&mu_);
+    return tokens_;
+  }
   const v1::GenerateDone& done() const { return done_; }
 
  private:
   const absl::Time submitted_;
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status status_;
   absl::Time first_, end_;
@@ -132,6 +135,50 @@ absl::StatusOr<Round> RunRound(engine::LoadedModel& model, int sessions, int64_t
   return round;
 }
 
+// Time to first token of a request that arrives while `others` requests
+// decode (each already past its first few tokens), and of the same request
+// alone.
+struct LateArrival {
+  double alone_seconds = 0, late_seconds = 0;
+};
+
+absl::StatusOr<LateArrival> MeasureLateArrival(engine::LoadedModel& model, int others,
+                                               int64_t prompt, int64_t gen) {
+  LateArrival out;
+  auto request = [&](int session, int64_t tokens) {
+    v1::GenerateRequest r;
+    r.set_prompt(PromptText(model.tokenizer(), prompt, session));
+    r.set_max_tokens(static_cast<int32_t>(tokens));
+    r.set_stop_at_eos(false);
+    return r;
+  };
+  {
+    TimedSink alone(absl::Now());
+    RETURN_IF_ERROR(model.Submit(request(99, 2), &alone));
+    RETURN_IF_ERROR(alone.Wait());
+    out.alone_seconds = alone.ttft_seconds();
+  }
+  std::vector<std::unique_ptr<TimedSink>> sinks;
+  for (int i = 0; i < others; ++i) {
+    sinks.push_back(std::make_unique<TimedSink>(absl::Now()));
+    RETURN_IF_ERROR(model.Submit(request(i, 4 * gen), sinks.back().get()));
+  }
+  // Wait until every one of them decodes.
+  while (true) {
+    const engine::SchedulerStats stats = model.SchedulerCounters();
+    bool decoding = stats.running == others;
+    for (auto& sink : sinks) decoding = decoding && sink->tokens() >= 4;
+    if (decoding) break;
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  TimedSink late(absl::Now());
+  RETURN_IF_ERROR(model.Submit(request(99, 2), &late));
+  RETURN_IF_ERROR(late.Wait());
+  out.late_seconds = late.ttft_seconds();
+  for (auto& sink : sinks) RETURN_IF_ERROR(sink->Wait());
+  return out;
+}
+
 }  // namespace
 
 absl::Status BenchSessions(const PlannedModel& pm, const memory::MemoryPlan& plan,
@@ -187,6 +234,15 @@ absl::Status BenchSessions(const PlannedModel& pm, const memory::MemoryPlan& pla
     if (plan.sizes.moe) std::cout << absl::StrFormat(" %6.2fx", r.ideal_moe_gain);
     std::cout << "\n";
     peak_rss = std::max(peak_rss, PeakRssBytes());
+  }
+  const int others = std::min(3, pm.sessions - 1);
+  if (others > 0) {
+    ASSIGN_OR_RETURN(LateArrival late, MeasureLateArrival(*model, others, prompt, gen));
+    std::cout << absl::StrFormat(
+        "\nlate arrival: time to first token %.0f ms while %d others decode, %.0f ms alone "
+        "(%.2fx)\n",
+        1e3 * late.late_seconds, others, 1e3 * late.alone_seconds,
+        late.alone_seconds > 0 ? late.late_seconds / late.alone_seconds : 0);
   }
   std::cout << absl::StrFormat(
       "\ngain: aggregate decode over the 1-session round (run --sessions 1,... to get it)%s\n"
