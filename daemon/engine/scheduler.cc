@@ -142,6 +142,9 @@ bool Scheduler::Admit() {
       it = queue_.erase(it);
     }
     stats_.queued = static_cast<int>(queue_.size());
+    // Counted as running from now, so Submit never sees a request in
+    // neither place.
+    stats_.running += static_cast<int>(admitted.size());
   }
   for (auto& [gen, status] : refused) {
     WLOG(INFO) << text_->model_name << ": request ended: " << status;
