@@ -8,7 +8,7 @@ packages=(
   g++ pkg-config bazel-bootstrap
   protobuf-compiler protobuf-compiler-grpc libprotobuf-dev libgrpc++-dev
   libabsl-dev libboost-dev libboost-system-dev libgtest-dev libgmock-dev
-  liburing-dev libpcre2-dev libicu-dev libtomlplusplus-dev
+  liburing-dev libpcre2-dev libicu-dev libtomlplusplus-dev nlohmann-json3-dev
 )
 if [[ "${1:-}" == "--fuzz" ]]; then
   packages+=(clang libclang-rt-14-dev)
