@@ -4,8 +4,8 @@
 #include <iostream>
 
 #include "absl/strings/str_format.h"
-#include "client/cli_args.h"
-#include "client/format.h"
+#include "common/cli_args.h"
+#include "common/format.h"
 
 namespace waste {
 namespace {

@@ -4,10 +4,10 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
-#include "client/cli_args.h"
-#include "client/format.h"
 #include "client/generate_command.h"
 #include "client/waste_client.h"
+#include "common/cli_args.h"
+#include "common/format.h"
 
 namespace waste {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <iostream>
 
-#include "client/cli_args.h"
+#include "common/cli_args.h"
 #include "storage/bench_io.h"
 #include "storage/env.h"
 

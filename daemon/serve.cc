@@ -8,14 +8,14 @@
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
-#include "client/cli_args.h"
+#include "common/cli_args.h"
+#include "common/logging.h"
 #include "daemon/config/config.h"
 #include "daemon/engine/model_catalog.h"
 #include "daemon/service/sd_notify.h"
 #include "daemon/service/server.h"
 #include "daemon/service/version.h"
 #include "daemon/service/waste_service.h"
-#include "storage/logging.h"
 
 namespace waste {
 namespace {

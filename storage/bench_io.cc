@@ -7,8 +7,8 @@
 #include <random>
 
 #include "absl/strings/str_format.h"
+#include "common/status_macros.h"
 #include "storage/aligned_buffer.h"
-#include "storage/status_macros.h"
 
 namespace waste::storage {
 namespace {

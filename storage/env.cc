@@ -9,8 +9,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/status_macros.h"
 #include "storage/posix_env.h"
-#include "storage/status_macros.h"
 
 namespace waste::storage {
 

@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "storage/status_macros.h"
+#include "common/status_macros.h"
 #include "storage/thread_pool_queue.h"
 
 namespace waste::storage {

@@ -22,8 +22,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "storage/gguf.h"
-#include "storage/status_macros.h"
 
 namespace waste::storage {
 namespace {

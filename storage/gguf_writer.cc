@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "storage/status_macros.h"
+#include "common/status_macros.h"
 
 namespace waste::storage {
 namespace {

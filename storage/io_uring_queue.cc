@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "storage/logging.h"
+#include "common/logging.h"
 
 namespace waste::storage {
 namespace {

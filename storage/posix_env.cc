@@ -15,10 +15,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
 #include "storage/aligned_buffer.h"
 #include "storage/io_uring_queue.h"
-#include "storage/logging.h"
-#include "storage/status_macros.h"
 #include "storage/thread_pool_queue.h"
 
 namespace waste::storage {

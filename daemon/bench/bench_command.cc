@@ -9,8 +9,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
-#include "client/cli_args.h"
-#include "client/format.h"
+#include "common/cli_args.h"
+#include "common/format.h"
+#include "common/status_macros.h"
 #include "daemon/bench/commands.h"
 #include "daemon/bench/memory_bandwidth.h"
 #include "daemon/bench/model_budget.h"
@@ -23,7 +24,6 @@
 #include "daemon/model/forward.h"
 #include "daemon/tools/json_writer.h"
 #include "storage/env.h"
-#include "storage/status_macros.h"
 
 namespace waste::bench {
 namespace {

@@ -7,10 +7,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/status_macros.h"
 #include "daemon/config/config.h"
 #include "daemon/memory/model_plan.h"
 #include "storage/env.h"
-#include "storage/status_macros.h"
 
 namespace waste::bench {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "client/cli_args.h"
+#include "common/cli_args.h"
 #include "daemon/kernels/ops/attention.h"
 #include "daemon/memory/plan.h"
 #include "daemon/memory/usable_ram.h"

@@ -2,8 +2,8 @@
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
-#include "client/cli_args.h"
-#include "client/format.h"
+#include "common/cli_args.h"
+#include "common/format.h"
 #include "daemon/bench/commands.h"
 #include "daemon/bench/model_budget.h"
 #include "daemon/engine/planning.h"

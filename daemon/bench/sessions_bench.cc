@@ -12,10 +12,10 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
-#include "client/format.h"
+#include "common/format.h"
+#include "common/status_macros.h"
 #include "daemon/engine/loaded_model.h"
 #include "storage/env.h"
-#include "storage/status_macros.h"
 
 namespace waste::bench {
 namespace {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "client/cli_args.h"
+#include "common/cli_args.h"
 #include "daemon/bench/model_budget.h"
 #include "daemon/memory/plan.h"
 

@@ -7,8 +7,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "storage/logging.h"
-#include "storage/status_macros.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
 
 namespace waste::cache {
 namespace {

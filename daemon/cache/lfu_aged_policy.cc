@@ -20,8 +20,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/logging.h"
 #include "daemon/cache/cache_policy.h"
-#include "storage/logging.h"
 
 namespace waste::cache {
 namespace {

@@ -3,8 +3,8 @@
 // from the tail.
 #include <vector>
 
+#include "common/logging.h"
 #include "daemon/cache/cache_policy.h"
-#include "storage/logging.h"
 
 namespace waste::cache {
 namespace {

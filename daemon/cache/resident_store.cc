@@ -1,8 +1,8 @@
 #include "daemon/cache/resident_store.h"
 
 #include "absl/strings/str_cat.h"
-#include "storage/logging.h"
-#include "storage/status_macros.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
 
 namespace waste::cache {
 

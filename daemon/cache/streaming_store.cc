@@ -3,9 +3,9 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
 #include "daemon/cache/resident_store.h"
-#include "storage/logging.h"
-#include "storage/status_macros.h"
 
 namespace waste::cache {
 

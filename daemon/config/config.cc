@@ -10,11 +10,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
-#include "client/default_address.h"
-#include "client/format.h"
+#include "common/default_address.h"
+#include "common/format.h"
+#include "common/status_macros.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/reflection.h"
-#include "storage/status_macros.h"
 
 // Header-only and exception-free: parse errors come back as values.
 #define TOML_HEADER_ONLY 1

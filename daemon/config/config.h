@@ -8,7 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "client/format.h"  // ParseByteSize, for byte-size settings
+#include "common/format.h"  // ParseByteSize, for byte-size settings
 #include "waste/v1/config.pb.h"
 
 namespace waste {

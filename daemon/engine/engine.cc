@@ -4,9 +4,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
 #include "daemon/model/layout.h"
-#include "storage/logging.h"
-#include "storage/status_macros.h"
 
 namespace waste::engine {
 

@@ -4,10 +4,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
 #include "daemon/text/chat_template.h"
 #include "daemon/text/utf8.h"
-#include "storage/logging.h"
-#include "storage/status_macros.h"
 
 namespace waste::engine {
 namespace {

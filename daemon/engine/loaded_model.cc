@@ -4,13 +4,13 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
 #include "daemon/cache/streaming_store.h"
 #include "daemon/engine/planning.h"
 #include "daemon/engine/stats.h"
 #include "daemon/text/utf8.h"
 #include "daemon/text/vocab_gguf.h"
-#include "storage/logging.h"
-#include "storage/status_macros.h"
 
 namespace waste::engine {
 namespace {

@@ -9,7 +9,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "storage/logging.h"
+#include "common/logging.h"
 
 namespace waste {
 namespace fs = std::filesystem;

@@ -4,8 +4,8 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "daemon/memory/model_plan.h"
-#include "storage/status_macros.h"
 
 namespace waste::engine {
 

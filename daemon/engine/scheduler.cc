@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "storage/logging.h"
+#include "common/logging.h"
 
 namespace waste::engine {
 namespace {

@@ -2,8 +2,8 @@
 
 #include <cstring>
 
+#include "common/logging.h"
 #include "daemon/kernels/fp16.h"
-#include "storage/logging.h"
 
 namespace waste::kernels {
 namespace {

@@ -5,9 +5,9 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/logging.h"
 #include "daemon/kernels/matvec_internal.h"
 #include "daemon/kernels/quantize.h"
-#include "storage/logging.h"
 
 namespace waste::kernels {
 namespace {

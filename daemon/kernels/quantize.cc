@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "common/logging.h"
 #include "daemon/kernels/fp16.h"
-#include "storage/logging.h"
 
 namespace waste::kernels {
 namespace {

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "common/logging.h"
 #include "daemon/kernels/cpu_features.h"
-#include "storage/logging.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>

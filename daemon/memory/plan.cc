@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "client/format.h"
+#include "common/format.h"
 
 namespace waste::memory {
 namespace {

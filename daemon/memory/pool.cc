@@ -6,8 +6,8 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/logging.h"
 #include "storage/aligned_buffer.h"
-#include "storage/logging.h"
 
 namespace waste::memory {
 namespace {

@@ -2,8 +2,8 @@
 #ifndef WASTE_DAEMON_MODEL_CHUNK_LEASE_H_
 #define WASTE_DAEMON_MODEL_CHUNK_LEASE_H_
 
+#include "common/status_macros.h"
 #include "daemon/cache/chunk_store.h"
-#include "storage/status_macros.h"
 
 namespace waste::model::internal {
 

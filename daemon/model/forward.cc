@@ -3,13 +3,13 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
 #include "daemon/kernels/dequantize.h"
 #include "daemon/kernels/ops/ops.h"
 #include "daemon/kernels/ops/rope.h"
 #include "daemon/model/chunk_lease.h"
 #include "daemon/model/step_workspace.h"
-#include "storage/logging.h"
-#include "storage/status_macros.h"
 
 namespace waste::model {
 namespace {

@@ -10,12 +10,12 @@
 // position) and attention is MQA over it with head_dim kv_lora_rank + rope.
 // That row is both K and V: the kernel's output per head is
 // [sum p c | sum p k_pe], of which the first kv_lora_rank dims are used.
+#include "common/status_macros.h"
 #include "daemon/kernels/ops/ops.h"
 #include "daemon/kernels/ops/rope.h"
 #include "daemon/model/chunk_lease.h"
 #include "daemon/model/forward.h"
 #include "daemon/model/step_workspace.h"
-#include "storage/status_macros.h"
 
 namespace waste::model {
 

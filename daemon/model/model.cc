@@ -1,8 +1,8 @@
 #include "daemon/model/model.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "daemon/model/binding.h"
-#include "storage/status_macros.h"
 
 namespace waste::model {
 

@@ -4,11 +4,11 @@
 #include <cmath>
 #include <limits>
 
+#include "common/status_macros.h"
 #include "daemon/kernels/ops/ops.h"
 #include "daemon/model/chunk_lease.h"
 #include "daemon/model/forward.h"
 #include "daemon/model/step_workspace.h"
-#include "storage/status_macros.h"
 
 namespace waste::model {
 namespace {

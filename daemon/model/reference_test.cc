@@ -9,12 +9,12 @@
 #include <cmath>
 #include <map>
 
+#include "common/logging.h"
 #include "daemon/kernels/dequantize.h"
 #include "daemon/model/forward.h"
 #include "daemon/model/test_models.h"
 #include "gtest/gtest.h"
 #include "storage/env.h"
-#include "storage/logging.h"
 #include "tests/testdata.h"
 
 namespace waste::model {

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
+#include "common/logging.h"
 #include "daemon/kernels/ops/rope.h"
-#include "storage/logging.h"
 
 namespace waste::model::internal {
 namespace {

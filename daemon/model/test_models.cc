@@ -1,7 +1,7 @@
 #include "daemon/model/test_models.h"
 
+#include "common/status_macros.h"
 #include "storage/gguf_writer.h"
-#include "storage/status_macros.h"
 
 namespace waste::model::testing {
 

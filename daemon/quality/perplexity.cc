@@ -9,14 +9,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "client/cli_args.h"
+#include "common/cli_args.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
 #include "daemon/cache/resident_store.h"
 #include "daemon/model/forward.h"
 #include "daemon/text/tokenizer.h"
 #include "daemon/text/vocab_gguf.h"
 #include "storage/gguf.h"
-#include "storage/logging.h"
-#include "storage/status_macros.h"
 
 namespace waste::quality {
 namespace {

@@ -11,13 +11,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "client/cli_args.h"
+#include "common/cli_args.h"
+#include "common/status_macros.h"
 #include "daemon/kernels/dequantize.h"
 #include "daemon/kernels/quant_blocks.h"
 #include "daemon/kernels/quantize.h"
 #include "daemon/kernels/thread_pool.h"
 #include "storage/gguf_writer.h"
-#include "storage/status_macros.h"
 
 namespace waste::quality {
 namespace {

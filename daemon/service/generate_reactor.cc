@@ -6,8 +6,8 @@
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
+#include "common/logging.h"
 #include "daemon/engine/generation.h"
-#include "storage/logging.h"
 
 namespace waste {
 

@@ -10,11 +10,11 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "common/logging.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
-#include "storage/logging.h"
 
 namespace waste {
 namespace {

@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "storage/logging.h"
+#include "common/logging.h"
 
 namespace waste::text {
 namespace {

@@ -4,13 +4,13 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
 #include "daemon/text/bpe.h"
 #include "daemon/text/pretokenizer.h"
 #include "daemon/text/spm.h"
 #include "daemon/text/token_lookup.h"
 #include "daemon/text/utf8.h"
-#include "storage/logging.h"
-#include "storage/status_macros.h"
 
 namespace waste::text {
 namespace {

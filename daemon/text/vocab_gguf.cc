@@ -4,8 +4,8 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "storage/logging.h"
-#include "storage/status_macros.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
 
 namespace waste::text {
 namespace {

@@ -9,12 +9,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "client/cli_args.h"
-#include "client/format.h"
+#include "common/cli_args.h"
+#include "common/format.h"
+#include "common/status_macros.h"
 #include "daemon/model/layout.h"
 #include "daemon/tools/json_writer.h"
 #include "storage/gguf.h"
-#include "storage/status_macros.h"
 
 namespace waste::tools {
 namespace {

@@ -15,14 +15,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "client/cli_args.h"
-#include "client/format.h"
+#include "common/cli_args.h"
+#include "common/format.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
 #include "daemon/kernels/quantize.h"
 #include "daemon/tools/synthetic_model.h"
 #include "daemon/tools/synthetic_tokenizer.h"
 #include "storage/gguf_writer.h"
-#include "storage/logging.h"
-#include "storage/status_macros.h"
 
 namespace waste::tools {
 namespace {

@@ -6,8 +6,8 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "storage/logging.h"
-#include "storage/status_macros.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
 
 namespace waste::tools {
 namespace {

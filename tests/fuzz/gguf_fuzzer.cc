@@ -12,10 +12,10 @@
 #include <cstring>
 #include <string>
 
+#include "common/logging.h"
 #include "storage/gguf.h"
 #include "storage/gguf_testing.h"
 #include "storage/gguf_writer.h"
-#include "storage/logging.h"
 
 namespace waste::storage {
 namespace {

@@ -1,7 +1,7 @@
 #include "tests/fuzz/gguf_seeds.h"
 
+#include "common/logging.h"
 #include "storage/gguf_writer.h"
-#include "storage/logging.h"
 
 namespace waste::fuzz {
 namespace {

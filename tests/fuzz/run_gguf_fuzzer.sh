@@ -23,7 +23,7 @@ absl_modules="absl_status absl_statusor absl_strings absl_str_format absl_raw_ha
 absl_cflags="$(pkg-config --cflags $absl_modules)"
 absl_libs="$(pkg-config --libs $absl_modules)"
 lib_srcs="storage/gguf_reader.cc storage/gguf_value.cc storage/gguf_writer.cc
-          storage/ggml_types.cc storage/logging.cc"
+          storage/ggml_types.cc common/logging.cc"
 common=(-std=c++20 -g -O1 -fno-omit-frame-pointer -I. $absl_cflags)
 
 echo "building $work/gguf_fuzzer" >&2

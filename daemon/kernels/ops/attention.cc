@@ -3,9 +3,9 @@
 #include <cmath>
 #include <cstring>
 
+#include "common/logging.h"
 #include "daemon/kernels/ops/fp16.h"
 #include "daemon/kernels/ops/kernels_internal.h"
-#include "storage/logging.h"
 
 namespace waste::kernels::ops {
 namespace {

@@ -1,6 +1,6 @@
+#include "common/logging.h"
 #include "daemon/kernels/ops/fp16.h"
 #include "daemon/kernels/ops/kernels_internal.h"
-#include "storage/logging.h"
 
 namespace waste::kernels::ops {
 namespace internal {

@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "storage/logging.h"
+#include "common/logging.h"
 
 namespace waste::kernels::ops {
 namespace {

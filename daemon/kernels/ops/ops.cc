@@ -1,7 +1,7 @@
 #include "daemon/kernels/ops/ops.h"
 
+#include "common/logging.h"
 #include "daemon/kernels/ops/kernels_internal.h"
-#include "storage/logging.h"
 
 namespace waste::kernels::ops {
 namespace {

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <numbers>
 
+#include "common/logging.h"
 #include "daemon/kernels/ops/kernels_internal.h"
-#include "storage/logging.h"
 
 namespace waste::kernels::ops {
 namespace {

@@ -1,6 +1,6 @@
 // Human-readable numbers for CLI output.
-#ifndef WASTE_CLIENT_FORMAT_H_
-#define WASTE_CLIENT_FORMAT_H_
+#ifndef WASTE_COMMON_FORMAT_H_
+#define WASTE_COMMON_FORMAT_H_
 
 #include <cstdint>
 #include <string>
@@ -24,4 +24,4 @@ absl::StatusOr<int64_t> ParseByteSize(absl::string_view text);
 
 }  // namespace waste
 
-#endif  // WASTE_CLIENT_FORMAT_H_
+#endif  // WASTE_COMMON_FORMAT_H_

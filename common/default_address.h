@@ -1,6 +1,6 @@
 // Where wasted listens by default, shared by the daemon and its clients.
-#ifndef WASTE_CLIENT_DEFAULT_ADDRESS_H_
-#define WASTE_CLIENT_DEFAULT_ADDRESS_H_
+#ifndef WASTE_COMMON_DEFAULT_ADDRESS_H_
+#define WASTE_COMMON_DEFAULT_ADDRESS_H_
 
 #include <string>
 
@@ -16,4 +16,4 @@ std::string SocketTarget(const std::string& socket_path);
 
 }  // namespace waste
 
-#endif  // WASTE_CLIENT_DEFAULT_ADDRESS_H_
+#endif  // WASTE_COMMON_DEFAULT_ADDRESS_H_

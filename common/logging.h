@@ -5,8 +5,8 @@
 //
 // Debian's Abseil (20220623) predates absl/log, hence this small module.
 // Thread-safe: each message is written with one write(2).
-#ifndef WASTE_STORAGE_LOGGING_H_
-#define WASTE_STORAGE_LOGGING_H_
+#ifndef WASTE_COMMON_LOGGING_H_
+#define WASTE_COMMON_LOGGING_H_
 
 #include <sstream>
 #include <string_view>
@@ -59,4 +59,4 @@ struct LogVoidify {
                ::waste::LogMessage(__FILE__, __LINE__, ::waste::LogLevel::kFatal).stream() \
                    << "Check failed: " #cond " "
 
-#endif  // WASTE_STORAGE_LOGGING_H_
+#endif  // WASTE_COMMON_LOGGING_H_

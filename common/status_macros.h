@@ -3,8 +3,8 @@
 //
 //   RETURN_IF_ERROR(file->Read(offset, n, buf));
 //   ASSIGN_OR_RETURN(GgufFile gguf, GgufFile::Open(env, path));
-#ifndef WASTE_STORAGE_STATUS_MACROS_H_
-#define WASTE_STORAGE_STATUS_MACROS_H_
+#ifndef WASTE_COMMON_STATUS_MACROS_H_
+#define WASTE_COMMON_STATUS_MACROS_H_
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -26,4 +26,4 @@
   if (!statusor.ok()) return statusor.status();           \
   lhs = std::move(statusor).value()
 
-#endif  // WASTE_STORAGE_STATUS_MACROS_H_
+#endif  // WASTE_COMMON_STATUS_MACROS_H_

@@ -1,4 +1,4 @@
-#include "client/format.h"
+#include "common/format.h"
 
 #include <cmath>
 

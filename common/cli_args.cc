@@ -1,4 +1,4 @@
-#include "client/cli_args.h"
+#include "common/cli_args.h"
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"

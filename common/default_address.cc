@@ -1,4 +1,4 @@
-#include "client/default_address.h"
+#include "common/default_address.h"
 
 #include <cstdlib>
 

@@ -1,4 +1,4 @@
-#include "storage/logging.h"
+#include "common/logging.h"
 
 #include <unistd.h>
 

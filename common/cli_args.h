@@ -1,8 +1,8 @@
 // Command-line parsing shared by `wasted` and `waste-client` subcommands:
 // `--name value`, `--name=value`, boolean `--name`, repeated flags and
 // positional arguments; "--" ends the flags.
-#ifndef WASTE_CLIENT_CLI_ARGS_H_
-#define WASTE_CLIENT_CLI_ARGS_H_
+#ifndef WASTE_COMMON_CLI_ARGS_H_
+#define WASTE_COMMON_CLI_ARGS_H_
 
 #include <cstdint>
 #include <map>
@@ -46,4 +46,4 @@ absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<std::string>& args,
 
 }  // namespace waste
 
-#endif  // WASTE_CLIENT_CLI_ARGS_H_
+#endif  // WASTE_COMMON_CLI_ARGS_H_
