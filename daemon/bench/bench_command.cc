@@ -84,13 +84,13 @@ struct BenchResult {
 class TraceStore final : public cache::ChunkStore {
  public:
   TraceStore(cache::ChunkStore* base, const model::Model& model) : base_(base), model_(model) {}
-  absl::StatusOr<const uint8_t*> Acquire(cache::ChunkId id) override {
-    if (recording_ && model_.chunks()[id].kind == cache::ChunkKind::kExpert)
+  absl::StatusOr<const uint8_t*> Acquire(memory::ChunkId id) override {
+    if (recording_ && model_.chunks()[id].kind == memory::ChunkKind::kExpert)
       acquired_.push_back(id);
     return base_->Acquire(id);
   }
-  void Release(cache::ChunkId id) override { base_->Release(id); }
-  void Prefetch(std::span<const cache::ChunkId> upcoming) override { base_->Prefetch(upcoming); }
+  void Release(memory::ChunkId id) override { base_->Release(id); }
+  void Prefetch(std::span<const memory::ChunkId> upcoming) override { base_->Prefetch(upcoming); }
   cache::ChunkStoreStats Stats() const override { return base_->Stats(); }
   void set_recording(bool on) { recording_ = on; }
 
@@ -101,9 +101,9 @@ class TraceStore final : public cache::ChunkStore {
     t.n_layers = static_cast<int>(hp.n_layer - hp.moe.n_layer_dense_lead);
     t.n_experts = static_cast<int>(hp.moe.n_expert);
     t.top_k = static_cast<int>(hp.moe.n_expert_used);
-    for (cache::ChunkId id : acquired_) {
+    for (memory::ChunkId id : acquired_) {
       const int layer = model_.chunks()[id].layer;
-      const cache::ChunkId first = model_.layers()[layer].experts[0].chunk;
+      const memory::ChunkId first = model_.layers()[layer].experts[0].chunk;
       t.experts.push_back(id - first);
     }
     return t;
@@ -113,7 +113,7 @@ class TraceStore final : public cache::ChunkStore {
   cache::ChunkStore* base_;
   const model::Model& model_;
   bool recording_ = false;
-  std::vector<cache::ChunkId> acquired_;
+  std::vector<memory::ChunkId> acquired_;
 };
 
 // Weight bytes a decode step streams through the cores: every layer chunk
@@ -121,11 +121,11 @@ class TraceStore final : public cache::ChunkStore {
 // the output head and norm (not the embedding table: one row).
 uint64_t TouchedBytesPerToken(const model::Model& model) {
   uint64_t bytes = 0, expert_bytes = 0, experts = 0;
-  for (const cache::ChunkSpec& chunk : model.chunks()) {
-    if (chunk.kind == cache::ChunkKind::kExpert) {
+  for (const memory::ChunkSpec& chunk : model.chunks()) {
+    if (chunk.kind == memory::ChunkKind::kExpert) {
       expert_bytes += chunk.tensor_bytes;
       ++experts;
-    } else if (chunk.kind != cache::ChunkKind::kGlobal) {
+    } else if (chunk.kind != memory::ChunkKind::kGlobal) {
       bytes += chunk.tensor_bytes;
     }
   }

@@ -9,7 +9,7 @@
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
 #include "daemon/config/config.h"
-#include "daemon/memory/model_plan.h"
+#include "daemon/model/model_plan.h"
 #include "storage/env.h"
 
 namespace waste::bench {
@@ -70,7 +70,7 @@ absl::StatusOr<PlannedModel> OpenAndBudget(const std::string& path, const Parsed
   ASSIGN_OR_RETURN(pm.gguf, storage::GgufFile::Open(storage::Env::Default(), path));
   ASSIGN_OR_RETURN(pm.model, model::Model::Create(*pm.gguf));
   ASSIGN_OR_RETURN(pm.usable, memory::DetectUsableRam());
-  pm.input = memory::PlanInputFor(*pm.model, ctx, pm.kv_type, pm.sessions);
+  pm.input = model::PlanInputFor(*pm.model, ctx, pm.kv_type, pm.sessions);
   if (std::optional<std::string> budget = args.Get("ram-budget")) {
     ASSIGN_OR_RETURN(int64_t bytes, ParseByteSize(*budget));
     if (bytes <= 0) return absl::InvalidArgumentError("--ram-budget must be positive");

@@ -28,7 +28,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "daemon/cache/chunk.h"
+#include "daemon/cache/chunk_store.h"
 
 namespace waste::cache {
 

@@ -13,9 +13,17 @@
 #include <span>
 
 #include "absl/status/statusor.h"
-#include "daemon/cache/chunk.h"
+#include "daemon/memory/chunk_spec.h"
 
 namespace waste::cache {
+
+// The chunk vocabulary belongs to memory/ (the plan is made of chunk specs);
+// the cache speaks it unqualified.
+using memory::ChunkId;
+using memory::ChunkKind;
+using memory::ChunkRead;
+using memory::ChunkSpec;
+using memory::kChunkAlignment;
 
 // Counters of a store; monotonic, summed since creation.
 struct ChunkStoreStats {

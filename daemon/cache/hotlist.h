@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "daemon/cache/chunk.h"
+#include "daemon/cache/chunk_store.h"
 #include "daemon/cache/streaming_store.h"
 #include "storage/env.h"
 

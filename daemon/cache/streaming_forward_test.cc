@@ -9,10 +9,10 @@
 #include "absl/strings/str_split.h"
 #include "daemon/cache/resident_store.h"
 #include "daemon/cache/streaming_store.h"
-#include "daemon/memory/model_plan.h"
 #include "daemon/memory/plan.h"
 #include "daemon/model/forward.h"
 #include "daemon/model/model.h"
+#include "daemon/model/model_plan.h"
 #include "daemon/tools/mkmodel.h"
 #include "gtest/gtest.h"
 #include "storage/env.h"
@@ -87,7 +87,7 @@ class StreamedMatchesResident : public ::testing::Test {
     if (golden != nullptr) {
       for (int i = 0; i < steps; ++i) ASSERT_EQ(want->tokens[i], (*golden)[i]) << "token " << i;
     }
-    memory::PlanInput input = memory::PlanInputFor(*model_, kCtx, kKv);
+    memory::PlanInput input = model::PlanInputFor(*model_, kCtx, kKv);
     for (double share : {1.0, 0.5, 0.25, 0.0}) {
       SCOPED_TRACE(share == 0 ? std::string("floor") : std::to_string(share));
       auto plan = memory::PlanMemory(input, BudgetFor(input, share));
@@ -175,7 +175,7 @@ TEST(StreamingFaultTest, PersistentEioFailsTheRunThenRecovers) {
   ASSERT_TRUE(model.ok()) << model.status();
   auto file = env.NewRandomAccessFile(path);
   ASSERT_TRUE(file.ok()) << file.status();
-  memory::PlanInput input = memory::PlanInputFor(**model, kCtx, kKv);
+  memory::PlanInput input = model::PlanInputFor(**model, kCtx, kKv);
   auto plan = memory::PlanMemory(input, BudgetFor(input, 0));
   ASSERT_TRUE(plan.ok()) << plan.status();
   auto store = StreamingChunkStore::Create(&env, **file, (*model)->chunks(),
@@ -225,7 +225,7 @@ TEST(StreamingStepTest, SessionsInOneStepShareEveryChunkRead) {
   ASSERT_TRUE(model.ok()) << model.status();
   auto file = env->NewRandomAccessFile(path, {.direct = true});
   ASSERT_TRUE(file.ok()) << file.status();
-  memory::PlanInput input = memory::PlanInputFor(**model, kCtx, kKv);
+  memory::PlanInput input = model::PlanInputFor(**model, kCtx, kKv);
   auto plan = memory::PlanMemory(input, BudgetFor(input, 0));
   ASSERT_TRUE(plan.ok()) << plan.status();
   ASSERT_GT(plan->read_bytes_per_token, 0u);

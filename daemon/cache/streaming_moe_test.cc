@@ -9,9 +9,9 @@
 
 #include "daemon/cache/resident_store.h"
 #include "daemon/cache/streaming_store.h"
-#include "daemon/memory/model_plan.h"
 #include "daemon/memory/plan.h"
 #include "daemon/model/forward.h"
+#include "daemon/model/model_plan.h"
 #include "daemon/model/test_models.h"
 #include "gtest/gtest.h"
 #include "storage/env.h"
@@ -84,7 +84,7 @@ TEST_P(StreamedMoeMatchesResident, TokensAndLogitsBitIdentical) {
   auto want = Generate(model, loaded->store.get(), kSteps, false);
   ASSERT_TRUE(want.ok()) << want.status();
 
-  memory::PlanInput input = memory::PlanInputFor(model, kCtx, kKv);
+  memory::PlanInput input = model::PlanInputFor(model, kCtx, kKv);
   memory::PlanSizes sizes = memory::ComputePlanSizes(input, {});
   ASSERT_TRUE(sizes.moe);
   const uint64_t quarter = sizes.floor_bytes + sizes.expert_bytes / 4;
@@ -161,7 +161,7 @@ TEST(StreamedMoeStepTest, DecodeStepOfFourAcquiresTheUnionOfTheirExpertsOnce) {
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   const model::Model& model = *loaded->model;
   const int64_t n_vocab = model.hparams().n_vocab;
-  memory::PlanInput input = memory::PlanInputFor(model, kCtx, kKv);
+  memory::PlanInput input = model::PlanInputFor(model, kCtx, kKv);
   auto plan = memory::PlanMemory(input, memory::ComputePlanSizes(input, {}).floor_bytes);
   ASSERT_TRUE(plan.ok()) << plan.status();
   auto streaming =

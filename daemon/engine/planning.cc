@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "daemon/memory/model_plan.h"
+#include "daemon/model/model_plan.h"
 
 namespace waste::engine {
 
@@ -38,7 +38,7 @@ absl::StatusOr<ModelPlan> PlanModel(const model::Model& model, const v1::ModelCo
   ModelPlan planned;
   ASSIGN_OR_RETURN(planned.usable, memory::DetectUsableRam());
   memory::PlanInput input =
-      memory::PlanInputFor(model, n_ctx, KvTypeFor(config), MaxConcurrentRequests(config));
+      model::PlanInputFor(model, n_ctx, KvTypeFor(config), MaxConcurrentRequests(config));
   memory::PlanOptions options;
   if (config.has_prefetch_depth()) options.prefetch_depth = config.prefetch_depth();
   memory::PlanSizes sizes =
@@ -73,8 +73,8 @@ v1::MemoryPlan ToProto(const model::Model& model, const ModelPlan& planned) {
   out.set_session_bytes(static_cast<int64_t>(plan.sizes.kv_bytes));
   // Bytes and resident bytes by kind of chunk.
   std::map<std::string, std::pair<int64_t, int64_t>> parts;
-  for (const cache::ChunkSpec& chunk : model.chunks()) {
-    auto& [bytes, resident] = parts[cache::ChunkKindName(chunk.kind)];
+  for (const memory::ChunkSpec& chunk : model.chunks()) {
+    auto& [bytes, resident] = parts[memory::ChunkKindName(chunk.kind)];
     bytes += static_cast<int64_t>(chunk.tensor_bytes);
     if (plan.is_pinned[chunk.id]) resident += static_cast<int64_t>(chunk.tensor_bytes);
   }

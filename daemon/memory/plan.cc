@@ -10,13 +10,9 @@
 namespace waste::memory {
 namespace {
 
-using cache::ChunkId;
-using cache::ChunkKind;
-using cache::ChunkSpec;
-
 uint64_t ReadBytes(const ChunkSpec& chunk) {
   uint64_t bytes = 0;
-  for (const cache::ChunkRead& read : chunk.reads) bytes += read.length;
+  for (const ChunkRead& read : chunk.reads) bytes += read.length;
   return bytes;
 }
 

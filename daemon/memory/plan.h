@@ -5,8 +5,8 @@
 // and how far ahead the store prefetches.
 //
 // The plan works on chunk specs and byte counts (PlanInput), not on a Model,
-// so cache and scheduler tests can plan synthetic layouts; model_plan.h
-// builds a PlanInput from a Model.
+// so cache and scheduler tests can plan synthetic layouts;
+// daemon/model/model_plan.h builds a PlanInput from a Model.
 //
 // Pinning order: the global chunk (embeddings, output head) first, then
 // whole layers (attention + FFN), first and last layers preferred (0, L-1,
@@ -25,13 +25,13 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "daemon/cache/chunk.h"
+#include "daemon/memory/chunk_spec.h"
 
 namespace waste::memory {
 
 // What the plan needs to know of a model and a context.
 struct PlanInput {
-  std::span<const cache::ChunkSpec> chunks;  // Ids 0..n-1 in order; borrowed.
+  std::span<const ChunkSpec> chunks;  // Ids 0..n-1 in order; borrowed.
   int64_t n_ctx = 0;
   uint64_t kv_bytes = 0;       // One session: KV cache for n_ctx positions, logits.
   uint64_t scratch_bytes = 0;  // The step's activations and matvec scratch (once).
@@ -99,8 +99,8 @@ struct MemoryPlan {
   uint64_t budget_bytes = 0;
   int64_t n_ctx = 0;
 
-  std::vector<cache::ChunkId> pinned;  // In pinning order.
-  std::vector<bool> is_pinned;         // By ChunkId.
+  std::vector<ChunkId> pinned;  // In pinning order.
+  std::vector<bool> is_pinned;  // By ChunkId.
   uint64_t pinned_bytes = 0;
   int pinned_layers = 0;  // Layers with every chunk pinned.
   int n_layers = 0;
@@ -128,7 +128,7 @@ struct MemoryPlan {
   // store's prefetch to follow across the token boundary. Empty for MoE:
   // which experts come next is known only from the router, so the store
   // reads only what it is told.
-  std::vector<cache::ChunkId> access_order;
+  std::vector<ChunkId> access_order;
 
   bool all_resident() const { return streaming_slots == 0; }
   // The pool the store allocates: pinned + slots.

@@ -1,17 +1,9 @@
 #include "daemon/memory/plan.h"
 
-#include "daemon/memory/model_plan.h"
-#include "daemon/model/model.h"
 #include "gtest/gtest.h"
-#include "storage/env.h"
-#include "storage/gguf.h"
-#include "tests/testdata.h"
 
 namespace waste::memory {
 namespace {
-
-using cache::ChunkKind;
-using cache::ChunkSpec;
 
 constexpr uint64_t kMiB = 1 << 20;
 
@@ -22,7 +14,7 @@ std::vector<ChunkSpec> DenseChunks(int layers, uint64_t global, uint64_t attn, u
   uint64_t offset = 0;
   auto add = [&](std::string name, int layer, ChunkKind kind, uint64_t bytes) {
     ChunkSpec c;
-    c.id = static_cast<cache::ChunkId>(chunks.size());
+    c.id = static_cast<ChunkId>(chunks.size());
     c.name = std::move(name);
     c.layer = layer;
     c.kind = kind;
@@ -117,7 +109,7 @@ TEST_F(PlanTest, AtTheFloorOnlyGlobalIsPinnedAndTwoSlotsStream) {
   uint64_t floor = ComputePlanSizes(input_, options_).floor_bytes;
   auto plan = PlanMemory(input_, floor, options_);
   ASSERT_TRUE(plan.ok()) << plan.status();
-  EXPECT_EQ(plan->pinned, std::vector<cache::ChunkId>{0});
+  EXPECT_EQ(plan->pinned, std::vector<ChunkId>{0});
   EXPECT_EQ(plan->streaming_slots, 2);
   EXPECT_EQ(plan->slot_bytes, 80 * kMiB);
   EXPECT_EQ(plan->prefetch_depth, 1);
@@ -137,7 +129,7 @@ TEST_F(PlanTest, PinsWholeLayersFirstAndLastPreferred) {
   EXPECT_EQ(plan->pinned_layers, 2);
   // Global, layer 0, layer 7, then the half layer's worth: layer 1's attention
   // (40) fits in the 60 left, its FFN (80) does not.
-  std::vector<cache::ChunkId> want = {0, 1, 2, 15, 16, 3};
+  std::vector<ChunkId> want = {0, 1, 2, 15, 16, 3};
   EXPECT_EQ(plan->pinned, want);
   EXPECT_EQ(plan->read_bytes_per_token, (1060 - 100 - 240 - 40) * kMiB);
   EXPECT_EQ(plan->unused_bytes, 20 * kMiB);
@@ -177,7 +169,7 @@ std::vector<ChunkSpec> MoeChunks() {
   uint64_t offset = 100 * kMiB;
   auto add = [&](std::string name, int layer, ChunkKind kind, uint64_t bytes) {
     ChunkSpec c;
-    c.id = static_cast<cache::ChunkId>(chunks.size());
+    c.id = static_cast<ChunkId>(chunks.size());
     c.name = std::move(name);
     c.layer = layer;
     c.kind = kind;
@@ -243,7 +235,7 @@ TEST_F(MoePlanTest, TrunkPinnedExpertsCachedMissesExpected) {
   EXPECT_FALSE(plan->all_resident());
   EXPECT_EQ(plan->pinned_bytes, 270 * kMiB);
   EXPECT_EQ(plan->pinned.size(), 11u);  // Global + 5 x (attention, trunk).
-  for (cache::ChunkId id : plan->pinned) EXPECT_NE(chunks_[id].kind, ChunkKind::kExpert);
+  for (ChunkId id : plan->pinned) EXPECT_NE(chunks_[id].kind, ChunkKind::kExpert);
   EXPECT_EQ(plan->streaming_slots, 16);
   EXPECT_EQ(plan->slot_bytes, 4 * kMiB);
   EXPECT_DOUBLE_EQ(plan->expert_cache_fraction, 0.25);
@@ -292,25 +284,6 @@ TEST_F(MoePlanTest, BudgetWithoutRoomForTheTrunkIsRefused) {
   input_.experts_per_token = 0;
   EXPECT_EQ(PlanMemory(input_, 1 << 30, options_).status().code(),
             absl::StatusCode::kInvalidArgument);
-}
-
-TEST(ModelPlanTest, Stories260K) {
-  auto gguf = storage::GgufFile::Open(storage::Env::Default(),
-                                      testing::ModelPath("stories260K/stories260K.gguf"));
-  ASSERT_TRUE(gguf.ok()) << gguf.status();
-  auto model = model::Model::Create(**gguf);
-  ASSERT_TRUE(model.ok()) << model.status();
-  PlanInput input = PlanInputFor(**model, 512, kernels::ops::KvType::kF32);
-  EXPECT_EQ(input.chunks.size(), 11u);
-  // 5 layers x (K + V) x 512 positions x 4 kv heads x 8 dims x 4 bytes,
-  // and the session's logits over 512 tokens.
-  EXPECT_EQ(input.kv_bytes, 5u * 2 * 512 * 4 * 8 * 4 + 512 * 4);
-  EXPECT_GT(input.scratch_bytes, 0u);
-  PlanSizes sizes = ComputePlanSizes(input, {});
-  auto plan = PlanMemory(input, sizes.floor_bytes, {});
-  ASSERT_TRUE(plan.ok()) << plan.status();
-  EXPECT_EQ(plan->n_layers, 5);
-  EXPECT_GT(plan->read_bytes_per_token, 0u);
 }
 
 }  // namespace

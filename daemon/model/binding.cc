@@ -92,12 +92,12 @@ void ChunkBuilder::AddSlice(const TensorInfo& whole, const TensorRef& ref, int64
   offsets_.push_back(slot_offset);
 }
 
-cache::ChunkId ChunkBuilder::Finish(std::string name, int layer, cache::ChunkKind kind,
-                                    uint64_t merge_gap) {
-  cache::ChunkId id = static_cast<cache::ChunkId>(chunks_->size());
-  std::vector<cache::TensorPlacement> placements;
-  chunks_->push_back(cache::BuildChunkSpec(id, std::move(name), layer, kind, tensors_,
-                                           gguf_.file_size(), &placements, merge_gap));
+memory::ChunkId ChunkBuilder::Finish(std::string name, int layer, memory::ChunkKind kind,
+                                     uint64_t merge_gap) {
+  memory::ChunkId id = static_cast<memory::ChunkId>(chunks_->size());
+  std::vector<memory::TensorPlacement> placements;
+  chunks_->push_back(memory::BuildChunkSpec(id, std::move(name), layer, kind, tensors_,
+                                            gguf_.file_size(), &placements, merge_gap));
   for (size_t i = 0; i < offsets_.size(); ++i) *offsets_[i] = placements[i].slot_offset;
   *weight_bytes_ += chunks_->back().tensor_bytes;
   tensors_.clear();
@@ -160,7 +160,7 @@ absl::Status BindMoeBlock(ChunkBuilder* b, const HParams& hp, int64_t l, LayerTe
                                  false, &layer->up_exps, &up));
   RETURN_IF_ERROR(b->BindStacked(p + "ffn_down_exps.weight", moe.n_ff_exp, hp.n_embd, moe.n_expert,
                                  false, &layer->down_exps, &down));
-  layer->ffn_chunk = b->Finish(p + "ffn", layer_index, cache::ChunkKind::kFfn);
+  layer->ffn_chunk = b->Finish(p + "ffn", layer_index, memory::ChunkKind::kFfn);
 
   layer->experts.resize(moe.n_expert);
   for (int64_t e = 0; e < moe.n_expert; ++e) {
@@ -169,7 +169,7 @@ absl::Status BindMoeBlock(ChunkBuilder* b, const HParams& hp, int64_t l, LayerTe
     b->AddSlice(*up, layer->up_exps, e, &expert.up_offset);
     b->AddSlice(*down, layer->down_exps, e, &expert.down_offset);
     // No merging: the bytes between an expert's slices are other experts'.
-    expert.chunk = b->Finish(absl::StrCat(p, "expert.", e), layer_index, cache::ChunkKind::kExpert,
+    expert.chunk = b->Finish(absl::StrCat(p, "expert.", e), layer_index, memory::ChunkKind::kExpert,
                              /*merge_gap=*/0);
   }
   return absl::OkStatus();

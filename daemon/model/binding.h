@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "daemon/cache/chunk.h"
+#include "daemon/memory/chunk_spec.h"
 #include "daemon/model/model.h"
 #include "storage/gguf.h"
 
@@ -19,7 +19,7 @@ namespace waste::model::internal {
 // Collects the tensors of one chunk while binding them to TensorRefs.
 class ChunkBuilder {
  public:
-  ChunkBuilder(const storage::GgufFile& gguf, std::vector<cache::ChunkSpec>* chunks,
+  ChunkBuilder(const storage::GgufFile& gguf, std::vector<memory::ChunkSpec>* chunks,
                uint64_t* weight_bytes, int64_t* max_cols)
       : gguf_(gguf), chunks_(chunks), weight_bytes_(weight_bytes), max_cols_(max_cols) {}
 
@@ -44,15 +44,15 @@ class ChunkBuilder {
 
   // Closes the chunk: builds its spec and fixes the placements of its refs.
   // Extents closer than `merge_gap` are read in one run (see
-  // cache::BuildChunkSpec).
-  cache::ChunkId Finish(std::string name, int layer, cache::ChunkKind kind,
-                        uint64_t merge_gap = 1 << 20);
+  // memory::BuildChunkSpec).
+  memory::ChunkId Finish(std::string name, int layer, memory::ChunkKind kind,
+                         uint64_t merge_gap = 1 << 20);
 
  private:
   absl::Status CheckType(const std::string& name, const storage::TensorInfo& info) const;
 
   const storage::GgufFile& gguf_;
-  std::vector<cache::ChunkSpec>* chunks_;
+  std::vector<memory::ChunkSpec>* chunks_;
   uint64_t* weight_bytes_;
   int64_t* max_cols_;
   std::vector<const storage::TensorInfo*> tensors_;

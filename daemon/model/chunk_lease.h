@@ -10,7 +10,7 @@ namespace waste::model::internal {
 // Releases an acquired chunk when the scope ends, whatever the path.
 class ChunkLease {
  public:
-  ChunkLease(cache::ChunkStore* store, cache::ChunkId id) : store_(store), id_(id) {}
+  ChunkLease(cache::ChunkStore* store, memory::ChunkId id) : store_(store), id_(id) {}
   ChunkLease(const ChunkLease&) = delete;
   ChunkLease& operator=(const ChunkLease&) = delete;
   ~ChunkLease() {
@@ -24,7 +24,7 @@ class ChunkLease {
 
  private:
   cache::ChunkStore* store_;
-  cache::ChunkId id_;
+  memory::ChunkId id_;
   const uint8_t* slot_ = nullptr;
 };
 

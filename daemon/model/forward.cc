@@ -169,7 +169,7 @@ absl::Status Forward::Step(std::span<const SequenceStep> steps) {
 
 void Forward::PrefetchAfter(int64_t l, bool ffn) {
   const auto& layers = model_->layers();
-  cache::ChunkId upcoming[4];
+  memory::ChunkId upcoming[4];
   size_t n = 0;
   // The rest of this layer, then the next layer: the store decides how far
   // ahead it actually reads.
@@ -178,7 +178,7 @@ void Forward::PrefetchAfter(int64_t l, bool ffn) {
     upcoming[n++] = layers[next].attn_chunk;
     if (n < 3) upcoming[n++] = layers[next].ffn_chunk;
   }
-  store_->Prefetch(std::span<const cache::ChunkId>(upcoming, n));
+  store_->Prefetch(std::span<const memory::ChunkId>(upcoming, n));
 }
 
 void Forward::Embed(std::span<const SequenceStep> steps, const uint8_t* global) {

@@ -39,7 +39,7 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const storage::GgufFile& gg
   RETURN_IF_ERROR(builder.Bind("output_norm.weight", hp.n_embd, 0, true, &g.output_norm));
   RETURN_IF_ERROR(builder.Bind("output.weight", hp.n_embd, hp.n_vocab, false, &g.output));
   RETURN_IF_ERROR(builder.Bind("rope_freqs.weight", hp.rope.n_rot / 2, 0, false, &g.rope_freqs));
-  g.chunk = builder.Finish("global", -1, cache::ChunkKind::kGlobal);
+  g.chunk = builder.Finish("global", -1, memory::ChunkKind::kGlobal);
   if (!g.output.present) g.output = g.token_embd;  // Tied embeddings.
 
   for (int64_t l = 0; l < hp.n_layer; ++l) {
@@ -49,7 +49,7 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const storage::GgufFile& gg
     RETURN_IF_ERROR(hp.is_mla() ? internal::BindMlaAttention(&builder, hp, l, &layer)
                                 : BindAttention(&builder, hp, p, &layer));
     layer.attn_chunk =
-        builder.Finish(p + "attn", static_cast<int>(l), cache::ChunkKind::kAttention);
+        builder.Finish(p + "attn", static_cast<int>(l), memory::ChunkKind::kAttention);
     if (hp.IsMoeLayer(l)) {
       RETURN_IF_ERROR(internal::BindMoeBlock(&builder, hp, l, &layer));
       model->layers_.push_back(std::move(layer));
@@ -59,7 +59,7 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const storage::GgufFile& gg
     RETURN_IF_ERROR(builder.Bind(p + "ffn_gate.weight", hp.n_embd, hp.n_ff, true, &layer.gate));
     RETURN_IF_ERROR(builder.Bind(p + "ffn_up.weight", hp.n_embd, hp.n_ff, true, &layer.up));
     RETURN_IF_ERROR(builder.Bind(p + "ffn_down.weight", hp.n_ff, hp.n_embd, true, &layer.down));
-    layer.ffn_chunk = builder.Finish(p + "ffn", static_cast<int>(l), cache::ChunkKind::kFfn);
+    layer.ffn_chunk = builder.Finish(p + "ffn", static_cast<int>(l), memory::ChunkKind::kFfn);
     model->layers_.push_back(std::move(layer));
   }
   return model;

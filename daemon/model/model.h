@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "daemon/cache/chunk.h"
 #include "daemon/kernels/matvec.h"
+#include "daemon/memory/chunk_spec.h"
 #include "daemon/model/hparams.h"
 #include "storage/gguf.h"
 
@@ -30,7 +30,7 @@ struct TensorRef {
   int64_t cols = 0;   // ggml ne0
   int64_t n_mat = 1;  // ggml ne2 of a stacked 3-D tensor (experts, heads).
   uint64_t row_bytes = 0;
-  cache::TensorPlacement place;
+  memory::TensorPlacement place;
 
   const uint8_t* Data(const uint8_t* slot) const { return slot + place.slot_offset; }
   kernels::WeightView View(const uint8_t* slot) const {
@@ -50,15 +50,15 @@ struct TensorRef {
 // One routed expert: its chunk and where its slices of ffn_{gate,up,down}_exps
 // sit in that chunk's slot.
 struct ExpertRef {
-  cache::ChunkId chunk = 0;
+  memory::ChunkId chunk = 0;
   uint64_t gate_offset = 0;
   uint64_t up_offset = 0;
   uint64_t down_offset = 0;
 };
 
 struct LayerTensors {
-  cache::ChunkId attn_chunk = 0;
-  cache::ChunkId ffn_chunk = 0;
+  memory::ChunkId attn_chunk = 0;
+  memory::ChunkId ffn_chunk = 0;
   TensorRef attn_norm, wq, wk, wv, wo;
   TensorRef bq, bk, bv;      // qwen2
   TensorRef q_norm, k_norm;  // qwen3
@@ -79,7 +79,7 @@ struct LayerTensors {
 };
 
 struct GlobalTensors {
-  cache::ChunkId chunk = 0;
+  memory::ChunkId chunk = 0;
   TensorRef token_embd, output_norm, output;  // output may be token_embd (tied).
   TensorRef rope_freqs;                       // Optional (llama3).
 };
@@ -91,7 +91,7 @@ class Model {
   const HParams& hparams() const { return hparams_; }
   const GlobalTensors& globals() const { return globals_; }
   const std::vector<LayerTensors>& layers() const { return layers_; }
-  const std::vector<cache::ChunkSpec>& chunks() const { return chunks_; }
+  const std::vector<memory::ChunkSpec>& chunks() const { return chunks_; }
   // Bytes of all weight tensors.
   uint64_t weight_bytes() const { return weight_bytes_; }
   // The widest matrix row (for sizing matvec scratch) and widest output.
@@ -103,7 +103,7 @@ class Model {
   HParams hparams_;
   GlobalTensors globals_;
   std::vector<LayerTensors> layers_;
-  std::vector<cache::ChunkSpec> chunks_;
+  std::vector<memory::ChunkSpec> chunks_;
   uint64_t weight_bytes_ = 0;
   int64_t max_cols_ = 0;
 };

@@ -156,7 +156,7 @@ absl::Status Forward::MoeFeedForward(const LayerTensors& layer, int64_t l, int64
     ws.expert_chunks[n_chunks++] = next.attn_chunk;
     ws.expert_chunks[n_chunks++] = next.ffn_chunk;
   }
-  store_->Prefetch(std::span<const cache::ChunkId>(ws.expert_chunks.data(), n_chunks));
+  store_->Prefetch(std::span<const memory::ChunkId>(ws.expert_chunks.data(), n_chunks));
   moe_stats_.moe_tokens += n;
   moe_stats_.routed += n * k;
   last_step_.routed += n * k;

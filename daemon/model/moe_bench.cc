@@ -63,8 +63,8 @@ int Main(int argc, char** argv) {
   const MoeStats ds = single.moe_stats();
 
   uint64_t expert_total = 0;
-  for (const cache::ChunkSpec& c : model.chunks()) {
-    if (c.kind == cache::ChunkKind::kExpert) expert_total += c.tensor_bytes;
+  for (const memory::ChunkSpec& c : model.chunks()) {
+    if (c.kind == memory::ChunkKind::kExpert) expert_total += c.tensor_bytes;
   }
   std::printf(
       "model: %s, %lld layers (%lld dense), %lld experts (%lld used), weights %.1f MB, "

@@ -18,15 +18,15 @@ class RecordingStore final : public cache::ChunkStore {
  public:
   struct Event {
     bool prefetch;
-    std::vector<cache::ChunkId> ids;
+    std::vector<memory::ChunkId> ids;
   };
   explicit RecordingStore(cache::ChunkStore* base) : base_(base) {}
-  absl::StatusOr<const uint8_t*> Acquire(cache::ChunkId id) override {
+  absl::StatusOr<const uint8_t*> Acquire(memory::ChunkId id) override {
     events_.push_back({false, {id}});
     return base_->Acquire(id);
   }
-  void Release(cache::ChunkId id) override { base_->Release(id); }
-  void Prefetch(std::span<const cache::ChunkId> upcoming) override {
+  void Release(memory::ChunkId id) override { base_->Release(id); }
+  void Prefetch(std::span<const memory::ChunkId> upcoming) override {
     events_.push_back({true, {upcoming.begin(), upcoming.end()}});
   }
   cache::ChunkStoreStats Stats() const override { return base_->Stats(); }
@@ -68,8 +68,8 @@ class MoeTest : public ::testing::Test {
 TEST_F(MoeTest, EachRoutedExpertIsItsOwnChunkOfThreeSlices) {
   const HParams& hp = model().hparams();
   int experts = 0;
-  for (const cache::ChunkSpec& c : model().chunks()) {
-    if (c.kind != cache::ChunkKind::kExpert) continue;
+  for (const memory::ChunkSpec& c : model().chunks()) {
+    if (c.kind != memory::ChunkKind::kExpert) continue;
     ++experts;
     EXPECT_EQ(c.reads.size(), 3u) << c.name;
     EXPECT_GE(c.layer, hp.moe.n_layer_dense_lead);
@@ -89,14 +89,14 @@ TEST_F(MoeTest, DecodeAcquiresOnlyRoutedExpertsAfterPrefetchingThem) {
   Forward forward(&model(), &store, &pool_);
   SequenceState state(model(), 64, kernels::ops::KvType::kF16);
   std::vector<float> logits(hp.n_vocab);
-  std::set<cache::ChunkId> expert_chunks;
-  for (const cache::ChunkSpec& c : model().chunks()) {
-    if (c.kind == cache::ChunkKind::kExpert) expert_chunks.insert(c.id);
+  std::set<memory::ChunkId> expert_chunks;
+  for (const memory::ChunkSpec& c : model().chunks()) {
+    if (c.kind == memory::ChunkKind::kExpert) expert_chunks.insert(c.id);
   }
   for (int32_t token : {3, 99, 250}) {
     store.events().clear();
     ASSERT_TRUE(forward.Run(&state, {&token, 1}, logits.data()).ok());
-    std::set<cache::ChunkId> prefetched;
+    std::set<memory::ChunkId> prefetched;
     int acquired = 0;
     for (const auto& e : store.events()) {
       if (e.prefetch) {
@@ -121,13 +121,13 @@ TEST_F(MoeTest, ChunkedPrefillEqualsTokenAtATimeAndReadsEachExpertOncePerBatch) 
   SequenceState a(model(), 64, kernels::ops::KvType::kF16);
   std::vector<float> batch_logits(prompt.size() * hp.n_vocab);
   ASSERT_TRUE(chunked.Run(&a, prompt, batch_logits.data(), /*all_logits=*/true).ok());
-  std::multiset<cache::ChunkId> acquires;
+  std::multiset<memory::ChunkId> acquires;
   for (const auto& e : store.events()) {
-    if (!e.prefetch && model().chunks()[e.ids[0]].kind == cache::ChunkKind::kExpert) {
+    if (!e.prefetch && model().chunks()[e.ids[0]].kind == memory::ChunkKind::kExpert) {
       acquires.insert(e.ids[0]);
     }
   }
-  for (cache::ChunkId id : acquires) EXPECT_EQ(acquires.count(id), 1u);
+  for (memory::ChunkId id : acquires) EXPECT_EQ(acquires.count(id), 1u);
 
   Forward single(&model(), m_.store.get(), &pool_);
   SequenceState b(model(), 64, kernels::ops::KvType::kF16);
@@ -152,8 +152,8 @@ TEST_F(MoeTest, RouterLookaheadPrefetchesItsGuessAndCountsHits) {
   SequenceState a(model(), 64, kernels::ops::KvType::kF16);
   SequenceState b(model(), 64, kernels::ops::KvType::kF16);
   std::vector<float> la(hp.n_vocab), lb(hp.n_vocab);
-  const std::vector<cache::ChunkId> layer2_experts = [&] {
-    std::vector<cache::ChunkId> ids;
+  const std::vector<memory::ChunkId> layer2_experts = [&] {
+    std::vector<memory::ChunkId> ids;
     for (const ExpertRef& e : model().layers()[2].experts) ids.push_back(e.chunk);
     return ids;
   }();

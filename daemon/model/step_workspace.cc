@@ -68,7 +68,7 @@ struct BufferSizes {
                (x + xb + q + 2 * kv + att + tmp + 2 * ff + rope_table + attn_scratch + q_lora +
                 mla_q + router + select + moe_x + moe_out + lookahead_x + logits) +
            routes * (sizeof(ExpertRoute) + sizeof(int32_t) + sizeof(float)) +
-           lookahead * (2 * sizeof(int32_t) + sizeof(float)) + experts * sizeof(cache::ChunkId) +
+           lookahead * (2 * sizeof(int32_t) + sizeof(float)) + experts * sizeof(memory::ChunkId) +
            first_row * sizeof(int64_t) + head_sequences * sizeof(int32_t) + matvec;
   }
 };

@@ -55,7 +55,7 @@ struct StepWorkspace {
   std::vector<ExpertRoute> routes;
   std::vector<int32_t> route_ids;
   std::vector<float> route_weights;
-  std::vector<cache::ChunkId> expert_chunks;
+  std::vector<memory::ChunkId> expert_chunks;
   // Router lookahead, per row: the next layer's router input and the
   // experts it predicts for layer lookahead_layer (-1: none pending);
   // lookahead_union is scratch for the distinct ones.

@@ -1,9 +1,9 @@
-#include "daemon/cache/chunk.h"
+#include "daemon/memory/chunk_spec.h"
 
 #include <algorithm>
 #include <numeric>
 
-namespace waste::cache {
+namespace waste::memory {
 
 const char* ChunkKindName(ChunkKind kind) {
   switch (kind) {
@@ -59,4 +59,4 @@ ChunkSpec BuildChunkSpec(ChunkId id, std::string name, int layer, ChunkKind kind
   return spec;
 }
 
-}  // namespace waste::cache
+}  // namespace waste::memory

@@ -3,8 +3,11 @@
 // Forward, counted once however many sessions share it (sized by the forward
 // pass's own KvCache::Bytes and Forward::WorkspaceBytes, so the plan counts
 // what the engine allocates).
-#ifndef WASTE_DAEMON_MEMORY_MODEL_PLAN_H_
-#define WASTE_DAEMON_MEMORY_MODEL_PLAN_H_
+//
+// It lives in model/, not memory/: memory/ plans over chunk specs and byte
+// counts alone and knows nothing of models or kernels.
+#ifndef WASTE_DAEMON_MODEL_MODEL_PLAN_H_
+#define WASTE_DAEMON_MODEL_MODEL_PLAN_H_
 
 #include <cstdint>
 
@@ -12,13 +15,13 @@
 #include "daemon/memory/plan.h"
 #include "daemon/model/model.h"
 
-namespace waste::memory {
+namespace waste::model {
 
 // The returned input borrows model.chunks(): `model` must outlive it.
 // `max_sessions`: how many sessions should run together (PlanInput).
-PlanInput PlanInputFor(const model::Model& model, int64_t n_ctx, kernels::ops::KvType kv_type,
-                       int max_sessions = 1);
+memory::PlanInput PlanInputFor(const Model& model, int64_t n_ctx, kernels::ops::KvType kv_type,
+                               int max_sessions = 1);
 
-}  // namespace waste::memory
+}  // namespace waste::model
 
-#endif  // WASTE_DAEMON_MEMORY_MODEL_PLAN_H_
+#endif  // WASTE_DAEMON_MODEL_MODEL_PLAN_H_

@@ -1,8 +1,16 @@
 // A weight chunk: the unit the daemon reads from disk, keeps resident or
-// evicts — an attention block, a dense FFN, later each expert. A chunk is a
-// set of tensor extents of the model file, read into one slot of memory.
-#ifndef WASTE_DAEMON_CACHE_CHUNK_H_
-#define WASTE_DAEMON_CACHE_CHUNK_H_
+// evicts — the global tensors, an attention block, a dense FFN, a routed
+// expert. A chunk is a set of tensor extents of the model file, read into
+// one slot of memory.
+//
+// These specs are the memory plan's vocabulary (what is pinned, what
+// streams, how big a slot is), so memory/ owns them; cache/ (which holds
+// chunks in memory, see cache/chunk_store.h) and model/ (which cuts a model
+// into chunks) build on them.
+//
+// Thread-safety: plain values and a free function.
+#ifndef WASTE_DAEMON_MEMORY_CHUNK_SPEC_H_
+#define WASTE_DAEMON_MEMORY_CHUNK_SPEC_H_
 
 #include <cstdint>
 #include <string>
@@ -10,7 +18,7 @@
 
 #include "storage/gguf.h"
 
-namespace waste::cache {
+namespace waste::memory {
 
 using ChunkId = int32_t;
 
@@ -60,6 +68,6 @@ ChunkSpec BuildChunkSpec(ChunkId id, std::string name, int layer, ChunkKind kind
                          const std::vector<const storage::TensorInfo*>& tensors, uint64_t file_size,
                          std::vector<TensorPlacement>* placements, uint64_t merge_gap = 1 << 20);
 
-}  // namespace waste::cache
+}  // namespace waste::memory
 
-#endif  // WASTE_DAEMON_CACHE_CHUNK_H_
+#endif  // WASTE_DAEMON_MEMORY_CHUNK_SPEC_H_
