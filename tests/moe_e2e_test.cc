@@ -7,7 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "client/waste_client.h"
-#include "daemon/tools/mkmodel.h"
+#include "daemon/tools/synthetic_model.h"
 #include "gtest/gtest.h"
 #include "storage/env.h"
 #include "tests/daemon_harness.h"

@@ -13,7 +13,7 @@
 #include "daemon/model/forward.h"
 #include "daemon/model/model.h"
 #include "daemon/model/model_plan.h"
-#include "daemon/tools/mkmodel.h"
+#include "daemon/tools/synthetic_model.h"
 #include "gtest/gtest.h"
 #include "storage/env.h"
 #include "storage/fault_env.h"

@@ -14,7 +14,7 @@
 #include "absl/synchronization/mutex.h"
 #include "daemon/engine/loaded_model.h"
 #include "daemon/engine/planning.h"
-#include "daemon/tools/mkmodel.h"
+#include "daemon/tools/synthetic_model.h"
 #include "gtest/gtest.h"
 #include "storage/env.h"
 #include "tests/testdata.h"

@@ -3,7 +3,7 @@
 #include <memory>
 #include <string>
 
-#include "daemon/tools/mkmodel.h"
+#include "daemon/tools/synthetic_model.h"
 #include "gtest/gtest.h"
 #include "storage/gguf.h"
 #include "storage/gguf_testing.h"

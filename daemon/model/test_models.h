@@ -11,7 +11,7 @@
 #include "absl/status/statusor.h"
 #include "daemon/cache/resident_store.h"
 #include "daemon/model/model.h"
-#include "daemon/tools/mkmodel.h"
+#include "daemon/tools/synthetic_model.h"
 #include "storage/env.h"
 #include "storage/gguf.h"
 

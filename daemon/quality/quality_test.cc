@@ -16,7 +16,7 @@
 #include "daemon/model/model.h"
 #include "daemon/quality/perplexity.h"
 #include "daemon/quality/quantize_model.h"
-#include "daemon/tools/mkmodel.h"
+#include "daemon/tools/synthetic_model.h"
 #include "gtest/gtest.h"
 #include "storage/env.h"
 #include "storage/fault_env.h"

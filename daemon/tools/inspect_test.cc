@@ -3,7 +3,7 @@
 #include <string>
 
 #include "absl/strings/str_split.h"
-#include "daemon/tools/mkmodel.h"
+#include "daemon/tools/synthetic_model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "storage/gguf_writer.h"

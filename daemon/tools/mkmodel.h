@@ -1,77 +1,21 @@
-// `wasted mkmodel`: writes a synthetic GGUF model with llama.cpp's metadata
-// keys and tensor names for its architecture, filled with seeded random
-// weights, so that loading, streaming and the memory plan can be tested on
-// models of any shape and size without downloading one.
-//
-// The file is streamed through storage::GgufWriter: each tensor's rows are
-// generated a bounded chunk at a time (by a few worker threads, written in
-// order by the caller's thread), so memory stays at a few tens of MB whatever
-// the model's size. Values are normal(0, 1/sqrt(fan_in)), drawn a block at a
-// time from a small pool of blocks quantized once per (type, scale), so that
-// no per-weight quantizer runs and writing is bound by the disk. The output
-// is a function of the options and the seed alone: every row picks its
-// blocks from its own PRNG stream, keyed by the seed, the tensor and the row,
-// independent of chunking and threads.
+// `wasted mkmodel`: the command-line face of the synthetic model writer
+// (synthetic_model.h): parses flags into MkModelOptions, writes the model,
+// prints what it wrote. Tests that only need a synthetic model depend on
+// //daemon/tools:synthetic_model, not on this command.
 #ifndef WASTE_DAEMON_TOOLS_MKMODEL_H_
 #define WASTE_DAEMON_TOOLS_MKMODEL_H_
 
-#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "storage/env.h"
-#include "storage/ggml_types.h"
+#include "daemon/tools/synthetic_model.h"
 
 namespace waste::tools {
-
-// Architectures mkmodel writes. kMixtral is written as llama.cpp names it:
-// general.architecture "llama" with experts.
-enum class SyntheticArch { kLlama, kQwen2, kQwen3, kMixtral, kQwen3Moe, kDeepseek2 };
-
-struct MkModelOptions {
-  SyntheticArch arch = SyntheticArch::kLlama;
-  std::string out;
-  int64_t dim = 256;
-  int64_t layers = 4;
-  int64_t heads = 8;
-  int64_t kv_heads = 0;  // 0: = heads.
-  int64_t head_dim = 0;  // 0: dim / heads. deepseek2: qk_nope and v head dim.
-  int64_t ffn = 0;       // 0: a multiple of 32 near 8/3 * dim.
-  int64_t vocab = 0;     // 0: the tokenizer's size.
-  int64_t ctx = 2048;
-  int64_t experts = 0;          // MoE archs: 0 means 8.
-  int64_t experts_used = 0;     // 0 means 2.
-  int64_t expert_ffn = 0;       // 0: ffn / 2 (mixtral: ffn).
-  int64_t shared_experts = -1;  // deepseek2: -1 means 1.
-  int64_t dense_layers = -1;    // deepseek2 leading dense blocks: -1 means 1.
-  int64_t q_lora_rank = -1;     // deepseek2: -1 means dim / 2; 0 writes attn_q.
-  int64_t kv_lora_rank = 0;     // deepseek2: 0 means dim / 4.
-  int64_t rope_dim = 0;         // deepseek2 qk_rope_head_dim: 0 means head_dim / 2.
-  storage::GgmlType type = storage::GgmlType::kQ8_0;
-  uint64_t seed = 1;
-  std::string tokenizer_from;  // Copy tokenizer.* from this GGUF.
-  int threads = 0;             // Workers; 0: the machine's cores.
-};
 
 // Parses `wasted mkmodel` flags (without the subcommand). Errors name the
 // flag and say what it accepts.
 absl::StatusOr<MkModelOptions> ParseMkModelArgs(const std::vector<std::string>& args);
-
-// What WriteSyntheticModel wrote.
-struct MkModelResult {
-  std::string arch;  // general.architecture
-  int64_t tensors = 0;
-  int64_t params = 0;
-  uint64_t file_bytes = 0;
-  int64_t vocab = 0;
-};
-
-// Writes the model to options.out (through a temporary file renamed into
-// place, so a failed run leaves no half-written model). Invalid shapes
-// (head_dim * heads too large, experts_used > experts, ...) are
-// INVALID_ARGUMENT naming the option.
-absl::StatusOr<MkModelResult> WriteSyntheticModel(const MkModelOptions& options, storage::Env* env);
 
 // `wasted mkmodel`: returns the process exit code.
 int RunMkModel(const std::vector<std::string>& args);
