@@ -118,6 +118,65 @@ void DequantQ6_K(const BlockQ6_K* b, int64_t nb, float* y) {
   }
 }
 
+// The scale products below are formed in ggml's order, (d * scale) * code:
+// for IQ4_XS that product can round, and the order decides how.
+void DequantQ2_K(const BlockQ2_K* b, int64_t nb, float* y) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = F16ToF32(b[i].d);
+    const float dmin = F16ToF32(b[i].dmin);
+    for (int g = 0; g < 8; ++g) {
+      const uint8_t* q = b[i].qs + 32 * (g / 4);
+      const int shift = 2 * (g % 4);
+      for (int h = 0; h < 2; ++h, y += 16) {
+        const uint8_t sc = b[i].scales[2 * g + h];
+        const float dl = d * (sc & 0xF), ml = dmin * (sc >> 4);
+        for (int l = 0; l < 16; ++l) y[l] = dl * ((q[16 * h + l] >> shift) & 3) - ml;
+      }
+    }
+  }
+}
+
+void DequantQ3_K(const BlockQ3_K* b, int64_t nb, float* y) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = F16ToF32(b[i].d);
+    for (int g = 0; g < 8; ++g) {
+      const uint8_t* q = b[i].qs + 32 * (g / 4);
+      const int shift = 2 * (g % 4);
+      for (int h = 0; h < 2; ++h, y += 16) {
+        const float dl = d * UnpackScaleQ3K(2 * g + h, b[i].scales);
+        for (int l = 16 * h; l < 16 * h + 16; ++l) {
+          const int code = ((q[l] >> shift) & 3) | (((b[i].hmask[l] >> g) & 1) << 2);
+          y[l - 16 * h] = dl * (code - 4);
+        }
+      }
+    }
+  }
+}
+
+void DequantIQ4_NL(const BlockIQ4_NL* b, int64_t nb, float* y) {
+  for (int64_t i = 0; i < nb; ++i, y += kQK32) {
+    const float d = F16ToF32(b[i].d);
+    for (int j = 0; j < 16; ++j) {
+      y[j] = d * kIq4NlValues[b[i].qs[j] & 0xF];
+      y[j + 16] = d * kIq4NlValues[b[i].qs[j] >> 4];
+    }
+  }
+}
+
+void DequantIQ4_XS(const BlockIQ4_XS* b, int64_t nb, float* y) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = F16ToF32(b[i].d);
+    for (int g = 0; g < 8; ++g, y += 32) {
+      const float dl = d * UnpackScaleIQ4XS(g, b[i]);
+      const uint8_t* qs = b[i].qs + 16 * g;
+      for (int j = 0; j < 16; ++j) {
+        y[j] = dl * kIq4NlValues[qs[j] & 0xF];
+        y[j + 16] = dl * kIq4NlValues[qs[j] >> 4];
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void DequantizeRow(WeightType type, const void* src, float* dst, int64_t n) {
@@ -149,6 +208,14 @@ void DequantizeRow(WeightType type, const void* src, float* dst, int64_t n) {
       return DequantQ5_1(static_cast<const BlockQ5_1*>(src), nb, dst);
     case WeightType::kQ8_0:
       return DequantQ8_0(static_cast<const BlockQ8_0*>(src), nb, dst);
+    case WeightType::kQ2_K:
+      return DequantQ2_K(static_cast<const BlockQ2_K*>(src), nb, dst);
+    case WeightType::kQ3_K:
+      return DequantQ3_K(static_cast<const BlockQ3_K*>(src), nb, dst);
+    case WeightType::kIQ4_NL:
+      return DequantIQ4_NL(static_cast<const BlockIQ4_NL*>(src), nb, dst);
+    case WeightType::kIQ4_XS:
+      return DequantIQ4_XS(static_cast<const BlockIQ4_XS*>(src), nb, dst);
     case WeightType::kQ4_K:
       return DequantQ4_K(static_cast<const BlockQ4_K*>(src), nb, dst);
     case WeightType::kQ5_K:

@@ -28,6 +28,23 @@ inline void UnpackScaleMinK4(int j, const uint8_t* scales, uint8_t* sc, uint8_t*
   }
 }
 
+// Decodes sub-block k (0..15) scale of a Q3_K `scales` array, as the signed
+// value -32..31 that multiplies d: its low 4 bits are nibble k / 8 of byte
+// k % 8, its high 2 bits bits 2 * (k / 4) of byte 8 + k % 4.
+inline int UnpackScaleQ3K(int k, const uint8_t* scales) {
+  const int low = (scales[k % 8] >> (4 * (k / 8))) & 0xF;
+  const int high = (scales[8 + k % 4] >> (2 * (k / 4))) & 3;
+  return (low | (high << 4)) - 32;
+}
+
+// Group g's (0..7) scale of an IQ4_XS block as the signed value -32..31
+// that multiplies d.
+inline int UnpackScaleIQ4XS(int g, const BlockIQ4_XS& b) {
+  const int low = (b.scales_l[g / 2] >> (4 * (g % 2))) & 0xF;
+  const int high = (b.scales_h >> (2 * g)) & 3;
+  return (low | (high << 4)) - 32;
+}
+
 }  // namespace waste::kernels
 
 #endif  // WASTE_DAEMON_KERNELS_DEQUANTIZE_H_

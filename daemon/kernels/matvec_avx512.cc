@@ -50,10 +50,27 @@ struct Unit {
   __m512i codes[4];  // u8, in the activation's order.
   // 32-element groups: lanes 0-7 the weight scale of each group, lanes 8-15
   // the coefficient of its activation sum (s32) divided by Dec::kSumScale,
-  // which multiplies the row's sum of those terms once at the end. Q6_K: the weight scale of
-  // each 16 elements (the coefficients of s16 too, times kSumScale).
+  // which multiplies the row's sum of those terms once at the end. Q6_K,
+  // Q3_K: the weight scale of each 16 elements (the coefficients of s16 too,
+  // times kSumScale).
   __m512 wsc;
+  // Q2_K only (kOwnCoef): each 16 elements' coefficient of s16, divided by
+  // kSumScale, where it is not a constant multiple of the weight scale.
+  __m512 coef;
 };
+
+template <typename Dec>
+constexpr bool kOwnCoef = requires {
+  requires Dec::kOwnCoef;
+};
+
+// The 16 IQ4 grid values + 128 as u8 (vpdpbusd's unsigned operand), in each
+// 128-bit lane for vpshufb.
+inline __m512i Iq4Table() {
+  return _mm512_xor_si512(
+      _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4NlValues))),
+      _mm512_set1_epi8(static_cast<char>(0x80)));
+}
 
 inline uint16_t LoadU16(const uint8_t* p) {
   uint16_t v;
@@ -101,19 +118,20 @@ inline __m512 ScaleTwice(__m128i halves) {
 // Lane l of lane vector v takes scale slot kSlots[v][l].
 using SlotTable = std::array<std::array<int32_t, 16>, 4>;
 
-// Q4_0, Q4_1, Q5_0, Q5_1: each half unit (4 blocks) is one vpermt2b that
+// Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL: each half unit (4 blocks) is one vpermt2b that
 // packs the 64 nibble bytes, then low nibbles (the first 16 elements of each
 // block) and high nibbles (the last 16); the activation is in kNibble32
 // order to match. Both nibbles of a byte belong to one block, so the two
-// vpdpbusd of a half chain into one zmm of lanes, 4 lanes per block.
-template <typename Block, int kQsOffset, bool kFifthBit, bool kMin>
+// vpdpbusd of a half chain into one zmm of lanes, 4 lanes per block. IQ4_NL
+// (kGrid) looks its nibbles up in the grid (+128, so the zero point is -128).
+template <typename Block, int kQsOffset, bool kFifthBit, bool kMin, bool kGrid = false>
 struct Nibble32 {
   static constexpr int kBlock = sizeof(Block);
   static constexpr int kUnitBytes = 8 * kBlock;
   static constexpr ActOrder kOrder = ActOrder::kNibble32;
   static constexpr int kLaneVecs = 2;
   static constexpr bool kPer16 = false;
-  static constexpr float kSumScale = kMin ? 1 : kFifthBit ? -16 : -8;
+  static constexpr float kSumScale = kGrid ? -128 : kMin ? 1 : kFifthBit ? -16 : -8;
   // The second load of a half ends where its 4 blocks end (never past the row).
   static constexpr int kSecond = 4 * kBlock - 64;
   static constexpr SlotTable kSlots = [] {
@@ -161,11 +179,15 @@ struct Nibble32 {
         lo = _mm512_mask_add_epi8(lo, _cvtu64_mask64(mlo), lo, bit4);
         hi = _mm512_mask_add_epi8(hi, _cvtu64_mask64(mhi), hi, bit4);
       }
+      if constexpr (kGrid) {
+        lo = _mm512_shuffle_epi8(Iq4Table(), lo);
+        hi = _mm512_shuffle_epi8(Iq4Table(), hi);
+      }
       u->codes[2 * h] = lo;
       u->codes[2 * h + 1] = hi;
     }
     if constexpr (kBlock == 18) {
-      // Q4_0: the 8 scales are words 0, 9, 18, 27 of each half's first load;
+      // Q4_0, IQ4_NL: the 8 scales are words 0, 9, 18, 27 of each half's first load;
       // gathered twice, they convert straight to [d x8 | d x8].
       const __m512i idx = _mm512_castsi256_si512(
           _mm256_setr_epi16(0, 9, 18, 27, 32, 41, 50, 59, 0, 9, 18, 27, 32, 41, 50, 59));
@@ -185,6 +207,44 @@ using Q4_0 = Nibble32<BlockQ4_0, offsetof(BlockQ4_0, qs), false, false>;
 using Q4_1 = Nibble32<BlockQ4_1, offsetof(BlockQ4_1, qs), false, true>;
 using Q5_0 = Nibble32<BlockQ5_0, offsetof(BlockQ5_0, qs), true, false>;
 using Q5_1 = Nibble32<BlockQ5_1, offsetof(BlockQ5_1, qs), true, true>;
+using IQ4NL = Nibble32<BlockIQ4_NL, offsetof(BlockIQ4_NL, qs), false, false, true>;
+
+// IQ4_XS: a unit is one block; each 64 bytes of qs are 4 groups' nibbles in
+// the kNibble32 order already, looked up in the grid (+128) as for IQ4_NL.
+// The 8 6-bit group scales are assembled in one ymm of int32 lanes.
+struct IQ4XS {
+  static constexpr int kUnitBytes = sizeof(BlockIQ4_XS);
+  static constexpr ActOrder kOrder = ActOrder::kNibble32;
+  static constexpr int kLaneVecs = 2;
+  static constexpr bool kPer16 = false;
+  static constexpr float kSumScale = -128;
+  static constexpr SlotTable kSlots = Q4_0::kSlots;
+  static void Load(const uint8_t* p, Unit* u) {
+    const BlockIQ4_XS* b = reinterpret_cast<const BlockIQ4_XS*>(p);
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const __m512i table = Iq4Table();
+#pragma GCC unroll 16
+    for (int h = 0; h < 2; ++h) {
+      const __m512i q = _mm512_loadu_si512(b->qs + 64 * h);
+      u->codes[2 * h] = _mm512_shuffle_epi8(table, _mm512_and_si512(q, m4));
+      u->codes[2 * h + 1] =
+          _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(q, 4), m4));
+    }
+    // Group g: bits 4g.. of scales_l (as one u32), bits 2g.. of scales_h.
+    const __m256i low = _mm256_and_si256(
+        _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(LoadU32(b->scales_l))),
+                          _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+        _mm256_set1_epi32(0xF));
+    const __m256i high = _mm256_and_si256(
+        _mm256_srlv_epi32(_mm256_set1_epi32(LoadU16(p + offsetof(BlockIQ4_XS, scales_h))),
+                          _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
+        _mm256_set1_epi32(3));
+    const __m256i ls =
+        _mm256_sub_epi32(_mm256_or_si256(low, _mm256_slli_epi32(high, 4)), _mm256_set1_epi32(32));
+    const __m256 sc = _mm256_mul_ps(_mm256_cvtepi32_ps(ls), _mm256_set1_ps(F16ToF32(b->d)));
+    u->wsc = _mm512_broadcast_f32x8(sc);
+  }
+};
 
 // Q8_0: two blocks per zmm; codes are q ^ 0x80 = q + 128 as u8, the 128 comes
 // back out through the coefficient -128 d (vpdpbusd does not saturate).
@@ -314,6 +374,76 @@ struct Q6K {
   }
 };
 
+// Q2_K, Q3_K: 16 scales of 16 elements, natural order as Q6_K. The 2-bit
+// fields of 32 qs bytes are 4 consecutive groups: each zmm takes the same 32
+// bytes twice, shifted by 2 more in its upper half. Q3_K adds bit 2 from
+// hmask (bit g for group g) and subtracts 4 through kSumScale; Q2_K's mins
+// come in as their own coefficients.
+template <bool kQ3>
+struct Q23K {
+  using Block = std::conditional_t<kQ3, BlockQ3_K, BlockQ2_K>;
+  static constexpr int kUnitBytes = sizeof(Block);
+  static constexpr ActOrder kOrder = ActOrder::kNatural;
+  static constexpr int kLaneVecs = 4;
+  static constexpr bool kPer16 = true;
+  static constexpr bool kOwnCoef = !kQ3;
+  static constexpr float kSumScale = kQ3 ? -4 : -1;
+  static constexpr SlotTable kSlots = Q6K::kSlots;
+  static void Load(const uint8_t* p, Unit* u) {
+    const Block* b = reinterpret_cast<const Block*>(p);
+    const __m512i m2 = _mm512_set1_epi8(0x03);
+    __m512i hbits;
+    if constexpr (kQ3) {
+      hbits =
+          _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->hmask)));
+    }
+#pragma GCC unroll 16
+    for (int n = 0; n < 2; ++n) {
+      const __m512i q = _mm512_broadcast_i64x4(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs + 32 * n)));
+#pragma GCC unroll 16
+      for (int pair = 0; pair < 2; ++pair) {
+        const int z = 2 * n + pair;  // Groups 2z and 2z + 1.
+        const __m512i cnt =
+            _mm512_inserti64x4(_mm512_set1_epi16(static_cast<int16_t>(4 * pair)),
+                               _mm256_set1_epi16(static_cast<int16_t>(4 * pair + 2)), 1);
+        __m512i codes = _mm512_and_si512(_mm512_srlv_epi16(q, cnt), m2);
+        if constexpr (kQ3) {
+          const __m512i sel =
+              _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(1 << (2 * z))),
+                                 _mm256_set1_epi8(static_cast<char>(1 << (2 * z + 1))), 1);
+          codes = _mm512_mask_add_epi8(codes, _mm512_test_epi8_mask(hbits, sel), codes,
+                                       _mm512_set1_epi8(0x04));
+        }
+        u->codes[z] = codes;
+      }
+    }
+    const float d = F16ToF32(b->d);
+    if constexpr (kQ3) {
+      // In 64-bit integer arithmetic: scales 0-7 and 8-15 as bytes, each a
+      // nibble of bytes 0-7 plus 2 bits of bytes 8-11.
+      uint64_t w01;
+      std::memcpy(&w01, b->scales, 8);
+      const uint64_t w2 = LoadU32(b->scales + 8);
+      constexpr uint64_t kNib = 0x0F0F0F0F0F0F0F0F, kTwo = 0x0303030303030303;
+      const uint64_t lo = (w01 & kNib) | (((w2 | ((w2 >> 2) << 32)) & kTwo) << 4);
+      const uint64_t hi = ((w01 >> 4) & kNib) | ((((w2 >> 4) | ((w2 >> 6) << 32)) & kTwo) << 4);
+      const __m512i sc = _mm512_sub_epi32(
+          _mm512_cvtepu8_epi32(_mm_set_epi64x(static_cast<int64_t>(hi), static_cast<int64_t>(lo))),
+          _mm512_set1_epi32(32));
+      u->wsc = _mm512_mul_ps(_mm512_cvtepi32_ps(sc), _mm512_set1_ps(d));
+    } else {
+      const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->scales));
+      const __m128i m4 = _mm_set1_epi8(0x0F);
+      const __m512 sc = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(s, m4)));
+      const __m512 mn =
+          _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(s, 4), m4)));
+      u->wsc = _mm512_mul_ps(sc, _mm512_set1_ps(d));
+      u->coef = _mm512_mul_ps(mn, _mm512_set1_ps(F16ToF32(b->dmin)));
+    }
+  }
+};
+
 // Repeats each of 8 floats twice: per 32-element group -> per 16 elements.
 inline __m512 Dup8To16(__m256 v) {
   return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7),
@@ -354,7 +484,8 @@ void DotQuantized(WeightType type, const uint8_t* row, int64_t cols, const Quant
       __m512 scale;
       if constexpr (Dec::kPer16) {
         scale = _mm512_mul_ps(u.wsc, Dup8To16(_mm256_load_ps(a.d + 8 * un)));
-        bias[k] = _mm512_fmadd_ps(u.wsc, _mm512_loadu_ps(a.s16 + 16 * un), bias[k]);
+        bias[k] = _mm512_fmadd_ps(kOwnCoef<Dec> ? u.coef : u.wsc, _mm512_loadu_ps(a.s16 + 16 * un),
+                                  bias[k]);
       } else {
         // Lanes 0-7: weight x activation scale; 8-15: coef x group sum.
         scale = _mm512_mul_ps(u.wsc, _mm512_load_ps(a.ds + 16 * un));
@@ -459,6 +590,14 @@ void DotRow(const RowsTask& t, const uint8_t* row, int64_t b0, float* out) {
       return DotQuantized<Q45K<true>, NB>(type, row, c, a, out);
     case WeightType::kQ6_K:
       return DotQuantized<Q6K, NB>(type, row, c, a, out);
+    case WeightType::kQ2_K:
+      return DotQuantized<Q23K<false>, NB>(type, row, c, a, out);
+    case WeightType::kQ3_K:
+      return DotQuantized<Q23K<true>, NB>(type, row, c, a, out);
+    case WeightType::kIQ4_NL:
+      return DotQuantized<IQ4NL, NB>(type, row, c, a, out);
+    case WeightType::kIQ4_XS:
+      return DotQuantized<IQ4XS, NB>(type, row, c, a, out);
   }
 }
 
@@ -474,6 +613,8 @@ ActOrder OrderFor(WeightType type) {
     case WeightType::kQ4_1:
     case WeightType::kQ5_0:
     case WeightType::kQ5_1:
+    case WeightType::kIQ4_NL:
+    case WeightType::kIQ4_XS:
       return ActOrder::kNibble32;
     case WeightType::kQ4_K:
     case WeightType::kQ5_K:

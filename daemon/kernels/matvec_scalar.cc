@@ -115,6 +115,54 @@ Group DecodeGroup(WeightType type, const uint8_t* row, int64_t gi) {
       }
       break;
     }
+    case WeightType::kQ2_K: {
+      const auto* b = reinterpret_cast<const BlockQ2_K*>(row) + gi / 8;
+      const int j = gi % 8;
+      for (int l = 0; l < 32; ++l) g.codes[l] = (b->qs[32 * (j / 4) + l] >> (2 * (j % 4))) & 3;
+      const float d = F16ToF32(b->d), dmin = F16ToF32(b->dmin);
+      for (int h = 0; h < 2; ++h) {
+        const uint8_t sc = b->scales[2 * j + h];
+        g.wscale[h] = d * (sc & 0xF);
+        g.coef[h] = -dmin * (sc >> 4);
+      }
+      break;
+    }
+    case WeightType::kQ3_K: {
+      // Codes 0..7 stand for q - 4.
+      const auto* b = reinterpret_cast<const BlockQ3_K*>(row) + gi / 8;
+      const int j = gi % 8;
+      for (int l = 0; l < 32; ++l) {
+        g.codes[l] =
+            ((b->qs[32 * (j / 4) + l] >> (2 * (j % 4))) & 3) | (((b->hmask[l] >> j) & 1) << 2);
+      }
+      const float d = F16ToF32(b->d);
+      for (int h = 0; h < 2; ++h) {
+        g.wscale[h] = d * UnpackScaleQ3K(2 * j + h, b->scales);
+        g.coef[h] = -4 * g.wscale[h];
+      }
+      break;
+    }
+    case WeightType::kIQ4_NL:
+    case WeightType::kIQ4_XS: {
+      // Codes are the grid value + 128, as for Q8_0.
+      const uint8_t* qs;
+      float scale;
+      if (type == WeightType::kIQ4_NL) {
+        const auto* b = reinterpret_cast<const BlockIQ4_NL*>(row) + gi;
+        qs = b->qs;
+        scale = F16ToF32(b->d);
+      } else {
+        const auto* b = reinterpret_cast<const BlockIQ4_XS*>(row) + gi / 8;
+        qs = b->qs + 16 * (gi % 8);
+        scale = F16ToF32(b->d) * UnpackScaleIQ4XS(gi % 8, *b);
+      }
+      for (int j = 0; j < 16; ++j) {
+        g.codes[j] = static_cast<uint8_t>(kIq4NlValues[qs[j] & 0xF] + 128);
+        g.codes[j + 16] = static_cast<uint8_t>(kIq4NlValues[qs[j] >> 4] + 128);
+      }
+      SetScale(&g, scale, -128 * scale);
+      break;
+    }
     default:
       std::memset(&g, 0, sizeof(g));
   }

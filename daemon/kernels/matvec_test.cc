@@ -245,7 +245,7 @@ TEST(MatVecTest, RejectsBadShapesAndScratch) {
   EXPECT_FALSE(MatVec(v, x.data(), y.data(), nullptr, nullptr).ok());
   EXPECT_FALSE(MatMul(v, x.data(), 512, kMaxBatch + 1, y.data(), 4, nullptr, &scratch).ok());
   WeightView unknown = v;
-  unknown.type = static_cast<WeightType>(10);  // Q2_K: not supported.
+  unknown.type = static_cast<WeightType>(34);  // TQ1_0: not supported.
   EXPECT_FALSE(MatVec(unknown, x.data(), y.data(), nullptr, &scratch).ok());
   // F16 needs no scratch.
   WeightView f16 = DenseWeightView(WeightType::kF16, 2, 256, w.data());

@@ -26,17 +26,22 @@ enum class WeightType : uint32_t {
   kQ5_0 = 6,
   kQ5_1 = 7,
   kQ8_0 = 8,
+  kQ2_K = 10,
+  kQ3_K = 11,
   kQ4_K = 12,
   kQ5_K = 13,
   kQ6_K = 14,
+  kIQ4_NL = 20,
+  kIQ4_XS = 23,
   kBF16 = 30,
 };
 
 // Every type above, for tests and benchmarks that iterate over all of them.
 inline constexpr WeightType kAllWeightTypes[] = {
-    WeightType::kF32,  WeightType::kF16,  WeightType::kBF16, WeightType::kQ8_0,
-    WeightType::kQ4_0, WeightType::kQ4_1, WeightType::kQ5_0, WeightType::kQ5_1,
-    WeightType::kQ4_K, WeightType::kQ5_K, WeightType::kQ6_K,
+    WeightType::kF32,  WeightType::kF16,    WeightType::kBF16,   WeightType::kQ8_0,
+    WeightType::kQ4_0, WeightType::kQ4_1,   WeightType::kQ5_0,   WeightType::kQ5_1,
+    WeightType::kQ2_K, WeightType::kQ3_K,   WeightType::kQ4_K,   WeightType::kQ5_K,
+    WeightType::kQ6_K, WeightType::kIQ4_NL, WeightType::kIQ4_XS,
 };
 
 // Elements per super-block of the K-quants.
@@ -122,6 +127,53 @@ struct BlockQ6_K {
 };
 static_assert(sizeof(BlockQ6_K) == 210);
 
+// 16 sub-blocks of 16: x = d * (scales[k] & 0xF) * q - dmin * (scales[k] >> 4),
+// q 2-bit. Element 128n + 32j + l (n < 2, j < 4, l < 32) is bits 2j, 2j+1 of
+// qs[32n + l]; it belongs to sub-block 8n + 2j + l / 16. So each 32-element
+// group g = 4n + j is one shift of 32 consecutive qs bytes.
+struct BlockQ2_K {
+  uint8_t scales[kQK_K / 16];
+  uint8_t qs[kQK_K / 4];
+  Half d;
+  Half dmin;
+};
+static_assert(sizeof(BlockQ2_K) == 84);
+
+// 16 sub-blocks of 16: x = d * (sc[k] - 32) * (q - 4), q 3-bit: its low 2 bits
+// as Q2_K's q, its high bit for element 32g + l (group g < 8) bit g of
+// hmask[l]. The 6-bit sc are packed in `scales` (see UnpackScaleQ3K in
+// dequantize.h).
+struct BlockQ3_K {
+  uint8_t hmask[kQK_K / 8];
+  uint8_t qs[kQK_K / 4];
+  uint8_t scales[12];
+  Half d;
+};
+static_assert(sizeof(BlockQ3_K) == 110);
+
+// The 16 levels of IQ4_NL and IQ4_XS (ggml's kvalues_iq4nl): a non-uniform
+// grid, denser near zero, where weights cluster.
+inline constexpr int8_t kIq4NlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                            1,    13,   25,  38,  53,  69,  89,  113};
+
+// x = d * kIq4NlValues[q], q 4-bit, nibbles placed as in Q4_0.
+struct BlockIQ4_NL {
+  Half d;
+  uint8_t qs[kQK32 / 2];
+};
+static_assert(sizeof(BlockIQ4_NL) == 18);
+
+// 8 groups of 32: x = d * (ls[g] - 32) * kIq4NlValues[q]. ls is 6-bit: low 4
+// bits in nibble g % 2 of scales_l[g / 2], high 2 bits at bit 2g of
+// scales_h. Group g's codes are qs[16g .. 16g + 15], nibbles as in Q4_0.
+struct BlockIQ4_XS {
+  Half d;
+  uint16_t scales_h;
+  uint8_t scales_l[kQK_K / 64];
+  uint8_t qs[kQK_K / 2];
+};
+static_assert(sizeof(BlockIQ4_XS) == 136);
+
 // Static facts about a type.
 struct WeightTypeInfo {
   std::string_view name;  // As llama.cpp prints it: "Q4_K".
@@ -154,12 +206,20 @@ constexpr WeightTypeInfo GetWeightTypeInfo(WeightType type) {
       return {"Q5_0", kQK32, sizeof(BlockQ5_0)};
     case WeightType::kQ5_1:
       return {"Q5_1", kQK32, sizeof(BlockQ5_1)};
+    case WeightType::kQ2_K:
+      return {"Q2_K", kQK_K, sizeof(BlockQ2_K)};
+    case WeightType::kQ3_K:
+      return {"Q3_K", kQK_K, sizeof(BlockQ3_K)};
     case WeightType::kQ4_K:
       return {"Q4_K", kQK_K, sizeof(BlockQ4_K)};
     case WeightType::kQ5_K:
       return {"Q5_K", kQK_K, sizeof(BlockQ5_K)};
     case WeightType::kQ6_K:
       return {"Q6_K", kQK_K, sizeof(BlockQ6_K)};
+    case WeightType::kIQ4_NL:
+      return {"IQ4_NL", kQK32, sizeof(BlockIQ4_NL)};
+    case WeightType::kIQ4_XS:
+      return {"IQ4_XS", kQK_K, sizeof(BlockIQ4_XS)};
   }
   return {"?", 0, 0};
 }

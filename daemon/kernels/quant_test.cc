@@ -172,6 +172,83 @@ TEST(DequantizeTest, Q6_KKnownBlock) {
   }
 }
 
+TEST(DequantizeTest, Q2_KKnownBlock) {
+  BlockQ2_K b;
+  b.d = F32ToF16(0.5f);
+  b.dmin = F32ToF16(0.25f);
+  for (int k = 0; k < 16; ++k) b.scales[k] = static_cast<uint8_t>(((k * 5) % 16) | ((15 - k) << 4));
+  std::memset(b.qs, 0, sizeof(b.qs));
+  // Code of element e: (e * 3) % 4. Element 128n + 32j + l: bits 2j of qs[32n + l].
+  for (int e = 0; e < 256; ++e) {
+    const int n = e / 128, j = (e % 128) / 32, l = e % 32;
+    b.qs[32 * n + l] |= static_cast<uint8_t>(((e * 3) % 4) << (2 * j));
+  }
+  const std::vector<float> y = Decode(WeightType::kQ2_K, &b, 256);
+  for (int e = 0; e < 256; ++e) {
+    const int k = e / 16;
+    EXPECT_EQ(y[e], 0.5f * ((k * 5) % 16) * ((e * 3) % 4) - 0.25f * (15 - k)) << e;
+  }
+}
+
+TEST(DequantizeTest, Q3_KKnownBlock) {
+  // Scales -32..31 chosen to use all 6 bits; packed by hand: the low nibble
+  // of scale k in nibble k / 8 of byte k % 8, its top 2 bits at bits
+  // 2 * (k / 4) of byte 8 + k % 4.
+  constexpr int kScale[16] = {-32, 31, 0, -1, 17, -17, 5, -9, 30, -30, 1, 2, -3, 12, -12, 8};
+  BlockQ3_K b;
+  b.d = F32ToF16(0.5f);
+  std::memset(b.scales, 0, sizeof(b.scales));
+  for (int k = 0; k < 16; ++k) {
+    const int v = kScale[k] + 32;
+    b.scales[k % 8] |= static_cast<uint8_t>((v & 0xF) << (4 * (k / 8)));
+    b.scales[8 + k % 4] |= static_cast<uint8_t>((v >> 4) << (2 * (k / 4)));
+  }
+  // Code of element e: (e * 5) % 8; low 2 bits as in Q2_K, bit 2 of element
+  // 32g + l is bit g of hmask[l].
+  std::memset(b.qs, 0, sizeof(b.qs));
+  std::memset(b.hmask, 0, sizeof(b.hmask));
+  for (int e = 0; e < 256; ++e) {
+    const int code = (e * 5) % 8, g = e / 32, l = e % 32;
+    b.qs[32 * (g / 4) + l] |= static_cast<uint8_t>((code & 3) << (2 * (g % 4)));
+    b.hmask[l] |= static_cast<uint8_t>((code >> 2) << g);
+  }
+  const std::vector<float> y = Decode(WeightType::kQ3_K, &b, 256);
+  for (int e = 0; e < 256; ++e) {
+    EXPECT_EQ(y[e], 0.5f * kScale[e / 16] * ((e * 5) % 8 - 4)) << e;
+  }
+}
+
+TEST(DequantizeTest, IQ4KnownBlocks) {
+  BlockIQ4_NL nl;
+  nl.d = F32ToF16(0.25f);
+  for (int j = 0; j < 16; ++j) nl.qs[j] = static_cast<uint8_t>(j | ((15 - j) << 4));
+  const std::vector<float> y = Decode(WeightType::kIQ4_NL, &nl, 32);
+  for (int j = 0; j < 16; ++j) {
+    EXPECT_EQ(y[j], 0.25f * kIq4NlValues[j]);
+    EXPECT_EQ(y[j + 16], 0.25f * kIq4NlValues[15 - j]);
+  }
+  // IQ4_XS group scales -32..31: low nibbles in scales_l, top 2 bits in scales_h.
+  constexpr int kScale[8] = {-32, 31, 0, -1, 17, -17, 5, 9};
+  BlockIQ4_XS xs;
+  xs.d = F32ToF16(0.5f);
+  xs.scales_h = 0;
+  std::memset(xs.scales_l, 0, sizeof(xs.scales_l));
+  for (int g = 0; g < 8; ++g) {
+    const int v = kScale[g] + 32;
+    xs.scales_l[g / 2] |= static_cast<uint8_t>((v & 0xF) << (4 * (g % 2)));
+    xs.scales_h |= static_cast<uint16_t>((v >> 4) << (2 * g));
+  }
+  for (int i = 0; i < 128; ++i) xs.qs[i] = static_cast<uint8_t>((i % 16) | (((i * 7) % 16) << 4));
+  const std::vector<float> z = Decode(WeightType::kIQ4_XS, &xs, 256);
+  for (int g = 0; g < 8; ++g) {
+    for (int j = 0; j < 16; ++j) {
+      const int i = 16 * g + j;
+      EXPECT_EQ(z[32 * g + j], 0.5f * kScale[g] * kIq4NlValues[i % 16]) << g << " " << j;
+      EXPECT_EQ(z[32 * g + 16 + j], 0.5f * kScale[g] * kIq4NlValues[(i * 7) % 16]) << g << " " << j;
+    }
+  }
+}
+
 // Quantize -> dequantize of Gaussian rows. Legacy types: each element is
 // within one step d of its block (half a step from rounding, up to a whole
 // step where the f16-rounded scale pushes the extreme element into the clamp).
@@ -189,10 +266,11 @@ TEST(QuantizeTest, RoundTripErrorBounds) {
     double max_rel_rms;
   };
   const Case cases[] = {
-      {WeightType::kF32, 0},      {WeightType::kF16, 5e-4},   {WeightType::kBF16, 4e-3},
-      {WeightType::kQ8_0, 0.006}, {WeightType::kQ4_0, 0.12},  {WeightType::kQ4_1, 0.09},
-      {WeightType::kQ5_0, 0.06},  {WeightType::kQ5_1, 0.045}, {WeightType::kQ4_K, 0.11},
-      {WeightType::kQ5_K, 0.055}, {WeightType::kQ6_K, 0.03},
+      {WeightType::kF32, 0},      {WeightType::kF16, 5e-4},     {WeightType::kBF16, 4e-3},
+      {WeightType::kQ8_0, 0.006}, {WeightType::kQ4_0, 0.12},    {WeightType::kQ4_1, 0.09},
+      {WeightType::kQ5_0, 0.06},  {WeightType::kQ5_1, 0.045},   {WeightType::kQ4_K, 0.11},
+      {WeightType::kQ5_K, 0.055}, {WeightType::kQ6_K, 0.03},    {WeightType::kQ2_K, 0.3},
+      {WeightType::kQ3_K, 0.17},  {WeightType::kIQ4_NL, 0.085}, {WeightType::kIQ4_XS, 0.085},
   };
   for (const Case& c : cases) {
     std::vector<uint8_t> q(RowBytes(c.type, n));

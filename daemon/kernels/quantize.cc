@@ -144,6 +144,186 @@ void QuantizeQ6_K(const float* x, BlockQ6_K* b) {
   }
 }
 
+// Least-squares fit of x ~= scale * q + offset over n elements with q in
+// [0, levels] and offset <= 0 (the K-quants store the offset as a
+// non-negative min that is subtracted). Starts from the range and alternates
+// rounding and refitting a few times, keeping the best; returns the scale and
+// -offset.
+void FitAffine(const float* x, int n, int levels, float* scale_out, float* min_out) {
+  float lo = std::min(0.0f, *std::min_element(x, x + n));
+  const float hi = *std::max_element(x, x + n);
+  float scale = (hi - lo) / levels;
+  float best_err = -1;
+  *scale_out = scale;
+  *min_out = -lo;
+  if (scale <= 0) return;
+  for (int iter = 0; iter < 6 && scale > 0; ++iter) {
+    double sq = 0, sqq = 0, sx = 0, sxq = 0, err = 0;
+    int q[kQK_K];
+    for (int i = 0; i < n; ++i) {
+      q[i] = RoundClamp((x[i] - lo) / scale, 0, levels);
+      const float e = scale * q[i] + lo - x[i];
+      err += e * e;
+      sq += q[i], sqq += q[i] * q[i], sx += x[i], sxq += x[i] * q[i];
+    }
+    if (best_err < 0 || err < best_err) {
+      best_err = err;
+      *scale_out = scale;
+      *min_out = -lo;
+    }
+    // Refit scale and offset to these codes.
+    const double det = n * sqq - sq * sq;
+    if (det <= 0) break;
+    double a = (n * sxq - sq * sx) / det;
+    double b = (sx - a * sq) / n;
+    if (b > 0) b = 0, a = sqq > 0 ? sxq / sqq : 0;
+    scale = static_cast<float>(a);
+    lo = static_cast<float>(b);
+  }
+}
+
+// Least-squares refit of a symmetric scale to fixed codes (x ~= s * q).
+float RefitScale(const float* x, const int* q, int n, float fallback) {
+  double sxq = 0, sqq = 0;
+  for (int i = 0; i < n; ++i) sxq += x[i] * q[i], sqq += q[i] * q[i];
+  return sqq > 0 ? static_cast<float>(sxq / sqq) : fallback;
+}
+
+void QuantizeQ2_K(const float* x, BlockQ2_K* b) {
+  float sub_scale[16], sub_min[16];
+  for (int k = 0; k < 16; ++k) FitAffine(x + 16 * k, 16, 3, &sub_scale[k], &sub_min[k]);
+  const float max_scale = *std::max_element(sub_scale, sub_scale + 16);
+  const float max_min = *std::max_element(sub_min, sub_min + 16);
+  const Half d_h = F32ToF16(max_scale / 15);
+  const Half dmin_h = F32ToF16(max_min / 15);
+  const float d = F16ToF32(d_h), dmin = F16ToF32(dmin_h);
+  std::memset(b->qs, 0, sizeof(b->qs));
+  for (int k = 0; k < 16; ++k) {
+    const int sc = d > 0 ? RoundClamp(sub_scale[k] / d, 0, 15) : 0;
+    const int m = dmin > 0 ? RoundClamp(sub_min[k] / dmin, 0, 15) : 0;
+    b->scales[k] = static_cast<uint8_t>(sc | (m << 4));
+    const float step = d * sc, offset = dmin * m;
+    const int g = k / 2;
+    for (int l = 0; l < 16; ++l) {
+      const int q = step > 0 ? RoundClamp((x[16 * k + l] + offset) / step, 0, 3) : 0;
+      b->qs[32 * (g / 4) + 16 * (k % 2) + l] |= static_cast<uint8_t>(q << (2 * (g % 4)));
+    }
+  }
+  b->d = d_h;
+  b->dmin = dmin_h;
+}
+
+// Codes q in [-4, 3] of x against `step` (0: all zero).
+void RoundSymmetric3(const float* x, int n, float step, int* q) {
+  for (int i = 0; i < n; ++i) q[i] = step != 0 ? RoundClamp(x[i] / step, -4, 3) : 0;
+}
+
+void QuantizeQ3_K(const float* x, BlockQ3_K* b) {
+  // Per 16: the largest magnitude maps to -4 (the one level without a
+  // positive twin), then the scale is refit to the rounded codes.
+  float sub_scale[16];
+  int q[kQK_K];
+  for (int k = 0; k < 16; ++k) {
+    const float s = SignedAbsMax(x + 16 * k, 16) / -4;
+    RoundSymmetric3(x + 16 * k, 16, s, q + 16 * k);
+    sub_scale[k] = RefitScale(x + 16 * k, q + 16 * k, 16, s);
+  }
+  const float d = SignedAbsMax(sub_scale, 16) / -32;
+  const Half d_h = F32ToF16(d);
+  const float dq = F16ToF32(d_h);
+  int sc[16];
+  for (int k = 0; k < 16; ++k) {
+    sc[k] = dq != 0 ? RoundClamp(sub_scale[k] / dq, -32, 31) : 0;
+    RoundSymmetric3(x + 16 * k, 16, dq * sc[k], q + 16 * k);
+  }
+  std::memset(b->scales, 0, sizeof(b->scales));
+  for (int k = 0; k < 16; ++k) {
+    const int v = sc[k] + 32;
+    b->scales[k % 8] |= static_cast<uint8_t>((v & 0xF) << (4 * (k / 8)));
+    b->scales[8 + k % 4] |= static_cast<uint8_t>((v >> 4) << (2 * (k / 4)));
+  }
+  std::memset(b->qs, 0, sizeof(b->qs));
+  std::memset(b->hmask, 0, sizeof(b->hmask));
+  for (int g = 0; g < 8; ++g) {
+    for (int l = 0; l < 32; ++l) {
+      const int code = q[32 * g + l] + 4;
+      b->qs[32 * (g / 4) + l] |= static_cast<uint8_t>((code & 3) << (2 * (g % 4)));
+      b->hmask[l] |= static_cast<uint8_t>((code >> 2) << g);
+    }
+  }
+  b->d = d_h;
+}
+
+// Index of the IQ4_NL level nearest to v (levels ascending).
+int NearestIq4(float v) {
+  int lo = 0;
+  for (int step = 8; step > 0; step /= 2) {
+    if (lo + step < 16 && kIq4NlValues[lo + step] <= v) lo += step;
+  }
+  if (lo < 15 && v - kIq4NlValues[lo] > kIq4NlValues[lo + 1] - v) ++lo;
+  return lo;
+}
+
+// IQ4 codes of n elements against scale d; returns the squared error.
+double RoundIq4(const float* x, int n, float d, int* idx) {
+  double err = 0;
+  const float id = d != 0 ? 1 / d : 0;
+  for (int i = 0; i < n; ++i) {
+    idx[i] = NearestIq4(x[i] * id);
+    const float e = d * kIq4NlValues[idx[i]] - x[i];
+    err += e * e;
+  }
+  return err;
+}
+
+// A scale for x ~= d * kIq4NlValues[q] over 32 elements: tries the largest
+// magnitude on either end level and a few points between, refitting each to
+// its codes by least squares; returns the one of least squared error.
+float SearchIq4Scale(const float* x) {
+  const float amax = SignedAbsMax(x, kQK32);
+  if (amax == 0) return 0;
+  int idx[kQK32];
+  float best_d = amax / -127;
+  double best_err = RoundIq4(x, kQK32, best_d, idx);
+  for (int t = -8; t <= 8; ++t) {
+    for (float end : {-127.0f, 113.0f}) {
+      float d = amax / (end + (end < 0 ? t : t / 2.0f));
+      RoundIq4(x, kQK32, d, idx);
+      double sxq = 0, sqq = 0;
+      for (int i = 0; i < kQK32; ++i) {
+        sxq += x[i] * kIq4NlValues[idx[i]];
+        sqq += kIq4NlValues[idx[i]] * kIq4NlValues[idx[i]];
+      }
+      if (sqq > 0) d = static_cast<float>(sxq / sqq);
+      const double err = RoundIq4(x, kQK32, d, idx);
+      if (err < best_err) best_err = err, best_d = d;
+    }
+  }
+  return best_d;
+}
+
+void PackIq4Nibbles(const int* idx, uint8_t* qs) {
+  for (int j = 0; j < 16; ++j) qs[j] = static_cast<uint8_t>(idx[j] | (idx[j + 16] << 4));
+}
+
+void QuantizeIQ4_XS(const float* x, BlockIQ4_XS* b) {
+  float sub_scale[8];
+  for (int g = 0; g < 8; ++g) sub_scale[g] = SearchIq4Scale(x + 32 * g);
+  const Half d_h = F32ToF16(SignedAbsMax(sub_scale, 8) / -32);
+  const float d = F16ToF32(d_h);
+  b->d = d_h;
+  b->scales_h = 0;
+  std::memset(b->scales_l, 0, sizeof(b->scales_l));
+  int idx[kQK32];
+  for (int g = 0; g < 8; ++g) {
+    const int ls = d != 0 ? RoundClamp(sub_scale[g] / d, -32, 31) : 0;
+    b->scales_l[g / 2] |= static_cast<uint8_t>(((ls + 32) & 0xF) << (4 * (g % 2)));
+    b->scales_h |= static_cast<uint16_t>(((ls + 32) >> 4) << (2 * g));
+    RoundIq4(x + 32 * g, kQK32, d * ls, idx);
+    PackIq4Nibbles(idx, b->qs + 16 * g);
+  }
+}
+
 }  // namespace
 
 void QuantizeRow(WeightType type, const float* src, void* dst, int64_t n) {
@@ -242,6 +422,30 @@ void QuantizeRow(WeightType type, const float* src, void* dst, int64_t n) {
     case WeightType::kQ6_K:
       for (int64_t i = 0; i < nb; ++i) {
         QuantizeQ6_K(src + kQK_K * i, static_cast<BlockQ6_K*>(dst) + i);
+      }
+      return;
+    case WeightType::kQ2_K:
+      for (int64_t i = 0; i < nb; ++i) {
+        QuantizeQ2_K(src + kQK_K * i, static_cast<BlockQ2_K*>(dst) + i);
+      }
+      return;
+    case WeightType::kQ3_K:
+      for (int64_t i = 0; i < nb; ++i) {
+        QuantizeQ3_K(src + kQK_K * i, static_cast<BlockQ3_K*>(dst) + i);
+      }
+      return;
+    case WeightType::kIQ4_NL:
+      for (int64_t i = 0; i < nb; ++i) {
+        auto* b = static_cast<BlockIQ4_NL*>(dst) + i;
+        const float* x = src + kQK32 * i;
+        b->d = F32ToF16(SearchIq4Scale(x));
+        RoundIq4(x, kQK32, F16ToF32(b->d), q);
+        PackIq4Nibbles(q, b->qs);
+      }
+      return;
+    case WeightType::kIQ4_XS:
+      for (int64_t i = 0; i < nb; ++i) {
+        QuantizeIQ4_XS(src + kQK_K * i, static_cast<BlockIQ4_XS*>(dst) + i);
       }
       return;
   }

@@ -2,9 +2,12 @@
 // integer dot products use.
 //
 // The weight quantizers produce valid ggml blocks (what llama.cpp's
-// dequantize_row_* decodes) with a plain round-to-nearest scheme; they are for
-// tests, benchmarks and tools, not for matching llama-quantize's output bit
-// for bit (its K-quant quantizers search scales iteratively).
+// dequantize_row_* decodes) with a plain round-to-nearest scheme (Q2_K, Q3_K
+// and the IQ4 types add a small unweighted least-squares scale search per
+// block, which 2-3 bits and a non-uniform grid need to be usable); they are
+// for tests, benchmarks and tools, not for matching llama-quantize's output
+// bit for bit (it searches scales harder and weighs them by an importance
+// matrix).
 #ifndef WASTE_DAEMON_KERNELS_QUANTIZE_H_
 #define WASTE_DAEMON_KERNELS_QUANTIZE_H_
 
