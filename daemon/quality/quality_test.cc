@@ -252,7 +252,7 @@ TEST_F(QualityTest, QuantizeRefusesBadInput) {
   EXPECT_EQ(unknown.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(absl::StrContains(unknown.status().message(), "q4_k")) << unknown.status();
   EXPECT_EQ(*ParseQuantizeType("Q4_K"), GgmlType::kQ4_K);
-  options.type = GgmlType::kQ2_K;  // A type the quantizer does not write.
+  options.type = GgmlType::kIQ2_XXS;  // A type the quantizer does not write.
   EXPECT_EQ(QuantizeModel(env, *f32_, *dir_ + "/out.gguf", options).status().code(),
             absl::StatusCode::kInvalidArgument);
 
@@ -314,11 +314,9 @@ TEST(QuantizeSyntheticTest, KQuantsConvertRowsOf256AndStayCloseToTheSource) {
   const struct {
     GgmlType type;
     double max_error;
-  } cases[] = {{GgmlType::kQ4_K, 0.15},
-               {GgmlType::kQ5_K, 0.08},
-               {GgmlType::kQ6_K, 0.04},
-               {GgmlType::kQ8_0, 0.01},
-               {GgmlType::kBF16, 0.005}};
+  } cases[] = {{GgmlType::kQ4_K, 0.15},   {GgmlType::kQ5_K, 0.08}, {GgmlType::kQ6_K, 0.04},
+               {GgmlType::kQ2_K, 0.32},   {GgmlType::kQ3_K, 0.18}, {GgmlType::kIQ4_NL, 0.09},
+               {GgmlType::kIQ4_XS, 0.09}, {GgmlType::kQ8_0, 0.01}, {GgmlType::kBF16, 0.005}};
   for (const auto& c : cases) {
     SCOPED_TRACE(std::string(storage::GgmlTypeName(c.type)));
     const std::string out = "/m/" + std::string(storage::GgmlTypeName(c.type)) + ".gguf";

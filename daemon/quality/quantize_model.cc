@@ -41,10 +41,13 @@ struct TargetType {
 // K-quants map to the _S ("small") file types: every converted matrix has
 // the one type, which is what the _S mixes come closest to.
 constexpr TargetType kTargets[] = {
-    {"q8_0", GgmlType::kQ8_0, 7},  {"q4_0", GgmlType::kQ4_0, 2},  {"q4_1", GgmlType::kQ4_1, 3},
-    {"q5_0", GgmlType::kQ5_0, 8},  {"q5_1", GgmlType::kQ5_1, 9},  {"q4_k", GgmlType::kQ4_K, 14},
-    {"q5_k", GgmlType::kQ5_K, 16}, {"q6_k", GgmlType::kQ6_K, 18}, {"f16", GgmlType::kF16, 1},
-    {"bf16", GgmlType::kBF16, 32},
+    {"q8_0", GgmlType::kQ8_0, 7},      {"q4_0", GgmlType::kQ4_0, 2},
+    {"q4_1", GgmlType::kQ4_1, 3},      {"q5_0", GgmlType::kQ5_0, 8},
+    {"q5_1", GgmlType::kQ5_1, 9},      {"q4_k", GgmlType::kQ4_K, 14},
+    {"q5_k", GgmlType::kQ5_K, 16},     {"q6_k", GgmlType::kQ6_K, 18},
+    {"q2_k", GgmlType::kQ2_K, 10},     {"q3_k", GgmlType::kQ3_K, 11},
+    {"iq4_nl", GgmlType::kIQ4_NL, 25}, {"iq4_xs", GgmlType::kIQ4_XS, 30},
+    {"f16", GgmlType::kF16, 1},        {"bf16", GgmlType::kBF16, 32},
 };
 
 std::string TargetList() {
@@ -277,7 +280,7 @@ absl::StatusOr<QuantizeReport> QuantizeModel(storage::Env* env, const std::strin
 int RunQuantize(const std::vector<std::string>& args) {
   constexpr char kUsage[] =
       "usage: wasted quantize IN.gguf OUT.gguf --type TYPE [--threads N] [--allow-requantize]\n"
-      "  TYPE: q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k f16 bf16\n";
+      "  TYPE: q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k q2_k q3_k iq4_nl iq4_xs f16 bf16\n";
   absl::StatusOr<ParsedArgs> parsed =
       ParseArgs(args, {{"type"}, {"threads"}, {"allow-requantize", false}, {"help", false}});
   if (!parsed.ok()) {

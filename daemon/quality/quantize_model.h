@@ -68,12 +68,16 @@ struct QuantizeReport {
 };
 
 // Target types `wasted quantize` writes: q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k
-// q6_k f16 bf16 (case-insensitive). INVALID_ARGUMENT listing them otherwise.
+// q6_k q2_k q3_k iq4_nl iq4_xs f16 bf16 (case-insensitive). INVALID_ARGUMENT
+// listing them otherwise. The 2-4-bit types use a plain scale search per
+// block (kernels::QuantizeRow), not llama-quantize's importance-weighted one,
+// so their error is larger than llama.cpp's for the same type.
 absl::StatusOr<storage::GgmlType> ParseQuantizeType(std::string_view name);
 
 // llama.cpp's LLAMA_FTYPE for a file whose matrices are `type`: Q8_0 -> 7,
-// Q4_0 -> 2, Q4_K -> 14 (Q4_K_S), Q5_K -> 16 (Q5_K_S), Q6_K -> 18, F16 -> 1,
-// BF16 -> 32, ... nullopt for types quantize does not write.
+// Q4_0 -> 2, Q4_K -> 14 (Q4_K_S), Q5_K -> 16 (Q5_K_S), Q6_K -> 18, Q2_K -> 10,
+// Q3_K -> 11 (Q3_K_S), IQ4_NL -> 25, IQ4_XS -> 30, F16 -> 1, BF16 -> 32, ...
+// nullopt for types quantize does not write.
 std::optional<uint32_t> LlamaFileType(storage::GgmlType type);
 
 // Whether `tensor` is one of the matrices the quantizer converts by name

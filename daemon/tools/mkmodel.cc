@@ -24,7 +24,8 @@ Writes a synthetic GGUF model (random weights, llama.cpp's names and keys).
 
   --arch A            llama | qwen2 | qwen3 | mixtral | qwen3moe | deepseek2 (llama)
   --out FILE          where to write (required)
-  --type T            matrix type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k (q8_0)
+  --type T            matrix type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k
+                      q5_k q6_k iq4_nl iq4_xs (q8_0)
   --dim N --layers N --heads N --kv-heads N --head-dim N --ffn N --ctx N
   --vocab N           token count (default: the tokenizer's)
   --experts N --experts-used N --expert-ffn N     MoE archs
@@ -69,7 +70,9 @@ absl::StatusOr<MkModelOptions> ParseMkModelArgs(const std::vector<std::string>& 
   if (!ggml_type.has_value() ||
       !kernels::IsSupportedWeightType(static_cast<uint32_t>(*ggml_type))) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--type ", type, " is not one of f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k"));
+        "--type ", type,
+        " is not one of f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k iq4_nl "
+        "iq4_xs"));
   }
   o.type = *ggml_type;
   struct IntFlag {

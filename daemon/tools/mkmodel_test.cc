@@ -241,7 +241,8 @@ INSTANTIATE_TEST_SUITE_P(Types, MkModelTypeTest,
                          ::testing::Values(GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16,
                                            GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_1,
                                            GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kQ4_K,
-                                           GgmlType::kQ5_K, GgmlType::kQ6_K),
+                                           GgmlType::kQ5_K, GgmlType::kQ6_K, GgmlType::kQ2_K,
+                                           GgmlType::kQ3_K, GgmlType::kIQ4_NL, GgmlType::kIQ4_XS),
                          [](const auto& info) {
                            return std::string(storage::GgmlTypeName(info.param));
                          });

@@ -11,9 +11,7 @@ namespace {
 using storage::GgmlType;
 using storage::GgufValue;
 
-bool IsKQuant(GgmlType type) {
-  return type == GgmlType::kQ4_K || type == GgmlType::kQ5_K || type == GgmlType::kQ6_K;
-}
+bool IsKQuant(GgmlType type) { return storage::GetGgmlTypeTraits(type).block_size == 256; }
 
 bool IsMoe(SyntheticArch arch) {
   return arch == SyntheticArch::kMixtral || arch == SyntheticArch::kQwen3Moe ||
@@ -256,6 +254,11 @@ GgmlType MatrixType(GgmlType requested, int64_t ne0) {
       case GgmlType::kQ5_K:
         requested = GgmlType::kQ5_1;
         break;
+      case GgmlType::kQ2_K:
+      case GgmlType::kQ3_K:
+      case GgmlType::kIQ4_XS:
+        requested = GgmlType::kIQ4_NL;
+        break;
       default:
         requested = GgmlType::kQ8_0;
         break;
@@ -281,6 +284,14 @@ uint32_t FileTypeFor(GgmlType type) {
       return 8;
     case GgmlType::kQ5_1:
       return 9;
+    case GgmlType::kQ2_K:
+      return 10;
+    case GgmlType::kQ3_K:
+      return 12;  // Q3_K_M
+    case GgmlType::kIQ4_NL:
+      return 25;
+    case GgmlType::kIQ4_XS:
+      return 30;
     case GgmlType::kQ4_K:
       return 15;  // Q4_K_M
     case GgmlType::kQ5_K:
