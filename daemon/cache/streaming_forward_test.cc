@@ -135,9 +135,11 @@ TEST_F(StreamedMatchesResident, Stories260KGoldenTokensDirectIo) {
   CompareAtBudgets(256, &golden);
 }
 
-void WriteSynthetic(storage::MemEnv* env, tools::SyntheticArch arch) {
+void WriteSynthetic(storage::MemEnv* env, tools::SyntheticArch arch,
+                    storage::GgmlType type = storage::GgmlType::kQ8_0) {
   tools::MkModelOptions o;
   o.arch = arch;
+  o.type = type;
   o.out = "/model.gguf";
   o.dim = 256;
   o.layers = 4;
@@ -162,6 +164,20 @@ TEST_F(StreamedMatchesResident, SyntheticQwen3) {
   WriteSynthetic(&env, tools::SyntheticArch::kQwen3);
   Load(&env, "/model.gguf", false);
   CompareAtBudgets(40, nullptr);
+}
+
+// The 2-4-bit types: with rows of 256 every matrix keeps the type (no
+// fallback), embeddings and head included.
+TEST_F(StreamedMatchesResident, SyntheticLowBitTypes) {
+  for (storage::GgmlType type : {storage::GgmlType::kQ2_K, storage::GgmlType::kQ3_K,
+                                 storage::GgmlType::kIQ4_NL, storage::GgmlType::kIQ4_XS}) {
+    SCOPED_TRACE(std::string(storage::GgmlTypeName(type)));
+    storage::MemEnv env;
+    WriteSynthetic(&env, tools::SyntheticArch::kLlama, type);
+    Load(&env, "/model.gguf", false);
+    ASSERT_EQ(gguf_->FindTensor("blk.3.ffn_down.weight")->type, type);
+    CompareAtBudgets(12, nullptr);
+  }
 }
 
 TEST(StreamingFaultTest, PersistentEioFailsTheRunThenRecovers) {

@@ -1,8 +1,9 @@
 // Mixture-of-experts models streamed under budgets below their size (the
 // trunk pinned, experts through the expert cache) give the same greedy
 // tokens and bit-identical logits as fully resident: synthetic mixtral,
-// qwen3moe and deepseek2, token at a time and in a chunked prefill, with
-// router lookahead off and on, at the plan's floor and at a mid budget.
+// qwen3moe and deepseek2 (and qwen3moe in each 2-4-bit type), token at a
+// time and in a chunked prefill, with router lookahead off and on, at the
+// plan's floor and at a mid budget.
 #include <cstring>
 #include <map>
 #include <set>
@@ -15,6 +16,7 @@
 #include "daemon/model/test_models.h"
 #include "gtest/gtest.h"
 #include "storage/env.h"
+#include "storage/gguf.h"
 
 namespace waste::cache {
 namespace {
@@ -58,24 +60,8 @@ absl::StatusOr<Generation> Generate(const model::Model& model, ChunkStore* store
 
 class StreamedMoeMatchesResident : public ::testing::TestWithParam<tools::SyntheticArch> {};
 
-TEST_P(StreamedMoeMatchesResident, TokensAndLogitsBitIdentical) {
-  tools::MkModelOptions o;
-  o.arch = GetParam();
-  o.out =
-      ::testing::TempDir() + "/streaming_moe_" + std::to_string(static_cast<int>(o.arch)) + ".gguf";
-  o.dim = 128;
-  o.layers = 3;
-  o.heads = 4;
-  o.experts = 16;
-  o.experts_used = 4;
-  o.expert_ffn = 64;
-  o.vocab = 320;
-  o.type = storage::GgmlType::kQ8_0;
-  if (o.arch == tools::SyntheticArch::kDeepseek2) {
-    o.head_dim = 32;
-    o.rope_dim = 16;
-    o.kv_lora_rank = 64;
-  }
+// Writes `o` and checks that streaming it matches the resident run.
+void ExpectStreamedMatchesResident(const tools::MkModelOptions& o) {
   ASSERT_TRUE(model::testing::WriteModel(o, {}).ok());
   auto loaded = model::testing::LoadModel(o.out);
   ASSERT_TRUE(loaded.ok()) << loaded.status();
@@ -115,6 +101,49 @@ TEST_P(StreamedMoeMatchesResident, TokensAndLogitsBitIdentical) {
         EXPECT_GT(got->stats.lookahead_layers, 0);
       }
     }
+  }
+}
+
+tools::MkModelOptions MoeOptions(tools::SyntheticArch arch) {
+  tools::MkModelOptions o;
+  o.arch = arch;
+  o.out =
+      ::testing::TempDir() + "/streaming_moe_" + std::to_string(static_cast<int>(o.arch)) + ".gguf";
+  o.dim = 128;
+  o.layers = 3;
+  o.heads = 4;
+  o.experts = 16;
+  o.experts_used = 4;
+  o.expert_ffn = 64;
+  o.vocab = 320;
+  o.type = storage::GgmlType::kQ8_0;
+  if (o.arch == tools::SyntheticArch::kDeepseek2) {
+    o.head_dim = 32;
+    o.rope_dim = 16;
+    o.kv_lora_rank = 64;
+  }
+  return o;
+}
+
+TEST_P(StreamedMoeMatchesResident, TokensAndLogitsBitIdentical) {
+  ExpectStreamedMatchesResident(MoeOptions(GetParam()));
+}
+
+// The 2-4-bit types in experts: rows of 256 (dim and expert_ffn) keep them.
+TEST(StreamedMoeLowBitTest, TokensAndLogitsBitIdentical) {
+  for (storage::GgmlType type : {storage::GgmlType::kQ2_K, storage::GgmlType::kQ3_K,
+                                 storage::GgmlType::kIQ4_NL, storage::GgmlType::kIQ4_XS}) {
+    SCOPED_TRACE(std::string(storage::GgmlTypeName(type)));
+    tools::MkModelOptions o = MoeOptions(tools::SyntheticArch::kQwen3Moe);
+    o.out = ::testing::TempDir() + "/streaming_moe_" + std::string(storage::GgmlTypeName(type)) +
+            ".gguf";
+    o.dim = 256;
+    o.expert_ffn = 256;
+    o.type = type;
+    ExpectStreamedMatchesResident(o);
+    auto gguf = storage::GgufFile::Open(storage::Env::Default(), o.out);
+    ASSERT_TRUE(gguf.ok()) << gguf.status();
+    EXPECT_EQ((*gguf)->FindTensor("blk.2.ffn_down_exps.weight")->type, type);
   }
 }
 
