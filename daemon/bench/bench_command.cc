@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -22,7 +23,6 @@
 #include "daemon/config/config.h"
 #include "daemon/kernels/thread_pool.h"
 #include "daemon/model/forward.h"
-#include "daemon/tools/json_writer.h"
 #include "storage/env.h"
 
 namespace waste::bench {
@@ -165,17 +165,17 @@ void Print(const BenchResult& r, const PlannedModel& pm, const memory::MemoryPla
   const double stream_gbps = bytes / r.decode_seconds / 1e9;
   const double touched_gbps = r.touched_bytes_per_token * decode_tps / 1e9;
   if (json) {
-    tools::JsonWriter j;
-    j.BeginObject();
-    auto num = [&](const char* key, double v) { j.Key(key), j.Double(v); };
-    auto integer = [&](const char* key, int64_t v) { j.Key(key), j.Int(v); };
-    j.Key("model"), j.String(pm.path);
-    j.Key("mode"), j.String(r.mode);
-    j.Key("policy"), j.String(store.policy_name());
-    j.Key("io_engine"), j.String(storage::IoEngineName(store.io_engine()));
+    // Keys in the order written; non-finite numbers are written as null.
+    nlohmann::ordered_json j;
+    auto num = [&](const char* key, double v) { j[key] = v; };
+    auto integer = [&](const char* key, int64_t v) { j[key] = v; };
+    j["model"] = pm.path;
+    j["mode"] = r.mode;
+    j["policy"] = store.policy_name();
+    j["io_engine"] = storage::IoEngineName(store.io_engine());
     integer("budget_bytes", pm.budget_bytes);
     integer("pool_bytes", store.pool().bytes());
-    j.Key("huge_pages"), j.Bool(store.pool().huge_pages());
+    j["huge_pages"] = store.pool().huge_pages();
     integer("pinned_layers", plan.pinned_layers);
     integer("layers", plan.n_layers);
     integer("streaming_slots", plan.streaming_slots);
@@ -208,8 +208,8 @@ void Print(const BenchResult& r, const PlannedModel& pm, const memory::MemoryPla
       num("disk_bound_tokens_per_second",
           bytes_per_token > 0 ? read_gbps * 1e9 / bytes_per_token : 0);
     }
-    j.EndObject();
-    std::cout << j.str() << "\n";
+    // A path need not be UTF-8: replace bad bytes rather than throw.
+    std::cout << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
     return;
   }
   std::cout << absl::StrFormat(

@@ -1,11 +1,15 @@
 #include "daemon/bench/commands.h"
 
+#include <nlohmann/json.hpp>
+
 #include "daemon/bench/memory_bandwidth.h"
 #include "gtest/gtest.h"
 #include "tests/testdata.h"
 
 namespace waste::bench {
 namespace {
+
+using Json = nlohmann::ordered_json;
 
 std::string Stories() { return testing::ModelPath("stories260K/stories260K.gguf"); }
 
@@ -24,6 +28,14 @@ TEST(PlanCommandTest, JsonAndRefusalUnderTheFloor) {
   std::string out = ::testing::internal::GetCapturedStdout();
   EXPECT_NE(out.find("\"ok\": false"), std::string::npos) << out;
   EXPECT_NE(out.find("is under this model's floor"), std::string::npos) << out;
+  const Json doc = Json::parse(out, nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(doc.is_discarded()) << out;
+  EXPECT_EQ(doc.begin().key(), "model");  // Keys in the order written.
+  EXPECT_EQ(doc.at("ok"), false);
+  EXPECT_TRUE(doc.at("error").is_string());
+  EXPECT_TRUE(doc.at("floor_bytes").is_number_unsigned());
+  EXPECT_TRUE(doc.at("ctx").is_number_integer());
+  EXPECT_FALSE(doc.contains("pinned_bytes"));
   EXPECT_EQ(RunPlan({Stories(), "--ram-budget", "lots"}), 2);
   EXPECT_EQ(RunPlan({}), 2);
 }
@@ -38,6 +50,11 @@ TEST(BenchCommandTest, StreamsStories260KAndReports) {
                            "read_bytes_per_token", "memory_read_gbps", "io_wait_share"}) {
     EXPECT_NE(out.find(part), std::string::npos) << part << " not in:\n" << out;
   }
+  const Json doc = Json::parse(out, nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(doc.is_discarded()) << out;
+  EXPECT_EQ(doc.at("gen_tokens"), 8);
+  EXPECT_TRUE(doc.at("decode_tokens_per_second").is_number_float());
+  EXPECT_TRUE(doc.at("huge_pages").is_boolean());
 }
 
 TEST(BenchCommandTest, ResidentWhenEverythingFits) {

@@ -1,5 +1,6 @@
 // `wasted plan`: the memory plan of a model for a RAM budget.
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "common/cli_args.h"
@@ -7,7 +8,6 @@
 #include "daemon/bench/commands.h"
 #include "daemon/bench/model_budget.h"
 #include "daemon/engine/planning.h"
-#include "daemon/tools/json_writer.h"
 
 namespace waste::bench {
 namespace {
@@ -30,69 +30,40 @@ slots the pool has and how many bytes each token reads from disk.
 
 void WriteJson(const PlannedModel& pm, const memory::PlanSizes& s,
                const absl::StatusOr<memory::MemoryPlan>& plan) {
-  tools::JsonWriter j;
-  j.BeginObject();
-  j.Key("model");
-  j.String(pm.path);
-  j.Key("usable_ram_bytes");
-  j.Uint(pm.usable.bytes);
-  j.Key("usable_ram_source");
-  j.String(pm.usable.source);
-  j.Key("ctx");
-  j.Int(pm.input.n_ctx);
-  j.Key("weight_bytes");
-  j.Uint(s.weight_bytes);
-  j.Key("global_bytes");
-  j.Uint(s.global_bytes);
-  j.Key("largest_streamed_chunk_bytes");
-  j.Uint(s.largest_streamed_slot);
-  j.Key("kv_bytes");
-  j.Uint(s.kv_bytes);
-  j.Key("scratch_bytes");
-  j.Uint(s.scratch_bytes);
-  j.Key("runtime_bytes");
-  j.Uint(s.runtime_bytes);
-  j.Key("floor_bytes");
-  j.Uint(s.floor_bytes);
-  j.Key("recommended_bytes");
-  j.Uint(s.recommended_bytes);
-  j.Key("recommended_capped");
-  j.Bool(s.recommended_capped);
-  j.Key("budget_bytes");
-  j.Uint(pm.budget_bytes);
-  j.Key("ok");
-  j.Bool(plan.ok());
+  nlohmann::ordered_json j;  // Keys in the order written.
+  j["model"] = pm.path;
+  j["usable_ram_bytes"] = pm.usable.bytes;
+  j["usable_ram_source"] = pm.usable.source;
+  j["ctx"] = pm.input.n_ctx;
+  j["weight_bytes"] = s.weight_bytes;
+  j["global_bytes"] = s.global_bytes;
+  j["largest_streamed_chunk_bytes"] = s.largest_streamed_slot;
+  j["kv_bytes"] = s.kv_bytes;
+  j["scratch_bytes"] = s.scratch_bytes;
+  j["runtime_bytes"] = s.runtime_bytes;
+  j["floor_bytes"] = s.floor_bytes;
+  j["recommended_bytes"] = s.recommended_bytes;
+  j["recommended_capped"] = s.recommended_capped;
+  j["budget_bytes"] = pm.budget_bytes;
+  j["ok"] = plan.ok();
   if (!plan.ok()) {
-    j.Key("error");
-    j.String(std::string(plan.status().message()));
+    j["error"] = std::string(plan.status().message());
   } else {
-    j.Key("all_resident");
-    j.Bool(plan->all_resident());
-    j.Key("pinned_bytes");
-    j.Uint(plan->pinned_bytes);
-    j.Key("pinned_chunks");
-    j.Int(static_cast<int64_t>(plan->pinned.size()));
-    j.Key("pinned_layers");
-    j.Int(plan->pinned_layers);
-    j.Key("layers");
-    j.Int(plan->n_layers);
-    j.Key("streaming_slots");
-    j.Int(plan->streaming_slots);
-    j.Key("slot_bytes");
-    j.Uint(plan->slot_bytes);
-    j.Key("prefetch_depth");
-    j.Int(plan->prefetch_depth);
-    j.Key("read_bytes_per_token");
-    j.Uint(plan->read_bytes_per_token);
-    j.Key("sessions");
-    j.Int(plan->sessions);
-    j.Key("sessions_that_fit");
-    j.Int(plan->sessions_that_fit);
-    j.Key("unused_bytes");
-    j.Uint(plan->unused_bytes);
+    j["all_resident"] = plan->all_resident();
+    j["pinned_bytes"] = plan->pinned_bytes;
+    j["pinned_chunks"] = static_cast<int64_t>(plan->pinned.size());
+    j["pinned_layers"] = plan->pinned_layers;
+    j["layers"] = plan->n_layers;
+    j["streaming_slots"] = plan->streaming_slots;
+    j["slot_bytes"] = plan->slot_bytes;
+    j["prefetch_depth"] = plan->prefetch_depth;
+    j["read_bytes_per_token"] = plan->read_bytes_per_token;
+    j["sessions"] = plan->sessions;
+    j["sessions_that_fit"] = plan->sessions_that_fit;
+    j["unused_bytes"] = plan->unused_bytes;
   }
-  j.EndObject();
-  std::cout << j.str() << "\n";
+  // A path need not be UTF-8: replace bad bytes rather than throw.
+  std::cout << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
 #include "daemon/tools/inspect.h"
 
+#include <charconv>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,7 +15,6 @@
 #include "common/format.h"
 #include "common/status_macros.h"
 #include "daemon/model/layout.h"
-#include "daemon/tools/json_writer.h"
 #include "storage/gguf.h"
 
 namespace waste::tools {
@@ -25,6 +26,8 @@ using model::TensorPart;
 using storage::GgufFile;
 using storage::GgufValue;
 using storage::GgufValueType;
+// Keys in insertion order, so the output reads in the order written here.
+using Json = nlohmann::ordered_json;
 
 constexpr char kUsage[] = R"(usage: wasted inspect MODEL.gguf [--json]
 
@@ -84,37 +87,44 @@ std::string ValueText(const GgufValue& v) {
   return "?";
 }
 
-void JsonValue(const GgufValue& v, JsonWriter* json) {
+Json JsonValue(const GgufValue& v) {
   switch (v.type) {
     case GgufValueType::kUint8:
     case GgufValueType::kUint16:
     case GgufValueType::kUint32:
     case GgufValueType::kUint64:
-      return json->Uint(v.u);
+      return v.u;
     case GgufValueType::kInt8:
     case GgufValueType::kInt16:
     case GgufValueType::kInt32:
     case GgufValueType::kInt64:
-      return json->Int(v.i);
-    case GgufValueType::kFloat32:
+      return v.i;
+    case GgufValueType::kFloat32: {
+      // The shortest decimal that reads back as the same float: 1e-05, not
+      // the 9.999999747378752e-06 its widening to double would print.
+      char buf[32];
+      const char* end = std::to_chars(buf, buf + sizeof(buf), static_cast<float>(v.f)).ptr;
+      double d = v.f;
+      std::from_chars(buf, end, d);
+      return d;  // Non-finite values are written as null.
+    }
     case GgufValueType::kFloat64:
-      return json->Double(v.f);
+      return v.f;
     case GgufValueType::kBool:
-      return json->Bool(v.u != 0);
+      return v.u != 0;
     case GgufValueType::kString:
-      return json->String(v.str);
+      return v.str;
     case GgufValueType::kArray:
       // Per-layer arrays (head counts of hybrid models) are short; anything
       // else is summarized by its length.
       if (v.array_type != GgufValueType::kString && v.array.size() <= 1024) {
-        json->BeginArray();
-        for (const GgufValue& e : v.array) JsonValue(e, json);
-        json->EndArray();
-      } else {
-        json->String(ValueText(v));
+        Json array = Json::array();
+        for (const GgufValue& e : v.array) array.push_back(JsonValue(e));
+        return array;
       }
-      return;
+      return ValueText(v);
   }
+  return nullptr;
 }
 
 // The {arch}.* keys, prefix dropped.
@@ -260,108 +270,56 @@ std::string TextReport(const GgufFile& gguf, const ModelLayout& layout) {
 }
 
 std::string JsonReport(const GgufFile& gguf, const ModelLayout& layout) {
-  JsonWriter json;
-  json.BeginObject();
-  json.Key("file");
-  json.String(gguf.path());
-  json.Key("file_bytes");
-  json.Uint(gguf.file_size());
-  json.Key("gguf_version");
-  json.Uint(gguf.version());
-  json.Key("alignment");
-  json.Uint(gguf.alignment());
-  json.Key("metadata_keys");
-  json.Uint(gguf.metadata().size());
-  json.Key("tensor_count");
-  json.Int(layout.tensor_count());
-  json.Key("architecture");
-  json.String(layout.arch());
-  json.Key("hparams");
-  json.BeginObject();
-  for (const auto& [key, value] : HParams(gguf, layout.arch())) {
-    json.Key(key);
-    JsonValue(*value, &json);
-  }
-  json.EndObject();
+  Json json;
+  json["file"] = gguf.path();
+  json["file_bytes"] = gguf.file_size();
+  json["gguf_version"] = gguf.version();
+  json["alignment"] = gguf.alignment();
+  json["metadata_keys"] = gguf.metadata().size();
+  json["tensor_count"] = layout.tensor_count();
+  json["architecture"] = layout.arch();
+  Json& hparams = json["hparams"] = Json::object();
+  for (const auto& [key, value] : HParams(gguf, layout.arch())) hparams[key] = JsonValue(*value);
   const TokenizerInfo tok = ReadTokenizer(gguf);
-  json.Key("tokenizer");
-  json.BeginObject();
-  json.Key("model");
-  json.String(tok.model);
-  json.Key("pre");
-  json.String(tok.pre);
-  json.Key("vocab_size");
-  json.Int(tok.tokens);
-  json.Key("merges");
-  json.Int(tok.merges);
-  if (tok.bos) {
-    json.Key("bos_token_id");
-    json.Uint(*tok.bos);
-  }
-  if (tok.eos) {
-    json.Key("eos_token_id");
-    json.Uint(*tok.eos);
-  }
-  json.EndObject();
-  json.Key("parameters");
-  json.Int(layout.total_params());
-  json.Key("tensor_bytes");
-  json.Uint(layout.total_bytes());
-  json.Key("bytes_by_type");
-  json.BeginObject();
+  Json& tokenizer = json["tokenizer"];
+  tokenizer["model"] = tok.model;
+  tokenizer["pre"] = tok.pre;
+  tokenizer["vocab_size"] = tok.tokens;
+  tokenizer["merges"] = tok.merges;
+  if (tok.bos) tokenizer["bos_token_id"] = *tok.bos;
+  if (tok.eos) tokenizer["eos_token_id"] = *tok.eos;
+  json["parameters"] = layout.total_params();
+  json["tensor_bytes"] = layout.total_bytes();
+  Json& by_type = json["bytes_by_type"] = Json::object();
   for (const auto& [type, bytes] : layout.types()) {
-    json.Key(storage::GgmlTypeName(type));
-    json.BeginObject();
-    json.Key("tensors");
-    json.Int(bytes.tensors);
-    json.Key("bytes");
-    json.Uint(bytes.bytes);
-    json.Key("parameters");
-    json.Int(bytes.params);
-    json.EndObject();
+    by_type[std::string(storage::GgmlTypeName(type))] = {
+        {"tensors", bytes.tensors}, {"bytes", bytes.bytes}, {"parameters", bytes.params}};
   }
-  json.EndObject();
-  auto parts_object = [&json](const model::PartBytes& parts) {
-    json.BeginObject();
+  auto parts_object = [](const model::PartBytes& parts) {
+    Json out = Json::object();
     for (int p = 0; p < model::kNumTensorParts; ++p) {
-      json.Key(TensorPartName(static_cast<TensorPart>(p)));
-      json.Uint(parts.bytes[p]);
+      out[TensorPartName(static_cast<TensorPart>(p))] = parts.bytes[p];
     }
-    json.EndObject();
+    return out;
   };
-  json.Key("bytes_by_part");
-  parts_object(layout.parts());
-  json.Key("layers");
-  json.BeginArray();
+  json["bytes_by_part"] = parts_object(layout.parts());
+  Json& layers = json["layers"] = Json::array();
   for (const LayerLayout& layer : layout.layers()) {
-    json.BeginObject();
-    json.Key("index");
-    json.Int(layer.index);
-    json.Key("bytes");
-    json.Uint(layer.bytes);
-    json.Key("experts");
-    json.Int(layer.n_expert);
-    json.Key("expert_bytes");
-    json.Uint(layer.expert_bytes);
-    json.Key("parts");
-    parts_object(layer.parts);
-    json.EndObject();
+    layers.push_back({{"index", layer.index},
+                      {"bytes", layer.bytes},
+                      {"experts", layer.n_expert},
+                      {"expert_bytes", layer.expert_bytes},
+                      {"parts", parts_object(layer.parts)}});
   }
-  json.EndArray();
-  json.Key("expert_count");
-  json.Int(layout.expert_count());
-  json.Key("experts_used");
-  json.Int(layout.experts_used());
-  json.Key("shared_expert_count");
-  json.Int(layout.shared_expert_count());
-  json.Key("moe_layers");
-  json.Int(layout.moe_layer_count());
-  json.Key("expert_bytes");
-  json.Uint(layout.expert_bytes());
-  json.Key("active_bytes_per_token");
-  json.Uint(layout.ActiveBytesPerToken());
-  json.EndObject();
-  return json.str() + "\n";
+  json["expert_count"] = layout.expert_count();
+  json["experts_used"] = layout.experts_used();
+  json["shared_expert_count"] = layout.shared_expert_count();
+  json["moe_layers"] = layout.moe_layer_count();
+  json["expert_bytes"] = layout.expert_bytes();
+  json["active_bytes_per_token"] = layout.ActiveBytesPerToken();
+  // GGUF strings are not checked for UTF-8: replace bad bytes rather than
+  // throw.
+  return json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "daemon/tools/inspect.h"
 
+#include <cmath>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "absl/strings/str_split.h"
@@ -14,6 +16,7 @@ namespace waste::tools {
 namespace {
 
 using ::testing::HasSubstr;
+using Json = nlohmann::ordered_json;
 
 std::string Stories() { return waste::testing::ModelPath("stories260K/stories260K.gguf"); }
 std::string BadFile() {
@@ -44,6 +47,44 @@ TEST(InspectTest, JsonHasTheSameNumbers) {
   EXPECT_EQ(json->find("\"index\": 5"), std::string::npos);
   EXPECT_THAT(*json, HasSubstr("\"embeddings\": 131072"));
   EXPECT_EQ(json->front(), '{');
+
+  const Json doc = Json::parse(*json, nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(doc.is_discarded()) << *json;
+  EXPECT_EQ(doc.begin().key(), "file");  // Keys in the order written.
+  EXPECT_EQ(doc.at("tensor_count"), 48);
+  EXPECT_TRUE(doc.at("file_bytes").is_number_unsigned());
+  EXPECT_EQ(doc.at("tokenizer").at("vocab_size"), 512);
+  EXPECT_EQ(doc.at("layers").size(), 5u);
+  EXPECT_TRUE(doc.at("hparams").at("block_count").is_number_unsigned());
+  EXPECT_EQ(doc.at("hparams").at("attention.layer_norm_rms_epsilon"), 1e-5);
+}
+
+// Metadata strings are not checked for UTF-8 and floats may be NaN; the JSON
+// stays valid, numbers keep their type.
+TEST(InspectTest, JsonStaysValidForAnyMetadata) {
+  std::string bytes;
+  storage::StringSink sink(&bytes);
+  storage::GgufWriter writer(&sink);
+  ASSERT_TRUE(writer.AddString("general.architecture", "llama").ok());
+  ASSERT_TRUE(writer.AddUint32("llama.block_count", 1).ok());
+  ASSERT_TRUE(writer.AddString("llama.note", "caf\xe9 \"x\"\n").ok());
+  ASSERT_TRUE(writer.AddInt32Array("llama.heads", {4, -1}).ok());
+  ASSERT_TRUE(writer.AddFloat32("llama.rope.freq_base", 10000.5f).ok());
+  ASSERT_TRUE(writer.AddFloat32("llama.nan", std::nanf("")).ok());
+  ASSERT_TRUE(writer.AddTensor("blk.0.attn_norm.weight", storage::GgmlType::kF32, {8}).ok());
+  ASSERT_TRUE(writer.WriteHeader().ok());
+  ASSERT_TRUE(writer.WriteTensorData("blk.0.attn_norm.weight", std::string(32, '\0')).ok());
+  ASSERT_TRUE(writer.Finish().ok());
+  storage::MemEnv env;
+  env.SetFile("/bad.gguf", bytes);
+  absl::StatusOr<std::string> json = InspectModel(&env, "/bad.gguf", true);
+  ASSERT_TRUE(json.ok()) << json.status();
+  const Json doc = Json::parse(*json, nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(doc.is_discarded()) << *json;
+  EXPECT_EQ(doc.at("hparams").at("note"), "caf\xef\xbf\xbd \"x\"\n");  // U+FFFD for the bad byte.
+  EXPECT_EQ(doc.at("hparams").at("heads"), Json::array({4, -1}));
+  EXPECT_EQ(doc.at("hparams").at("rope.freq_base"), 10000.5);
+  EXPECT_TRUE(doc.at("hparams").at("nan").is_null());
 }
 
 TEST(InspectTest, RefusesABadFileWithOneLine) {
