@@ -4,6 +4,7 @@
 
 #include "common/logging.h"
 #include "daemon/kernels/fp16.h"
+#include "daemon/kernels/iq_decode.h"
 
 namespace waste::kernels {
 namespace {
@@ -177,6 +178,20 @@ void DequantIQ4_XS(const BlockIQ4_XS* b, int64_t nb, float* y) {
   }
 }
 
+// The codebook types through their group decoder (iq_decode.h): its scale *
+// code products are exactly ggml's values.
+void DequantGrid(WeightType type, const uint8_t* src, int64_t nb, float* y) {
+  const int block_bytes = GetWeightTypeInfo(type).block_bytes;
+  for (int64_t i = 0; i < nb; ++i) {
+    for (int g = 0; g < 8; ++g, y += 32) {
+      const IqGroup r = DecodeIqGroup(type, src + i * block_bytes, g);
+      for (int e = 0; e < 32; ++e) {
+        y[e] = r.scale[e / 16] * static_cast<int8_t>(r.q[e / 8] >> (8 * (e % 8)));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void DequantizeRow(WeightType type, const void* src, float* dst, int64_t n) {
@@ -216,6 +231,14 @@ void DequantizeRow(WeightType type, const void* src, float* dst, int64_t n) {
       return DequantIQ4_NL(static_cast<const BlockIQ4_NL*>(src), nb, dst);
     case WeightType::kIQ4_XS:
       return DequantIQ4_XS(static_cast<const BlockIQ4_XS*>(src), nb, dst);
+    case WeightType::kIQ2_XXS:
+    case WeightType::kIQ2_XS:
+    case WeightType::kIQ2_S:
+    case WeightType::kIQ3_XXS:
+    case WeightType::kIQ3_S:
+    case WeightType::kIQ1_S:
+    case WeightType::kIQ1_M:
+      return DequantGrid(type, static_cast<const uint8_t*>(src), nb, dst);
     case WeightType::kQ4_K:
       return DequantQ4_K(static_cast<const BlockQ4_K*>(src), nb, dst);
     case WeightType::kQ5_K:

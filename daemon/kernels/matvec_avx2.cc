@@ -12,6 +12,7 @@
 
 #include "daemon/kernels/dequantize.h"
 #include "daemon/kernels/fp16.h"
+#include "daemon/kernels/iq_decode.h"
 #include "daemon/kernels/matvec_internal.h"
 
 namespace waste::kernels::internal {
@@ -289,6 +290,31 @@ void DotIQ4XS(const uint8_t* row, int64_t groups, const QuantizedActs* acts, flo
   for (int k = 0; k < NB; ++k) out[k] = HorizontalSum(acc[k]) + bias[k];
 }
 
+// The codebook types: each group decoded to int8 codes in 4 words
+// (iq_decode.h), which become the ymm directly; signed, as Q8_0.
+template <WeightType kType, int NB>
+void DotGrid(const uint8_t* row, int64_t groups, const QuantizedActs* acts, float* out) {
+  constexpr int kBlockBytes = GetWeightTypeInfo(kType).block_bytes;
+  __m256 acc[NB];
+  float bias[NB];
+#pragma GCC unroll 8
+  for (int k = 0; k < NB; ++k) acc[k] = _mm256_setzero_ps(), bias[k] = 0;
+  for (int64_t sb = 0; sb < groups / 8; ++sb) {
+    const uint8_t* block = row + sb * kBlockBytes;
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) {
+      const IqGroup r = DecodeIqGroup<kType>(block, j);
+      const GroupV g{_mm256_set_epi64x(static_cast<int64_t>(r.q[3]), static_cast<int64_t>(r.q[2]),
+                                       static_cast<int64_t>(r.q[1]), static_cast<int64_t>(r.q[0])),
+                     _mm256_setr_m128(_mm_set1_ps(r.scale[0]), _mm_set1_ps(r.scale[1])),
+                     {0, 0}};
+      Accumulate<true, NB>(g, 8 * sb + j, acts, acc, bias);
+    }
+  }
+#pragma GCC unroll 8
+  for (int k = 0; k < NB; ++k) out[k] = HorizontalSum(acc[k]) + bias[k];
+}
+
 // 8 weights of a float type as f32.
 template <WeightType T>
 inline __m256 Load8(const uint8_t* p) {
@@ -367,6 +393,20 @@ void DotRow(const RowsTask& t, const uint8_t* row, int64_t b0, float* out) {
       return DotLegacy<IQ4_NL, NB>(row, g, a, out);
     case WeightType::kIQ4_XS:
       return DotIQ4XS<NB>(row, g, a, out);
+    case WeightType::kIQ2_XXS:
+      return DotGrid<WeightType::kIQ2_XXS, NB>(row, g, a, out);
+    case WeightType::kIQ2_XS:
+      return DotGrid<WeightType::kIQ2_XS, NB>(row, g, a, out);
+    case WeightType::kIQ2_S:
+      return DotGrid<WeightType::kIQ2_S, NB>(row, g, a, out);
+    case WeightType::kIQ3_XXS:
+      return DotGrid<WeightType::kIQ3_XXS, NB>(row, g, a, out);
+    case WeightType::kIQ3_S:
+      return DotGrid<WeightType::kIQ3_S, NB>(row, g, a, out);
+    case WeightType::kIQ1_S:
+      return DotGrid<WeightType::kIQ1_S, NB>(row, g, a, out);
+    case WeightType::kIQ1_M:
+      return DotGrid<WeightType::kIQ1_M, NB>(row, g, a, out);
   }
 }
 

@@ -21,6 +21,7 @@
 
 #include "daemon/kernels/dequantize.h"
 #include "daemon/kernels/fp16.h"
+#include "daemon/kernels/iq_decode.h"
 #include "daemon/kernels/matvec_internal.h"
 
 namespace waste::kernels::internal {
@@ -444,6 +445,37 @@ struct Q23K {
   }
 };
 
+// The codebook types: each group decoded to int8 codes in 4 words
+// (iq_decode.h, one codebook lookup per 8 values), two groups per zmm,
+// +128 for vpdpbusd; natural order and a scale per 16 as Q6_K.
+template <WeightType kType>
+struct Grid {
+  static constexpr int kUnitBytes = GetWeightTypeInfo(kType).block_bytes;
+  static constexpr ActOrder kOrder = ActOrder::kNatural;
+  static constexpr int kLaneVecs = 4;
+  static constexpr bool kPer16 = true;
+  static constexpr float kSumScale = -128;
+  static constexpr SlotTable kSlots = Q6K::kSlots;
+  static void Load(const uint8_t* p, Unit* u) {
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+    alignas(64) float scales[16];
+#pragma GCC unroll 8
+    for (int z = 0; z < 4; ++z) {
+      const IqGroup a = DecodeIqGroup<kType>(p, 2 * z), b = DecodeIqGroup<kType>(p, 2 * z + 1);
+      const __m512i codes = _mm512_set_epi64(
+          static_cast<int64_t>(b.q[3]), static_cast<int64_t>(b.q[2]), static_cast<int64_t>(b.q[1]),
+          static_cast<int64_t>(b.q[0]), static_cast<int64_t>(a.q[3]), static_cast<int64_t>(a.q[2]),
+          static_cast<int64_t>(a.q[1]), static_cast<int64_t>(a.q[0]));
+      u->codes[z] = _mm512_xor_si512(codes, flip);
+      scales[4 * z] = a.scale[0];
+      scales[4 * z + 1] = a.scale[1];
+      scales[4 * z + 2] = b.scale[0];
+      scales[4 * z + 3] = b.scale[1];
+    }
+    u->wsc = _mm512_load_ps(scales);
+  }
+};
+
 // Repeats each of 8 floats twice: per 32-element group -> per 16 elements.
 inline __m512 Dup8To16(__m256 v) {
   return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7),
@@ -598,6 +630,20 @@ void DotRow(const RowsTask& t, const uint8_t* row, int64_t b0, float* out) {
       return DotQuantized<IQ4NL, NB>(type, row, c, a, out);
     case WeightType::kIQ4_XS:
       return DotQuantized<IQ4XS, NB>(type, row, c, a, out);
+    case WeightType::kIQ2_XXS:
+      return DotQuantized<Grid<WeightType::kIQ2_XXS>, NB>(type, row, c, a, out);
+    case WeightType::kIQ2_XS:
+      return DotQuantized<Grid<WeightType::kIQ2_XS>, NB>(type, row, c, a, out);
+    case WeightType::kIQ2_S:
+      return DotQuantized<Grid<WeightType::kIQ2_S>, NB>(type, row, c, a, out);
+    case WeightType::kIQ3_XXS:
+      return DotQuantized<Grid<WeightType::kIQ3_XXS>, NB>(type, row, c, a, out);
+    case WeightType::kIQ3_S:
+      return DotQuantized<Grid<WeightType::kIQ3_S>, NB>(type, row, c, a, out);
+    case WeightType::kIQ1_S:
+      return DotQuantized<Grid<WeightType::kIQ1_S>, NB>(type, row, c, a, out);
+    case WeightType::kIQ1_M:
+      return DotQuantized<Grid<WeightType::kIQ1_M>, NB>(type, row, c, a, out);
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include "daemon/kernels/dequantize.h"
 #include "daemon/kernels/fp16.h"
+#include "daemon/kernels/iq_decode.h"
 #include "daemon/kernels/matvec_internal.h"
 
 namespace waste::kernels::internal {
@@ -161,6 +162,24 @@ Group DecodeGroup(WeightType type, const uint8_t* row, int64_t gi) {
         g.codes[j + 16] = static_cast<uint8_t>(kIq4NlValues[qs[j] >> 4] + 128);
       }
       SetScale(&g, scale, -128 * scale);
+      break;
+    }
+    case WeightType::kIQ2_XXS:
+    case WeightType::kIQ2_XS:
+    case WeightType::kIQ2_S:
+    case WeightType::kIQ3_XXS:
+    case WeightType::kIQ3_S:
+    case WeightType::kIQ1_S:
+    case WeightType::kIQ1_M: {
+      // int8 codes + 128, as for Q8_0.
+      const int block_bytes = GetWeightTypeInfo(type).block_bytes;
+      const IqGroup r = DecodeIqGroup(type, row + (gi / 8) * block_bytes, gi % 8);
+      for (int e = 0; e < 32; ++e)
+        g.codes[e] = static_cast<uint8_t>((r.q[e / 8] >> (8 * (e % 8))) ^ 0x80);
+      for (int h = 0; h < 2; ++h) {
+        g.wscale[h] = r.scale[h];
+        g.coef[h] = -128 * r.scale[h];
+      }
       break;
     }
     default:

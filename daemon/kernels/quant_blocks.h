@@ -31,17 +31,26 @@ enum class WeightType : uint32_t {
   kQ4_K = 12,
   kQ5_K = 13,
   kQ6_K = 14,
+  kIQ2_XXS = 16,
+  kIQ2_XS = 17,
+  kIQ3_XXS = 18,
+  kIQ1_S = 19,
   kIQ4_NL = 20,
+  kIQ3_S = 21,
+  kIQ2_S = 22,
   kIQ4_XS = 23,
+  kIQ1_M = 29,
   kBF16 = 30,
 };
 
 // Every type above, for tests and benchmarks that iterate over all of them.
 inline constexpr WeightType kAllWeightTypes[] = {
-    WeightType::kF32,  WeightType::kF16,    WeightType::kBF16,   WeightType::kQ8_0,
-    WeightType::kQ4_0, WeightType::kQ4_1,   WeightType::kQ5_0,   WeightType::kQ5_1,
-    WeightType::kQ2_K, WeightType::kQ3_K,   WeightType::kQ4_K,   WeightType::kQ5_K,
-    WeightType::kQ6_K, WeightType::kIQ4_NL, WeightType::kIQ4_XS,
+    WeightType::kF32,     WeightType::kF16,    WeightType::kBF16,   WeightType::kQ8_0,
+    WeightType::kQ4_0,    WeightType::kQ4_1,   WeightType::kQ5_0,   WeightType::kQ5_1,
+    WeightType::kQ2_K,    WeightType::kQ3_K,   WeightType::kQ4_K,   WeightType::kQ5_K,
+    WeightType::kQ6_K,    WeightType::kIQ4_NL, WeightType::kIQ4_XS, WeightType::kIQ3_S,
+    WeightType::kIQ3_XXS, WeightType::kIQ2_S,  WeightType::kIQ2_XS, WeightType::kIQ2_XXS,
+    WeightType::kIQ1_M,   WeightType::kIQ1_S,
 };
 
 // Elements per super-block of the K-quants.
@@ -174,6 +183,76 @@ struct BlockIQ4_XS {
 };
 static_assert(sizeof(BlockIQ4_XS) == 136);
 
+// The grid types (IQ1, IQ2, IQ3): each 8 (IQ3: 4) elements are one entry of
+// a fixed codebook (daemon/kernels/iq_grids.h), with signs, times a scale
+// per 32 or 16 elements. Bit layouts are spelled out where they are decoded,
+// in iq_decode.h. All have 8 groups of 32 per block.
+
+// x = d * (2s + 1) / 8 * sign * grid: per group g, qs[4g .. 4g+1] hold 4
+// 8-bit grid indices (bytes 8g .. 8g+3) and a word of four 7-bit sign
+// indices and the 4-bit scale s (bytes 8g+4 .. 8g+7).
+struct BlockIQ2_XXS {
+  Half d;
+  uint16_t qs[kQK_K / 8];
+};
+static_assert(sizeof(BlockIQ2_XXS) == 66);
+
+// qs[4g + l]: a 9-bit grid index and a 7-bit sign index; scales[g]: two
+// 4-bit scales, one per 16 elements.
+struct BlockIQ2_XS {
+  Half d;
+  uint16_t qs[kQK_K / 8];
+  uint8_t scales[kQK_K / 32];
+};
+static_assert(sizeof(BlockIQ2_XS) == 74);
+
+// qs[0..31]: low 8 bits of 10-bit grid indices, qs[32..63]: sign bytes,
+// qh[g]: the indices' top 2 bits, scales[g]: two 4-bit scales.
+struct BlockIQ2_S {
+  Half d;
+  uint8_t qs[kQK_K / 4];
+  uint8_t qh[kQK_K / 32];
+  uint8_t scales[kQK_K / 32];
+};
+static_assert(sizeof(BlockIQ2_S) == 82);
+
+// qs[0..63]: 8-bit indices of 4-element grid entries; qs[64..95]: per group
+// a word of four 7-bit sign indices and a 4-bit scale.
+struct BlockIQ3_XXS {
+  Half d;
+  uint8_t qs[3 * kQK_K / 8];
+};
+static_assert(sizeof(BlockIQ3_XXS) == 98);
+
+// qs: low 8 bits of 9-bit indices of 4-element grid entries, qh[g] their
+// top bits, signs: sign bytes, scales: a 4-bit scale per group.
+struct BlockIQ3_S {
+  Half d;
+  uint8_t qs[kQK_K / 4];
+  uint8_t qh[kQK_K / 32];
+  uint8_t signs[kQK_K / 8];
+  uint8_t scales[kQK_K / 64];
+};
+static_assert(sizeof(BlockIQ3_S) == 110);
+
+// Grid values -1, 0, 1 plus a shift of +-1/8: qs the low 8 bits of 11-bit
+// indices; qh[g] their top 3 bits (x4), a 3-bit scale and the shift's sign.
+struct BlockIQ1_S {
+  Half d;
+  uint8_t qs[kQK_K / 8];
+  uint16_t qh[kQK_K / 32];
+};
+static_assert(sizeof(BlockIQ1_S) == 50);
+
+// As IQ1_S with a shift sign per 8 elements and a 3-bit scale per 16; the
+// f16 super-block scale is spread over the top nibbles of the scale words.
+struct BlockIQ1_M {
+  uint8_t qs[kQK_K / 8];
+  uint8_t qh[kQK_K / 16];
+  uint8_t scales[kQK_K / 32];
+};
+static_assert(sizeof(BlockIQ1_M) == 56);
+
 // Static facts about a type.
 struct WeightTypeInfo {
   std::string_view name;  // As llama.cpp prints it: "Q4_K".
@@ -220,6 +299,20 @@ constexpr WeightTypeInfo GetWeightTypeInfo(WeightType type) {
       return {"IQ4_NL", kQK32, sizeof(BlockIQ4_NL)};
     case WeightType::kIQ4_XS:
       return {"IQ4_XS", kQK_K, sizeof(BlockIQ4_XS)};
+    case WeightType::kIQ2_XXS:
+      return {"IQ2_XXS", kQK_K, sizeof(BlockIQ2_XXS)};
+    case WeightType::kIQ2_XS:
+      return {"IQ2_XS", kQK_K, sizeof(BlockIQ2_XS)};
+    case WeightType::kIQ2_S:
+      return {"IQ2_S", kQK_K, sizeof(BlockIQ2_S)};
+    case WeightType::kIQ3_XXS:
+      return {"IQ3_XXS", kQK_K, sizeof(BlockIQ3_XXS)};
+    case WeightType::kIQ3_S:
+      return {"IQ3_S", kQK_K, sizeof(BlockIQ3_S)};
+    case WeightType::kIQ1_S:
+      return {"IQ1_S", kQK_K, sizeof(BlockIQ1_S)};
+    case WeightType::kIQ1_M:
+      return {"IQ1_M", kQK_K, sizeof(BlockIQ1_M)};
   }
   return {"?", 0, 0};
 }
@@ -228,6 +321,22 @@ constexpr WeightTypeInfo GetWeightTypeInfo(WeightType type) {
 constexpr int64_t RowBytes(WeightType type, int64_t cols) {
   const WeightTypeInfo info = GetWeightTypeInfo(type);
   return cols / info.block_elems * info.block_bytes;
+}
+
+// True for the codebook types (see BlockIQ2_XXS).
+constexpr bool IsGridType(WeightType type) {
+  switch (type) {
+    case WeightType::kIQ2_XXS:
+    case WeightType::kIQ2_XS:
+    case WeightType::kIQ2_S:
+    case WeightType::kIQ3_XXS:
+    case WeightType::kIQ3_S:
+    case WeightType::kIQ1_S:
+    case WeightType::kIQ1_M:
+      return true;
+    default:
+      return false;
+  }
 }
 
 // True for the types whose dot products quantize the activation to int8.

@@ -6,6 +6,7 @@
 
 #include "daemon/kernels/dequantize.h"
 #include "daemon/kernels/fp16.h"
+#include "daemon/kernels/iq_grids.h"
 #include "daemon/kernels/quant_blocks.h"
 #include "daemon/kernels/quantize.h"
 #include "gtest/gtest.h"
@@ -249,6 +250,56 @@ TEST(DequantizeTest, IQ4KnownBlocks) {
   }
 }
 
+// IQ2_S by hand (the quant-conformance fixture's IQ2_S file holds no IQ2_S
+// tensor: llama.cpp's mix for it is IQ2_XS and IQ3_S). Piece i = 4g + l of
+// 8 elements: its 10-bit codebook index is qs[i] plus bits 2l, 2l+1 of
+// qh[g]; its signs the byte qs[32 + i]; scales[g] has the 4-bit scale of
+// each 16 elements: x = d * (2s + 1) / 8 * sign * grid value.
+TEST(DequantizeTest, IQ2_SKnownBlock) {
+  BlockIQ2_S b;
+  b.d = F32ToF16(0.5f);
+  std::memset(b.qh, 0, sizeof(b.qh));
+  int index[32];
+  for (int i = 0; i < 32; ++i) {
+    index[i] = (i * 97 + 5) % 1024;
+    b.qs[i] = static_cast<uint8_t>(index[i] & 255);
+    b.qh[i / 4] |= static_cast<uint8_t>((index[i] >> 8) << (2 * (i % 4)));
+    b.qs[32 + i] = static_cast<uint8_t>(i * 37);
+  }
+  for (int g = 0; g < 8; ++g) b.scales[g] = static_cast<uint8_t>(g | ((15 - g) << 4));
+  const std::vector<float> y = Decode(WeightType::kIQ2_S, &b, 256);
+  for (int e = 0; e < 256; ++e) {
+    const int i = e / 8, j = e % 8, g = e / 32;
+    const int s = (e % 32) < 16 ? g : 15 - g;
+    const int value = (kIq2SGrid[index[i]] >> (8 * j)) & 0xFF;
+    const int sign = (static_cast<uint8_t>(i * 37) >> j) & 1 ? -1 : 1;
+    EXPECT_EQ(y[e], 0.5f * (2 * s + 1) / 8 * value * sign) << e;
+  }
+}
+
+// IQ1_S: every 8 elements are codebook values -1, 0, 1 plus a shift of
+// +-1/8 (bit 15 of the group's qh word, set: negative), times d (2s + 1).
+TEST(DequantizeTest, IQ1_SKnownBlock) {
+  BlockIQ1_S b;
+  b.d = F32ToF16(0.25f);
+  int index[32];
+  for (int g = 0; g < 8; ++g) {
+    uint16_t qh = static_cast<uint16_t>((g % 8) << 12 | (g % 2 ? 0x8000 : 0));
+    for (int l = 0; l < 4; ++l) {
+      index[4 * g + l] = (g * 509 + l * 131) % 2048;
+      b.qs[4 * g + l] = static_cast<uint8_t>(index[4 * g + l] & 255);
+      qh |= static_cast<uint16_t>((index[4 * g + l] >> 8) << (3 * l));
+    }
+    std::memcpy(&b.qh[g], &qh, 2);
+  }
+  const std::vector<float> y = Decode(WeightType::kIQ1_S, &b, 256);
+  for (int e = 0; e < 256; ++e) {
+    const int g = e / 32;
+    const int value = static_cast<int8_t>(kIq1SGrid[index[e / 8]] >> (8 * (e % 8)));
+    EXPECT_EQ(y[e], 0.25f * (2 * g + 1) * (value + (g % 2 ? -0.125f : 0.125f))) << e;
+  }
+}
+
 // Quantize -> dequantize of Gaussian rows. Legacy types: each element is
 // within one step d of its block (half a step from rounding, up to a whole
 // step where the f16-rounded scale pushes the extreme element into the clamp).
@@ -266,11 +317,29 @@ TEST(QuantizeTest, RoundTripErrorBounds) {
     double max_rel_rms;
   };
   const Case cases[] = {
-      {WeightType::kF32, 0},      {WeightType::kF16, 5e-4},     {WeightType::kBF16, 4e-3},
-      {WeightType::kQ8_0, 0.006}, {WeightType::kQ4_0, 0.12},    {WeightType::kQ4_1, 0.09},
-      {WeightType::kQ5_0, 0.06},  {WeightType::kQ5_1, 0.045},   {WeightType::kQ4_K, 0.11},
-      {WeightType::kQ5_K, 0.055}, {WeightType::kQ6_K, 0.03},    {WeightType::kQ2_K, 0.3},
-      {WeightType::kQ3_K, 0.17},  {WeightType::kIQ4_NL, 0.085}, {WeightType::kIQ4_XS, 0.085},
+      {WeightType::kF32, 0},
+      {WeightType::kF16, 5e-4},
+      {WeightType::kBF16, 4e-3},
+      {WeightType::kQ8_0, 0.006},
+      {WeightType::kQ4_0, 0.12},
+      {WeightType::kQ4_1, 0.09},
+      {WeightType::kQ5_0, 0.06},
+      {WeightType::kQ5_1, 0.045},
+      {WeightType::kQ4_K, 0.11},
+      {WeightType::kQ5_K, 0.055},
+      {WeightType::kQ6_K, 0.03},
+      {WeightType::kQ2_K, 0.3},
+      {WeightType::kQ3_K, 0.17},
+      {WeightType::kIQ4_NL, 0.085},
+      {WeightType::kIQ4_XS, 0.085},
+      // The codebook types' plain search (quantize_iq.h).
+      {WeightType::kIQ3_S, 0.17},
+      {WeightType::kIQ3_XXS, 0.22},
+      {WeightType::kIQ2_S, 0.3},
+      {WeightType::kIQ2_XS, 0.34},
+      {WeightType::kIQ2_XXS, 0.4},
+      {WeightType::kIQ1_M, 0.5},
+      {WeightType::kIQ1_S, 0.56},
   };
   for (const Case& c : cases) {
     std::vector<uint8_t> q(RowBytes(c.type, n));

@@ -6,6 +6,7 @@
 
 #include "common/logging.h"
 #include "daemon/kernels/fp16.h"
+#include "daemon/kernels/quantize_iq.h"
 
 namespace waste::kernels {
 namespace {
@@ -448,6 +449,14 @@ void QuantizeRow(WeightType type, const float* src, void* dst, int64_t n) {
         QuantizeIQ4_XS(src + kQK_K * i, static_cast<BlockIQ4_XS*>(dst) + i);
       }
       return;
+    case WeightType::kIQ2_XXS:
+    case WeightType::kIQ2_XS:
+    case WeightType::kIQ2_S:
+    case WeightType::kIQ3_XXS:
+    case WeightType::kIQ3_S:
+    case WeightType::kIQ1_S:
+    case WeightType::kIQ1_M:
+      return internal::QuantizeGridRow(type, src, dst, n);
   }
   WCHECK(false) << "unhandled weight type " << static_cast<uint32_t>(type);
 }

@@ -7,7 +7,8 @@
 // block, which 2-3 bits and a non-uniform grid need to be usable); they are
 // for tests, benchmarks and tools, not for matching llama-quantize's output
 // bit for bit (it searches scales harder and weighs them by an importance
-// matrix).
+// matrix). The codebook types (IQ1, IQ2, IQ3) round to the nearest lattice
+// point's codebook entry (quantize_iq.h).
 #ifndef WASTE_DAEMON_KERNELS_QUANTIZE_H_
 #define WASTE_DAEMON_KERNELS_QUANTIZE_H_
 
