@@ -166,11 +166,13 @@ TEST_F(StreamedMatchesResident, SyntheticQwen3) {
   CompareAtBudgets(40, nullptr);
 }
 
-// The 2-4-bit types: with rows of 256 every matrix keeps the type (no
+// The 1-4-bit types: with rows of 256 every matrix keeps the type (no
 // fallback), embeddings and head included.
 TEST_F(StreamedMatchesResident, SyntheticLowBitTypes) {
-  for (storage::GgmlType type : {storage::GgmlType::kQ2_K, storage::GgmlType::kQ3_K,
-                                 storage::GgmlType::kIQ4_NL, storage::GgmlType::kIQ4_XS}) {
+  using storage::GgmlType;
+  for (GgmlType type : {GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kIQ4_NL, GgmlType::kIQ4_XS,
+                        GgmlType::kIQ3_S, GgmlType::kIQ3_XXS, GgmlType::kIQ2_S, GgmlType::kIQ2_XS,
+                        GgmlType::kIQ2_XXS, GgmlType::kIQ1_M, GgmlType::kIQ1_S}) {
     SCOPED_TRACE(std::string(storage::GgmlTypeName(type)));
     storage::MemEnv env;
     WriteSynthetic(&env, tools::SyntheticArch::kLlama, type);

@@ -1,7 +1,7 @@
 // Mixture-of-experts models streamed under budgets below their size (the
 // trunk pinned, experts through the expert cache) give the same greedy
 // tokens and bit-identical logits as fully resident: synthetic mixtral,
-// qwen3moe and deepseek2 (and qwen3moe in each 2-4-bit type), token at a
+// qwen3moe and deepseek2 (and qwen3moe in each 1-4-bit type), token at a
 // time and in a chunked prefill, with router lookahead off and on, at the
 // plan's floor and at a mid budget.
 #include <cstring>
@@ -129,10 +129,12 @@ TEST_P(StreamedMoeMatchesResident, TokensAndLogitsBitIdentical) {
   ExpectStreamedMatchesResident(MoeOptions(GetParam()));
 }
 
-// The 2-4-bit types in experts: rows of 256 (dim and expert_ffn) keep them.
+// The 1-4-bit types in experts: rows of 256 (dim and expert_ffn) keep them.
 TEST(StreamedMoeLowBitTest, TokensAndLogitsBitIdentical) {
-  for (storage::GgmlType type : {storage::GgmlType::kQ2_K, storage::GgmlType::kQ3_K,
-                                 storage::GgmlType::kIQ4_NL, storage::GgmlType::kIQ4_XS}) {
+  using storage::GgmlType;
+  for (GgmlType type : {GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kIQ4_NL, GgmlType::kIQ4_XS,
+                        GgmlType::kIQ3_S, GgmlType::kIQ3_XXS, GgmlType::kIQ2_S, GgmlType::kIQ2_XS,
+                        GgmlType::kIQ2_XXS, GgmlType::kIQ1_M, GgmlType::kIQ1_S}) {
     SCOPED_TRACE(std::string(storage::GgmlTypeName(type)));
     tools::MkModelOptions o = MoeOptions(tools::SyntheticArch::kQwen3Moe);
     o.out = ::testing::TempDir() + "/streaming_moe_" + std::string(storage::GgmlTypeName(type)) +

@@ -237,15 +237,15 @@ TEST_P(MkModelTypeTest, MatricesHaveTheTypeAndSaneValues) {
   for (float v : ones) ASSERT_EQ(v, 1.0f);
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, MkModelTypeTest,
-                         ::testing::Values(GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16,
-                                           GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_1,
-                                           GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kQ4_K,
-                                           GgmlType::kQ5_K, GgmlType::kQ6_K, GgmlType::kQ2_K,
-                                           GgmlType::kQ3_K, GgmlType::kIQ4_NL, GgmlType::kIQ4_XS),
-                         [](const auto& info) {
-                           return std::string(storage::GgmlTypeName(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Types, MkModelTypeTest,
+    ::testing::Values(GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0,
+                      GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1,
+                      GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K, GgmlType::kQ2_K,
+                      GgmlType::kQ3_K, GgmlType::kIQ4_NL, GgmlType::kIQ4_XS, GgmlType::kIQ3_S,
+                      GgmlType::kIQ3_XXS, GgmlType::kIQ2_S, GgmlType::kIQ2_XS, GgmlType::kIQ2_XXS,
+                      GgmlType::kIQ1_M, GgmlType::kIQ1_S),
+    [](const auto& info) { return std::string(storage::GgmlTypeName(info.param)); });
 
 TEST(MkModelTest, FallsBackWhereRowsAreNotWholeBlocks) {
   EXPECT_EQ(MatrixType(GgmlType::kQ4_K, 512), GgmlType::kQ4_K);
@@ -368,7 +368,7 @@ TEST(MkModelTest, ParsesFlags) {
   EXPECT_EQ(o->seed, 7u);
   EXPECT_FALSE(ParseMkModelArgs({"--arch", "gpt5", "--out", "x"}).ok());
   EXPECT_FALSE(ParseMkModelArgs({"--dim", "4"}).ok());  // No --out.
-  EXPECT_FALSE(ParseMkModelArgs({"--out", "x", "--type", "iq2_xxs"}).ok());
+  EXPECT_FALSE(ParseMkModelArgs({"--out", "x", "--type", "tq1_0"}).ok());
   EXPECT_FALSE(ParseMkModelArgs({"--out", "x", "--layers", "-1"}).ok());
   EXPECT_FALSE(ParseMkModelArgs({"--out", "x", "--bogus", "1"}).ok());
 }

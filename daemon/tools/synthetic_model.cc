@@ -257,6 +257,13 @@ GgmlType MatrixType(GgmlType requested, int64_t ne0) {
       case GgmlType::kQ2_K:
       case GgmlType::kQ3_K:
       case GgmlType::kIQ4_XS:
+      case GgmlType::kIQ3_S:
+      case GgmlType::kIQ3_XXS:
+      case GgmlType::kIQ2_S:
+      case GgmlType::kIQ2_XS:
+      case GgmlType::kIQ2_XXS:
+      case GgmlType::kIQ1_M:
+      case GgmlType::kIQ1_S:
         requested = GgmlType::kIQ4_NL;
         break;
       default:
@@ -292,6 +299,20 @@ uint32_t FileTypeFor(GgmlType type) {
       return 25;
     case GgmlType::kIQ4_XS:
       return 30;
+    case GgmlType::kIQ2_XXS:
+      return 19;
+    case GgmlType::kIQ2_XS:
+      return 20;
+    case GgmlType::kIQ3_XXS:
+      return 23;
+    case GgmlType::kIQ1_S:
+      return 24;
+    case GgmlType::kIQ3_S:
+      return 26;
+    case GgmlType::kIQ2_S:
+      return 28;
+    case GgmlType::kIQ1_M:
+      return 31;
     case GgmlType::kQ4_K:
       return 15;  // Q4_K_M
     case GgmlType::kQ5_K:

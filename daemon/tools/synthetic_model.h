@@ -107,7 +107,8 @@ ModelSpec BuildModelSpec(const MkModelOptions& resolved);
 // The type a matrix with rows of `ne0` elements gets when `requested` is
 // asked for, falling back as llama.cpp's quantizer does when a row is not a
 // whole number of blocks: Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, Q2_K,
-// Q3_K and IQ4_XS -> IQ4_NL, and F16 when even 32-element blocks do not fit.
+// Q3_K, IQ4_XS and the IQ1/IQ2/IQ3 types -> IQ4_NL, and F16 when even
+// 32-element blocks do not fit.
 storage::GgmlType MatrixType(storage::GgmlType requested, int64_t ne0);
 
 // llama.cpp's general.file_type (enum llama_ftype) for a weight type.
