@@ -27,6 +27,8 @@ flags:
   --stop TEXT           stop when TEXT appears (repeatable)
   --system TEXT         (chat) a system message first
   --session ID          continue a session (its id is printed with --stats)
+  --keep-session        keep the session on disk when the model unloads or the
+                        daemon stops, so --session ID continues it later
   --stats               print tok/s, time to first token and engine counters to stderr
   --token-stats         also print per-token engine counters to stderr
 )";
@@ -97,6 +99,7 @@ int RunGenerate(WasteClient& client, const std::vector<std::string>& raw, bool c
                               {"stop"},
                               {"system"},
                               {"session"},
+                              {"keep-session", false},
                               {"stats", false},
                               {"token-stats", false},
                               {"help", false}});
@@ -139,6 +142,7 @@ int RunGenerate(WasteClient& client, const std::vector<std::string>& raw, bool c
   }
   for (const std::string& stop : args->GetAll("stop")) request.add_stop(stop);
   request.set_session_id(args->GetOr("session", ""));
+  request.set_keep_session(args->Has("keep-session"));
   const bool stats = args->Has("stats") || args->Has("token-stats");
   request.set_stream_stats(args->Has("token-stats"));
 

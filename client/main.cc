@@ -25,12 +25,33 @@ commands:
                           how a model fits a RAM budget (floor, recommended, bytes/token)
   load MODEL / unload MODEL
   stats                   daemon statistics
+  save-session [--model M] ID
+                          write session ID to the daemon's state directory
+                          (a later request with its id continues it, even
+                          after a restart; see generate --keep-session)
 
 The daemon is found at --socket, else --address, else $WASTE_ADDRESS, else
 $XDG_RUNTIME_DIR/waste/wasted.sock (/run/waste/wasted.sock without it).
 )";
 
 constexpr size_t kMaxSocketPath = 107;  // sizeof(sockaddr_un::sun_path) - 1
+
+int SaveSession(WasteClient& client, const std::vector<std::string>& raw) {
+  auto args = ParseArgs(raw, {{"model"}});
+  if (!args.ok() || args->positional().size() != 1) {
+    std::cerr << "usage: waste-client save-session [--model NAME] SESSION_ID\n";
+    return 2;
+  }
+  v1::SaveSessionRequest request;
+  request.set_model(args->GetOr("model", ""));
+  request.set_session_id(args->positional()[0]);
+  auto response = client.SaveSession(request);
+  if (!response.ok()) return FailCall(client, response.status());
+  std::cout << absl::StrFormat("saved %s: %d tokens, %s in %s\n", request.session_id(),
+                               response->tokens(), FormatBytes(response->bytes()),
+                               response->path());
+  return 0;
+}
 
 int Health(WasteClient& client) {
   auto status = client.Health();
@@ -219,6 +240,7 @@ int Main(int argc, char** argv) {
   if (command == "tokenize") return Tokenize(*client, rest);
   if (command == "plan") return Plan(*client, rest);
   if (command == "load" || command == "unload") return LoadUnload(*client, rest, command == "load");
+  if (command == "save-session") return SaveSession(*client, rest);
   std::cerr << "waste-client: unknown command '" << command << "'\n\n" << kUsage;
   return 2;
 }

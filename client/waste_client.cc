@@ -78,6 +78,7 @@ absl::StatusOr<grpc::health::v1::HealthCheckResponse::ServingStatus> WasteClient
   }
 
 WASTE_CLIENT_UNARY(GetStats)
+WASTE_CLIENT_UNARY(SaveSession)
 WASTE_CLIENT_UNARY(LoadModel)
 WASTE_CLIENT_UNARY(UnloadModel)
 WASTE_CLIENT_UNARY(Plan)

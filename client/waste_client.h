@@ -45,6 +45,7 @@ class WasteClient {
 
   absl::StatusOr<v1::ListModelsResponse> ListModels();
   absl::StatusOr<v1::GetStatsResponse> GetStats(const v1::GetStatsRequest& request);
+  absl::StatusOr<v1::SaveSessionResponse> SaveSession(const v1::SaveSessionRequest& request);
   absl::StatusOr<v1::LoadModelResponse> LoadModel(const v1::LoadModelRequest& request);
   absl::StatusOr<v1::UnloadModelResponse> UnloadModel(const v1::UnloadModelRequest& request);
   absl::StatusOr<v1::PlanResponse> Plan(const v1::PlanRequest& request);

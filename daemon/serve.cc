@@ -5,6 +5,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <functional>
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
@@ -29,6 +30,8 @@ flags (each overrides the config file):
   --socket PATH        Unix socket; default $XDG_RUNTIME_DIR/waste/wasted.sock,
                        or /run/waste/wasted.sock under systemd
   --models-dir DIR     a directory of *.gguf models (repeatable)
+  --follow-symlinks    also serve model symlinks that point outside the models
+                       directories (skipped by default)
   --listen HOST:PORT   also listen on TCP (no authentication: prefer loopback)
   --log-level LEVEL    debug, info, warning or error
   --state-dir DIR      persistent state (expert hotlists); default
@@ -120,6 +123,7 @@ absl::StatusOr<v1::DaemonConfig> BuildConfig(const ParsedArgs& args) {
   if (absl::Status status = ApplyModelFlags(args, config.mutable_model_defaults()); !status.ok()) {
     return status;
   }
+  if (args.Has("follow-symlinks")) config.set_follow_symlinks(true);
   std::vector<std::string> dirs = args.GetAll("models-dir");
   if (!dirs.empty()) {
     config.clear_models_dirs();
@@ -129,12 +133,69 @@ absl::StatusOr<v1::DaemonConfig> BuildConfig(const ParsedArgs& args) {
   return config;
 }
 
+// SIGHUP: reads the config file again (flags still win) and applies what
+// can change while serving: log_level, default_model, model_defaults and
+// [models.*] sections, max_concurrent_requests, max_queued_requests and
+// max_saved_sessions_bytes (models loaded from then on take them; loaded
+// ones keep theirs until reloaded). The models directories are scanned
+// afresh on every listing anyway; the count is logged. Other keys need a
+// restart and are reported when they changed.
+void Reload(const ParsedArgs& args, engine::Engine* engine) {
+  absl::StatusOr<v1::DaemonConfig> fresh = BuildConfig(args);
+  if (!fresh.ok()) {
+    WLOG(WARNING) << "SIGHUP: keeping the running configuration: " << fresh.status().message();
+    return;
+  }
+  LogLevel level;
+  if (!ParseLogLevel(fresh->log_level(), &level)) {
+    WLOG(WARNING) << "SIGHUP: keeping the running configuration: unknown log level '"
+                  << fresh->log_level() << "'";
+    return;
+  }
+  const v1::DaemonConfig running = engine->config();
+  v1::DaemonConfig live = running;
+  live.set_log_level(fresh->log_level());
+  live.set_default_model(fresh->default_model());
+  *live.mutable_model_defaults() = fresh->model_defaults();
+  *live.mutable_models() = fresh->models();
+  live.set_max_concurrent_requests(fresh->max_concurrent_requests());
+  live.set_max_queued_requests(fresh->max_queued_requests());
+  live.set_max_saved_sessions_bytes(fresh->max_saved_sessions_bytes());
+  // What differs besides those needs a restart.
+  v1::DaemonConfig rest = *fresh;
+  rest.clear_log_level();
+  rest.clear_default_model();
+  rest.clear_model_defaults();
+  rest.clear_models();
+  rest.clear_max_concurrent_requests();
+  rest.clear_max_queued_requests();
+  rest.clear_max_saved_sessions_bytes();
+  v1::DaemonConfig running_rest = running;
+  running_rest.clear_log_level();
+  running_rest.clear_default_model();
+  running_rest.clear_model_defaults();
+  running_rest.clear_models();
+  running_rest.clear_max_concurrent_requests();
+  running_rest.clear_max_queued_requests();
+  running_rest.clear_max_saved_sessions_bytes();
+  if (rest.SerializeAsString() != running_rest.SerializeAsString()) {
+    WLOG(WARNING) << "SIGHUP: socket, listen, http_*, api_key*, models_dirs, state_dir or "
+                     "follow_symlinks changed; they take effect after a restart";
+  }
+  SetMinLogLevel(level);
+  engine->Reconfigure(live);
+  WLOG(INFO) << "SIGHUP: configuration reloaded (log level " << live.log_level()
+             << "; model settings apply to models loaded from now on); "
+             << engine->catalog().Scan().size() << " model(s) in the models directories";
+}
+
 }  // namespace
 
 int RunServe(const std::vector<std::string>& raw_args) {
   absl::StatusOr<ParsedArgs> args = ParseArgs(raw_args, {{"config"},
                                                          {"socket"},
                                                          {"models-dir"},
+                                                         {"follow-symlinks", false},
                                                          {"listen"},
                                                          {"log-level"},
                                                          {"state-dir"},
@@ -178,7 +239,7 @@ int RunServe(const std::vector<std::string>& raw_args) {
 
   std::vector<std::string> dirs(config->models_dirs().begin(), config->models_dirs().end());
   if (dirs.empty()) WLOG(WARNING) << "no models directories configured (--models-dir)";
-  ModelCatalog catalog(dirs);
+  ModelCatalog catalog(dirs, config->follow_symlinks());
   if (absl::Status status = catalog.Validate(); !status.ok()) {
     WLOG(ERROR) << status.message();
     return 1;
@@ -198,9 +259,19 @@ int RunServe(const std::vector<std::string>& raw_args) {
   NotifySystemd("READY=1\nSTATUS=serving");
 
   boost::asio::io_context io;
+  boost::asio::signal_set hangups(io, SIGHUP);
+  std::function<void()> await_hangup = [&] {
+    hangups.async_wait([&](const boost::system::error_code& error, int) {
+      if (error) return;
+      Reload(*args, &engine);
+      await_hangup();
+    });
+  };
+  await_hangup();
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& error, int signal_number) {
     if (error) return;
+    hangups.cancel();
     WLOG(INFO) << "received " << strsignal(signal_number) << ", shutting down";
     NotifySystemd("STOPPING=1");
     (*server)->Shutdown(absl::Seconds(5));

@@ -56,7 +56,7 @@ else
   ctx_flags=(--ctx 1024)
 fi
 
-serve_flags=(--socket "$socket" --models-dir "$models" "${ctx_flags[@]}")
+serve_flags=(--socket "$socket" --models-dir "$models" --follow-symlinks "${ctx_flags[@]}")
 if [[ -n "$ram_budget" ]]; then
   serve_flags+=(--ram-budget "$ram_budget")
 fi

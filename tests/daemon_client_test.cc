@@ -4,10 +4,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 #include "client/waste_client.h"
 #include "gtest/gtest.h"
 #include "tests/daemon_harness.h"
@@ -149,6 +151,79 @@ TEST(DaemonStartupTest, OverlongSocketPathIsAClearError) {
       {Wasted(), "serve", "--socket", socket, "--models-dir", testing::ModelPath("stories260K")});
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_TRUE(absl::StrContains(result.err, "the limit for Unix sockets")) << result.err;
+}
+
+TEST(DaemonStartupTest, SocketDirectoryIsPrivateAndAnOpenOneIsRefused) {
+  // A directory wasted creates for its socket: owner and group only.
+  const std::string base = testing::SocketDir();
+  const std::string created = base + "/run/waste";
+  {
+    testing::Process daemon({Wasted(), "serve", "--socket", created + "/w.sock", "--models-dir",
+                             testing::ModelPath("stories260K")});
+    for (int i = 0; i < 200 && access((created + "/w.sock").c_str(), F_OK) != 0; ++i) {
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    struct stat st;
+    ASSERT_EQ(stat(created.c_str(), &st), 0) << daemon.Stderr();
+    EXPECT_EQ(st.st_mode & 0777, 0750);
+    // (The socket can exist a moment before the signal handler does, so the
+    // exit code is not the point here.)
+    daemon.Stop(SIGTERM);
+  }
+
+  // One anybody may write to (and that lacks the sticky bit) is refused.
+  const std::string open = base + "/open";
+  ASSERT_EQ(mkdir(open.c_str(), 0777), 0);
+  ASSERT_EQ(chmod(open.c_str(), 0777), 0);
+  CommandResult result = RunCommand({Wasted(), "serve", "--socket", open + "/w.sock",
+                                     "--models-dir", testing::ModelPath("stories260K")});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_TRUE(absl::StrContains(result.err, "writable by everyone")) << result.err;
+}
+
+TEST(DaemonStartupTest, SighupReloadsTheConfigForModelsLoadedAfterIt) {
+  const std::string dir = testing::TempDir();
+  const std::string config = dir + "/wasted.toml";
+  auto write_config = [&](const std::string& body) {
+    std::ofstream out(config);
+    out << "models_dirs = [\"" << testing::ModelPath("stories260K") << "\"]\n" << body;
+  };
+  write_config("[model_defaults]\ncontext_length = 256\n");
+  testing::DaemonHarness daemon(testing::ModelPath("stories260K"), {"--config", config});
+  ASSERT_TRUE(daemon.WaitUntilServing().ok());
+  auto context_of_next_load = [&] {
+    v1::GenerateRequest request;
+    request.set_model("stories260K");
+    request.set_max_tokens(1);
+    int context = 0;
+    absl::Status status = daemon.client().Generate(request, [&](const v1::GenerateEvent& e) {
+      if (e.has_started()) context = e.started().context_length();
+      return true;
+    });
+    EXPECT_TRUE(status.ok()) << status;
+    v1::UnloadModelRequest unload;
+    unload.set_model("stories260K");
+    EXPECT_TRUE(daemon.client().UnloadModel(unload).ok());
+    return context;
+  };
+  EXPECT_EQ(context_of_next_load(), 256);
+
+  write_config("[model_defaults]\ncontext_length = 128\n");
+  ASSERT_EQ(kill(daemon.process().pid(), SIGHUP), 0);
+  for (int i = 0; i < 100 && !absl::StrContains(daemon.process().Stderr(), "reloaded"); ++i) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_EQ(context_of_next_load(), 128);
+
+  // A broken file is reported and the running configuration stays.
+  write_config("[model_defaults]\ncontext_lenght = 64\n");
+  ASSERT_EQ(kill(daemon.process().pid(), SIGHUP), 0);
+  for (int i = 0; i < 100 && !absl::StrContains(daemon.process().Stderr(), "keeping"); ++i) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_TRUE(absl::StrContains(daemon.process().Stderr(), "keeping the running configuration"))
+      << daemon.process().Stderr();
+  EXPECT_EQ(context_of_next_load(), 128);
 }
 
 TEST(NoDaemonTest, CliExitsNonZeroWithOneLineHint) {

@@ -55,8 +55,10 @@ absl::StatusOr<ModelFileIdentity> IdentifyModelFile(storage::Env* env, const std
   return id;
 }
 
+std::string ModelPathKey(const std::string& model_path) { return Hex(Fnv1a(model_path)); }
+
 std::string HotlistPathFor(const std::string& state_dir, const std::string& model_path) {
-  return absl::StrCat(state_dir, "/hotlist-", Hex(Fnv1a(model_path)), ".txt");
+  return absl::StrCat(state_dir, "/hotlist-", ModelPathKey(model_path), ".txt");
 }
 
 absl::Status SaveHotlist(storage::Env* env, const std::string& hotlist_path,

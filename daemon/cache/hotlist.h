@@ -48,8 +48,12 @@ struct HotlistEntry {
   uint64_t uses = 0;
 };
 
+// A short name for a model path in file names of the state directory (16
+// hex digits of its hash).
+std::string ModelPathKey(const std::string& model_path);
+
 // Where a model's hotlist lives under a state directory: one file per model
-// path ("hotlist-<hash of the path>.txt").
+// path ("hotlist-<ModelPathKey>.txt").
 std::string HotlistPathFor(const std::string& state_dir, const std::string& model_path);
 
 // Writes the expert chunks with uses > 0 (uses by ChunkId, e.g. the store's

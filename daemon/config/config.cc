@@ -44,7 +44,7 @@ std::string Where(const toml::node& node, absl::string_view source) {
 absl::StatusOr<int64_t> TomlInt(const toml::node& node, const FieldDescriptor* field,
                                 absl::string_view path, absl::string_view source) {
   if (auto v = node.value<int64_t>()) return *v;
-  if (field->name() == "ram_budget_bytes") {
+  if (field->name() == "ram_budget_bytes" || field->name() == "max_saved_sessions_bytes") {
     if (auto s = node.value<std::string>()) {
       auto bytes = ParseByteSize(*s);
       if (!bytes.ok()) {
@@ -217,6 +217,9 @@ void ApplyDaemonDefaults(v1::DaemonConfig* config) {
   if (config->log_level().empty()) config->set_log_level("info");
   if (!config->has_max_concurrent_requests()) config->set_max_concurrent_requests(4);
   if (!config->has_max_queued_requests()) config->set_max_queued_requests(64);
+  if (!config->has_max_saved_sessions_bytes()) {
+    config->set_max_saved_sessions_bytes(int64_t{4} << 30);
+  }
   if (config->state_dir().empty()) {
     const char* state_directory = getenv("STATE_DIRECTORY");  // systemd StateDirectory=
     const char* xdg_state = getenv("XDG_STATE_HOME");

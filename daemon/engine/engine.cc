@@ -13,6 +13,16 @@ namespace waste::engine {
 Engine::Engine(storage::Env* env, const ModelCatalog* catalog, v1::DaemonConfig config)
     : env_(env), catalog_(catalog), config_(std::move(config)), reaper_([this] { ReapLoop(); }) {}
 
+v1::DaemonConfig Engine::config() const {
+  absl::MutexLock lock(&config_mu_);
+  return config_;
+}
+
+void Engine::Reconfigure(const v1::DaemonConfig& config) {
+  absl::MutexLock lock(&config_mu_);
+  config_ = config;
+}
+
 Engine::~Engine() {
   {
     absl::MutexLock lock(&reaper_mu_);
@@ -46,21 +56,23 @@ void Engine::UnloadIdle(absl::Time now) {
 }
 
 v1::ModelConfig Engine::ConfigFor(const std::string& name) const {
-  v1::ModelConfig config = config_.model_defaults();
-  if (!config.has_max_concurrent_requests() && config_.has_max_concurrent_requests()) {
-    config.set_max_concurrent_requests(config_.max_concurrent_requests());
+  const v1::DaemonConfig daemon = this->config();
+  v1::ModelConfig config = daemon.model_defaults();
+  if (!config.has_max_concurrent_requests() && daemon.has_max_concurrent_requests()) {
+    config.set_max_concurrent_requests(daemon.max_concurrent_requests());
   }
-  if (!config.has_max_queued_requests() && config_.has_max_queued_requests()) {
-    config.set_max_queued_requests(config_.max_queued_requests());
+  if (!config.has_max_queued_requests() && daemon.has_max_queued_requests()) {
+    config.set_max_queued_requests(daemon.max_queued_requests());
   }
-  auto it = config_.models().find(name);
-  if (it != config_.models().end()) config.MergeFrom(it->second);
+  auto it = daemon.models().find(name);
+  if (it != daemon.models().end()) config.MergeFrom(it->second);
   return config;
 }
 
 absl::StatusOr<std::string> Engine::ResolveName(const std::string& name) const {
   if (!name.empty()) return name;
-  if (!config_.default_model().empty()) return config_.default_model();
+  const std::string default_model = config().default_model();
+  if (!default_model.empty()) return default_model;
   std::vector<std::string> loaded;
   for (const auto& model : Loaded()) loaded.push_back(model->name());
   if (loaded.size() == 1) return loaded[0];
@@ -88,14 +100,15 @@ absl::StatusOr<std::shared_ptr<LoadedModel>> Engine::Get(const std::string& requ
   ASSIGN_OR_RETURN(ModelFile file, catalog_->Find(name));
   ASSIGN_OR_RETURN(
       std::unique_ptr<LoadedModel> loaded,
-      LoadedModel::Load(env_, file.name, file.path, ConfigFor(name), config_.state_dir()));
+      LoadedModel::Load(env_, file.name, file.path, ConfigFor(name), config().state_dir(),
+                        static_cast<uint64_t>(config().max_saved_sessions_bytes())));
   slot->model = std::move(loaded);
   return slot->model;
 }
 
 std::shared_ptr<LoadedModel> Engine::TryGetLoaded(const std::string& requested) {
   std::string name = requested;
-  if (name.empty()) name = config_.default_model();
+  if (name.empty()) name = config().default_model();
   if (name.empty()) {
     std::vector<std::shared_ptr<LoadedModel>> loaded = Loaded();
     return loaded.size() == 1 ? loaded[0] : nullptr;
@@ -128,7 +141,8 @@ absl::StatusOr<std::shared_ptr<LoadedModel>> Engine::Load(const std::string& req
   // Free the old copy first so both never hold their budget at once.
   slot->model.reset();
   ASSIGN_OR_RETURN(std::unique_ptr<LoadedModel> loaded,
-                   LoadedModel::Load(env_, file.name, file.path, config, config_.state_dir()));
+                   LoadedModel::Load(env_, file.name, file.path, config, this->config().state_dir(),
+                                     static_cast<uint64_t>(this->config().max_saved_sessions_bytes())));
   slot->model = std::move(loaded);
   return slot->model;
 }

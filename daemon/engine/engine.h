@@ -70,6 +70,12 @@ class Engine {
 
   const ModelCatalog& catalog() const { return *catalog_; }
 
+  // The daemon configuration in force, and a new one (SIGHUP): model
+  // defaults, per-model sections, default_model and max_saved_sessions_bytes
+  // apply to models loaded from then on; loaded models keep theirs.
+  v1::DaemonConfig config() const;
+  void Reconfigure(const v1::DaemonConfig& config);
+
  private:
   struct Slot {
     absl::Mutex mu;  // Held while loading.
@@ -83,7 +89,8 @@ class Engine {
 
   storage::Env* env_;
   const ModelCatalog* catalog_;
-  v1::DaemonConfig config_;
+  mutable absl::Mutex config_mu_;
+  v1::DaemonConfig config_ ABSL_GUARDED_BY(config_mu_);
   mutable absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);
   struct Described {

@@ -24,11 +24,10 @@ storage::IoEngine ParseIoEngine(const std::string& name) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<LoadedModel>> LoadedModel::Load(storage::Env* env,
-                                                               const std::string& name,
-                                                               const std::string& path,
-                                                               const v1::ModelConfig& config,
-                                                               const std::string& state_dir) {
+absl::StatusOr<std::unique_ptr<LoadedModel>> LoadedModel::Load(
+    storage::Env* env, const std::string& name, const std::string& path,
+    const v1::ModelConfig& config, const std::string& state_dir,
+    uint64_t max_saved_sessions_bytes) {
   absl::Time start = absl::Now();
   auto loaded = std::unique_ptr<LoadedModel>(new LoadedModel());
   loaded->name_ = name;
@@ -101,7 +100,15 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadedModel::Load(storage::Env* env
   loaded->text_.tokenizer = loaded->tokenizer_.get();
   loaded->text_.chat_template = loaded->gguf_->GetString("tokenizer.chat_template").value_or("");
   loaded->text_.context_length = loaded->context_length_;
+  if (!state_dir.empty()) {
+    ASSIGN_OR_RETURN(cache::ModelFileIdentity identity,
+                     cache::IdentifyModelFile(env, path, loaded->model_->chunks()));
+    loaded->session_store_ = std::make_unique<SessionStore>(
+        SessionStore::DirFor(state_dir, path), std::move(identity), loaded->model_.get(),
+        max_saved_sessions_bytes);
+  }
   SchedulerOptions scheduling;
+  scheduling.session_store = loaded->session_store_.get();
   scheduling.max_batch = MaxConcurrentRequests(config);
   scheduling.max_queued = MaxQueuedRequests(config);
   if (config.has_prefill_chunk()) scheduling.prefill_chunk = std::max(1, config.prefill_chunk());

@@ -44,11 +44,12 @@ class LoadedModel {
   // weights as `config` asks. Errors name the file and what is wrong.
   // `state_dir` (may be empty) is where the warm expert hotlist of a MoE
   // model is kept across restarts.
-  static absl::StatusOr<std::unique_ptr<LoadedModel>> Load(storage::Env* env,
-                                                           const std::string& name,
-                                                           const std::string& path,
-                                                           const v1::ModelConfig& config,
-                                                           const std::string& state_dir = "");
+  // Sessions that asked to be kept are saved under `state_dir` too, within
+  // `max_saved_sessions_bytes` for all models (0: unbounded).
+  static absl::StatusOr<std::unique_ptr<LoadedModel>> Load(
+      storage::Env* env, const std::string& name, const std::string& path,
+      const v1::ModelConfig& config, const std::string& state_dir = "",
+      uint64_t max_saved_sessions_bytes = uint64_t{4} << 30);
   ~LoadedModel();
 
   const std::string& name() const { return name_; }
@@ -68,6 +69,11 @@ class LoadedModel {
   // may be set from another thread at any time.
   absl::Status Generate(const v1::GenerateRequest& request, const EventSink& sink,
                         const std::atomic<bool>* cancelled);
+
+  // Saves an open session to the state directory (see Scheduler).
+  absl::StatusOr<SavedSessionInfo> SaveSession(const std::string& session_id) {
+    return scheduler_->SaveSession(session_id);
+  }
 
   absl::StatusOr<v1::TokenizeResponse> Tokenize(const v1::TokenizeRequest& request) const;
   absl::StatusOr<v1::DetokenizeResponse> Detokenize(const v1::DetokenizeRequest& request) const;
@@ -110,6 +116,7 @@ class LoadedModel {
   cache::ModelFileIdentity identity_;
   std::vector<cache::HotlistEntry> hotlist_previous_;
 
+  std::unique_ptr<SessionStore> session_store_;
   ModelText text_;
   absl::Time loaded_at_ = absl::Now();
   // Last member: destroyed first, so its loop has finished before the

@@ -7,12 +7,42 @@
 #include <system_error>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/escaping.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
 
 namespace waste {
 namespace fs = std::filesystem;
+
+namespace {
+
+// Whether `path` resolves to somewhere inside `root` (both canonical).
+bool Inside(const fs::path& path, const fs::path& root) {
+  auto [r, p] = std::mismatch(root.begin(), root.end(), path.begin(), path.end());
+  return r == root.end();
+}
+
+// Logs a skipped outside link once per process, not on every scan.
+void WarnOutside(const std::string& link, const std::string& target) {
+  static absl::Mutex mu(absl::kConstInit);
+  static auto* warned = new absl::flat_hash_set<std::string>();
+  absl::MutexLock lock(&mu);
+  if (warned->insert(link).second) {
+    WLOG(WARNING) << "skipping " << link << ": it links to " << target
+                  << ", outside its models directory (set follow_symlinks = true or "
+                     "--follow-symlinks to serve it)";
+  }
+}
+
+}  // namespace
+
+bool IsValidModelName(const std::string& name) {
+  return !name.empty() && name != "." && name != ".." &&
+         name.find('/') == std::string::npos && name.find('\0') == std::string::npos;
+}
 
 absl::Status ModelCatalog::Validate() const {
   for (const std::string& dir : dirs_) {
@@ -39,13 +69,21 @@ std::vector<ModelFile> ModelCatalog::Scan() const {
   for (const std::string& dir : dirs_) {
     std::error_code ec;
     std::vector<ModelFile> found;
-    auto options = fs::directory_options::follow_directory_symlink |
-                   fs::directory_options::skip_permission_denied;
+    auto options = fs::directory_options::skip_permission_denied;
+    if (follow_symlinks_) options |= fs::directory_options::follow_directory_symlink;
+    const fs::path root = fs::weakly_canonical(dir, ec);
     for (fs::recursive_directory_iterator it(dir, options, ec), end; !ec && it != end;
          it.increment(ec)) {
       const fs::directory_entry& entry = *it;
       std::error_code entry_ec;
       if (!entry.is_regular_file(entry_ec) || entry.path().extension() != ".gguf") continue;
+      if (!follow_symlinks_) {
+        const fs::path target = fs::weakly_canonical(entry.path(), entry_ec);
+        if (entry_ec || !Inside(target, root)) {
+          WarnOutside(entry.path().string(), target.string());
+          continue;
+        }
+      }
       ModelFile model;
       model.name = entry.path().stem().string();
       model.path = fs::absolute(entry.path(), entry_ec).lexically_normal().string();
@@ -71,6 +109,11 @@ std::vector<ModelFile> ModelCatalog::Scan() const {
 }
 
 absl::StatusOr<ModelFile> ModelCatalog::Find(const std::string& name) const {
+  if (!IsValidModelName(name)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model: '", absl::CEscape(name),
+        "' is not a model name (names are file stems: no '/', '..' or NUL)"));
+  }
   for (ModelFile& model : Scan()) {
     if (model.name == name) return std::move(model);
   }

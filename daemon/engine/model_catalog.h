@@ -20,9 +20,16 @@ struct ModelFile {
   int64_t size_bytes = 0;
 };
 
+// Whether `name` can be a model name: not empty, no '/', no NUL, not "."
+// or "..", so a name never reaches outside the models directories.
+bool IsValidModelName(const std::string& name);
+
 class ModelCatalog {
  public:
-  explicit ModelCatalog(std::vector<std::string> dirs) : dirs_(std::move(dirs)) {}
+  // Files (and directories) under a models directory that are symlinks to
+  // somewhere outside it are skipped (and logged) unless `follow_symlinks`.
+  explicit ModelCatalog(std::vector<std::string> dirs, bool follow_symlinks = false)
+      : dirs_(std::move(dirs)), follow_symlinks_(follow_symlinks) {}
 
   // Checks that every directory exists and can be listed; the error names
   // the directory and the reason (missing, not a directory, permission).
@@ -33,13 +40,15 @@ class ModelCatalog {
   // logged once per scan as shadowed.
   std::vector<ModelFile> Scan() const;
 
-  // The model called `name`, or NOT_FOUND listing where it looked.
+  // The model called `name`, or NOT_FOUND listing where it looked;
+  // INVALID_ARGUMENT for a name that is not one (IsValidModelName).
   absl::StatusOr<ModelFile> Find(const std::string& name) const;
 
   const std::vector<std::string>& dirs() const { return dirs_; }
 
  private:
   std::vector<std::string> dirs_;
+  bool follow_symlinks_;
 };
 
 }  // namespace waste

@@ -1,6 +1,7 @@
 #include "daemon/engine/model_catalog.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 
@@ -49,6 +50,40 @@ TEST(ModelCatalogTest, MissingDirectoryAndUnknownModelAreClearErrors) {
   EXPECT_EQ(status.message(), "models directory /nonexistent/models does not exist");
   auto missing = ModelCatalog({testing::TempDir()}).Find("nope");
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(ModelCatalogTest, NamesThatReachOutsideAreRefused) {
+  ModelCatalog catalog({testing::TempDir()});
+  for (const std::string& name :
+       std::vector<std::string>{"../secret", "a/b", "..", ".", "", std::string("m\0x", 3)}) {
+    auto found = catalog.Find(name);
+    EXPECT_EQ(found.status().code(), absl::StatusCode::kInvalidArgument) << name;
+  }
+  EXPECT_TRUE(IsValidModelName("Qwen3-30B-A3B-Q4_K_M"));
+}
+
+TEST(ModelCatalogTest, SymlinksOutsideTheDirectoryNeedFollowSymlinks) {
+  const std::string outside = testing::TempDir();
+  const std::string root = testing::TempDir();
+  WriteFile(outside + "/secret.gguf", 7);
+  mkdir((outside + "/dir").c_str(), 0755);
+  WriteFile(outside + "/dir/deep.gguf", 3);
+  WriteFile(root + "/real.gguf", 5);
+  ASSERT_EQ(symlink((outside + "/secret.gguf").c_str(), (root + "/linked.gguf").c_str()), 0);
+  ASSERT_EQ(symlink((outside + "/dir").c_str(), (root + "/linkdir").c_str()), 0);
+  // A link that stays inside is fine either way.
+  ASSERT_EQ(symlink((root + "/real.gguf").c_str(), (root + "/alias.gguf").c_str()), 0);
+
+  std::vector<std::string> names;
+  for (const ModelFile& m : ModelCatalog({root}).Scan()) names.push_back(m.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"alias", "real"}));
+  EXPECT_EQ(ModelCatalog({root}).Find("linked").status().code(), absl::StatusCode::kNotFound);
+
+  names.clear();
+  for (const ModelFile& m : ModelCatalog({root}, /*follow_symlinks=*/true).Scan()) {
+    names.push_back(m.name);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"alias", "deep", "linked", "real"}));
 }
 
 TEST(ModelCatalogTest, ListsTheSharedStoriesModel) {

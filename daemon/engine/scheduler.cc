@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "common/logging.h"
 
 namespace waste::engine {
@@ -33,6 +34,7 @@ Scheduler::Scheduler(const model::Model* model, cache::ChunkStore* store,
       forward_(model, store, pool),
       sessions_(options.session_capacity) {
   forward_.set_router_lookahead(options.router_lookahead);
+  sessions_.set_on_evict([this](const Session& session) { SaveKept(session); });
   {
     absl::MutexLock lock(&mu_);
     stats_.last_finished = absl::InfinitePast();
@@ -46,10 +48,60 @@ Scheduler::~Scheduler() {
     stopping_ = true;
   }
   thread_.join();
+  for (const Session& session : sessions_.sessions()) SaveKept(session);
+}
+
+void Scheduler::SaveKept(const Session& session) {
+  if (!session.keep || options_.session_store == nullptr) return;
+  absl::StatusOr<SavedSessionInfo> saved = options_.session_store->Save(session);
+  if (saved.ok()) {
+    WLOG(INFO) << text_->model_name << ": saved session " << session.id << " (" << saved->tokens
+               << " tokens, " << saved->bytes << " bytes) to " << saved->path;
+  } else {
+    WLOG(WARNING) << text_->model_name << ": cannot save session " << session.id << ": "
+                  << saved.status();
+  }
+}
+
+absl::StatusOr<SavedSessionInfo> Scheduler::SaveSession(const std::string& id) {
+  if (options_.session_store == nullptr) {
+    return absl::FailedPreconditionError(
+        "sessions cannot be saved: the daemon has no state directory");
+  }
+  absl::Notification done;
+  absl::StatusOr<SavedSessionInfo> result;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return absl::UnavailableError("the model is being unloaded");
+    tasks_.push_back([&] {
+      Session* session = sessions_.Find(id);
+      if (session == nullptr) {
+        result = absl::NotFoundError(absl::StrCat("session '", id, "' is not open"));
+      } else {
+        result = options_.session_store->Save(*session);
+      }
+      done.Notify();
+    });
+  }
+  done.WaitForNotification();
+  return result;
+}
+
+void Scheduler::RunTasks() {
+  std::deque<std::function<void()>> tasks;
+  {
+    absl::MutexLock lock(&mu_);
+    tasks.swap(tasks_);
+  }
+  for (auto& task : tasks) task();
 }
 
 absl::Status Scheduler::Submit(const v1::GenerateRequest& request, GenerationSink* sink,
                                absl::Time deadline) {
+  if (!request.session_id().empty() && !IsValidSessionId(request.session_id())) {
+    return absl::InvalidArgumentError(
+        "session_id: use the id the daemon returned (1-64 of [A-Za-z0-9_-])");
+  }
   absl::StatusOr<std::unique_ptr<Generation>> gen =
       Generation::Create(request, text_, sink, absl::Now(), deadline);
   if (!gen.ok()) return gen.status();
@@ -79,16 +131,17 @@ SchedulerStats Scheduler::Stats() const {
 
 void Scheduler::Loop() {
   while (true) {
+    RunTasks();
     Admit();
     if (running_.empty()) {
       if (ended_since_idle_ && on_idle_) on_idle_();
       ended_since_idle_ = false;
       absl::MutexLock lock(&mu_);
       auto work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return !queue_.empty() || stopping_;
+        return !queue_.empty() || !tasks_.empty() || stopping_;
       };
       mu_.Await(absl::Condition(&work));
-      if (queue_.empty() && stopping_) return;
+      if (queue_.empty() && tasks_.empty() && stopping_) return;
       continue;
     }
     Reap(absl::Now());
@@ -104,6 +157,7 @@ bool Scheduler::Admit() {
     std::unique_ptr<Generation> gen;
     Session* session;
     bool fresh;
+    bool restore;  // A saved session to read back into `session`.
   };
   std::vector<Admitted> admitted;
   std::vector<std::pair<std::unique_ptr<Generation>, absl::Status>> refused;
@@ -113,9 +167,19 @@ bool Scheduler::Admit() {
       if (static_cast<int>(running_.size() + admitted.size()) >= options_.max_batch) break;
       const std::string& id = (*it)->request().session_id();
       Session* session = nullptr;
-      bool fresh = false;
+      bool fresh = false, restore = false;
+      auto make_state = [this] {
+        return std::make_unique<model::SequenceState>(*model_, text_->context_length,
+                                                      options_.kv_type);
+      };
       if (!id.empty()) {
         session = sessions_.Find(id);
+        if (session == nullptr && options_.session_store != nullptr &&
+            options_.session_store->Exists(id)) {
+          if (!sessions_.CanCreate()) break;  // Restored into a KV cache: wait for one.
+          session = sessions_.Create(make_state, id);
+          restore = true;
+        }
         if (session == nullptr) {
           refused.emplace_back(std::move(*it),
                                absl::NotFoundError(absl::StrCat(
@@ -131,14 +195,11 @@ bool Scheduler::Admit() {
         // No KV cache free: wait, in arrival order, rather than exceed the
         // budget.
         if (!sessions_.CanCreate()) break;
-        session = sessions_.Create([this] {
-          return std::make_unique<model::SequenceState>(*model_, text_->context_length,
-                                                        options_.kv_type);
-        });
+        session = sessions_.Create(make_state);
         fresh = true;
       }
       session->busy = true;
-      admitted.push_back({std::move(*it), session, fresh});
+      admitted.push_back({std::move(*it), session, fresh, restore});
       it = queue_.erase(it);
     }
     stats_.queued = static_cast<int>(queue_.size());
@@ -158,6 +219,31 @@ bool Scheduler::Admit() {
   const absl::Time now = absl::Now();
   const int64_t n_vocab = model_->hparams().n_vocab;
   for (Admitted& a : admitted) {
+    if (a.restore) {
+      absl::StatusOr<std::vector<int32_t>> tokens =
+          options_.session_store->Load(a.session->id, a.session->state.get());
+      if (!tokens.ok()) {
+        WLOG(WARNING) << text_->model_name << ": cannot restore saved session " << a.session->id
+                      << ": " << tokens.status();
+        const std::string id = a.session->id;
+        a.session->busy = false;
+        sessions_.Erase(id);
+        {
+          absl::MutexLock lock(&mu_);
+          ++stats_.requests;
+          ++stats_.failed_requests;
+          --stats_.running;
+        }
+        a.gen->sink()->Finish(absl::NotFoundError(absl::StrCat(
+            "session '", id, "' could not be restored: ", tokens.status().message())));
+        continue;
+      }
+      a.session->tokens = *std::move(tokens);
+      a.session->keep = true;
+      WLOG(INFO) << text_->model_name << ": restored session " << a.session->id << " ("
+                 << a.session->tokens.size() << " tokens)";
+    }
+    if (a.gen->request().keep_session()) a.session->keep = true;
     auto run = std::make_unique<Running>();
     run->session = a.session;
     run->gen = std::move(a.gen);

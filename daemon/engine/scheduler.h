@@ -40,6 +40,7 @@
 #include "absl/time/time.h"
 #include "daemon/cache/chunk_store.h"
 #include "daemon/engine/generation.h"
+#include "daemon/engine/session_store.h"
 #include "daemon/engine/sessions.h"
 #include "daemon/kernels/thread_pool.h"
 #include "daemon/model/forward.h"
@@ -57,6 +58,8 @@ struct SchedulerOptions {
   bool router_lookahead = false;
   int64_t max_backlog = 64;  // Unsent events before a session pauses.
   absl::Duration stalled_client_limit = absl::Seconds(30);
+  // Where sessions are saved and restored from (null: not kept). Borrowed.
+  SessionStore* session_store = nullptr;
 };
 
 // Counters and gauges of a scheduler.
@@ -109,6 +112,11 @@ class Scheduler {
   SchedulerStats Stats() const;
   const SchedulerOptions& options() const { return options_; }
 
+  // Saves session `id` to the session store between two steps (waits for
+  // it). NOT_FOUND for an unknown session, FAILED_PRECONDITION without a
+  // store.
+  absl::StatusOr<SavedSessionInfo> SaveSession(const std::string& id);
+
  private:
   // A request in the batch.
   struct Running {
@@ -149,6 +157,10 @@ class Scheduler {
            v1::FinishReason finish = v1::FINISH_REASON_UNSPECIFIED);
   void RemoveEnded();
   void UpdateGauges();
+  // Runs the tasks other threads queued for the loop (between steps).
+  void RunTasks();
+  // Saves a kept session; failures are logged.
+  void SaveKept(const Session& session);
 
   const model::Model* model_;
   cache::ChunkStore* store_;
@@ -161,6 +173,7 @@ class Scheduler {
   std::deque<std::unique_ptr<Generation>> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   SchedulerStats stats_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::function<void()>> tasks_ ABSL_GUARDED_BY(mu_);
 
   // Loop thread only.
   model::Forward forward_;

@@ -25,7 +25,8 @@ bool SessionTable::CanCreate() const {
 }
 
 Session* SessionTable::Create(
-    const std::function<std::unique_ptr<model::SequenceState>()>& make_state) {
+    const std::function<std::unique_ptr<model::SequenceState>()>& make_state,
+    const std::string& id) {
   if (sessions_.size() >= capacity_) {
     // Drop the least recently used idle session (freeing its KV cache before
     // the new one is allocated, so the budget is never exceeded).
@@ -34,12 +35,13 @@ Session* SessionTable::Create(
       if (!it->busy) victim = it;
     }
     if (victim == sessions_.end()) return nullptr;
+    if (on_evict_) on_evict_(*victim);
     sessions_.erase(victim);
   }
   // Unguessable enough that one client does not stumble into another's.
   static std::mt19937_64 rng{std::random_device{}()};
   Session session;
-  session.id = absl::StrFormat("s%d-%016x", next_id_++, rng());
+  session.id = id.empty() ? absl::StrFormat("s%d-%016x", next_id_++, rng()) : id;
   session.state = make_state();
   sessions_.push_front(std::move(session));
   return &sessions_.front();

@@ -24,6 +24,7 @@ struct Session {
   std::unique_ptr<model::SequenceState> state;
   std::vector<int32_t> tokens;  // Tokens whose K/V the state holds, in order.
   bool busy = false;            // A running request uses it.
+  bool keep = false;            // Saved to disk when dropped (keep_session).
 };
 
 class SessionTable {
@@ -35,10 +36,18 @@ class SessionTable {
   // Whether Create can succeed now: below capacity, or an idle session to
   // drop.
   bool CanCreate() const;
-  // Creates a session with a fresh id whose state `make_state` builds,
-  // dropping the least recently used idle session first when full. Null
-  // when every session is busy (see CanCreate).
-  Session* Create(const std::function<std::unique_ptr<model::SequenceState>()>& make_state);
+  // Creates a session whose state `make_state` builds, with `id` (a
+  // restored session) or a fresh one, dropping the least recently used idle
+  // session first when full (after `on_evict` has seen it). Null when every
+  // session is busy (see CanCreate).
+  Session* Create(const std::function<std::unique_ptr<model::SequenceState>()>& make_state,
+                  const std::string& id = "");
+  // Called with a session about to be dropped to make room.
+  void set_on_evict(std::function<void(const Session&)> on_evict) {
+    on_evict_ = std::move(on_evict);
+  }
+  // Every session, most recently used first.
+  const std::list<Session>& sessions() const { return sessions_; }
   void Erase(const std::string& id);
   size_t size() const { return sessions_.size(); }
   size_t capacity() const { return capacity_; }
@@ -48,6 +57,7 @@ class SessionTable {
  private:
   size_t capacity_;
   uint64_t next_id_ = 1;
+  std::function<void(const Session&)> on_evict_;
   std::list<Session> sessions_;  // Most recently used first.
 };
 

@@ -39,6 +39,10 @@ uint64_t KvCache::Bytes(const HParams& hp, int64_t n_ctx, ops::KvType type) {
   return (hp.is_mla() ? 1 : 2) * layer * hp.n_layer;
 }
 
+uint64_t KvCache::position_bytes() const {
+  return static_cast<uint64_t>(ops::KvCacheBytes(type_, 1, n_kv_head_, head_dim_));
+}
+
 ops::KvCacheLayer KvCache::Layer(int64_t l) const {
   ops::KvCacheLayer layer;
   layer.type = type_;

@@ -47,6 +47,11 @@ class KvCache {
   KvCache(const HParams& hp, int64_t n_ctx, kernels::ops::KvType type);
   kernels::ops::KvCacheLayer Layer(int64_t l) const;
   int64_t n_ctx() const { return n_ctx_; }
+  kernels::ops::KvType type() const { return type_; }
+  // MLA: one row per position serves as K and V (Layer(l).v == .k).
+  bool shared_kv() const { return shared_kv_; }
+  // Bytes one position takes in one of K or V of a layer.
+  uint64_t position_bytes() const;
   uint64_t bytes() const { return buffer_.size(); }
   // Bytes a cache of this shape takes (for the memory plan).
   static uint64_t Bytes(const HParams& hp, int64_t n_ctx, kernels::ops::KvType type);
@@ -73,6 +78,11 @@ class SequenceState {
   void Truncate(int64_t n) { n_past_ = std::min(n_past_, n); }
   // The KV cache's bytes.
   uint64_t bytes() const { return kv_.bytes(); }
+
+  // For saving and restoring a session (engine/session_store): the cache,
+  // and positions 0 .. n - 1 declared filled after the caller wrote them.
+  const KvCache& kv() const { return kv_; }
+  void RestorePast(int64_t n) { n_past_ = std::clamp<int64_t>(n, 0, kv_.n_ctx()); }
 
  private:
   friend class Forward;

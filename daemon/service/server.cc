@@ -40,10 +40,22 @@ absl::Status PrepareSocketPath(const std::string& path) {
   std::filesystem::path dir = std::filesystem::path(path).parent_path();
   if (!dir.empty()) {
     std::error_code ec;
+    const bool existed = std::filesystem::exists(dir, ec);
     std::filesystem::create_directories(dir, ec);
     if (ec) {
       return absl::PermissionDeniedError(
           absl::StrCat("cannot create socket directory ", dir.string(), ": ", ec.message()));
+    }
+    struct stat dir_st;
+    if (!existed) {
+      // Ours: the owner and its group (the unit's `waste` group) only.
+      chmod(dir.c_str(), 0750);
+    } else if (stat(dir.c_str(), &dir_st) == 0 && (dir_st.st_mode & S_IWOTH) &&
+               !(dir_st.st_mode & S_ISVTX)) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "socket directory ", dir.string(),
+          " is writable by everyone without the sticky bit, so anyone could replace the socket; "
+          "use a private directory (e.g. $XDG_RUNTIME_DIR/waste)"));
     }
     if (access(dir.c_str(), W_OK | X_OK) != 0) {
       return absl::PermissionDeniedError(

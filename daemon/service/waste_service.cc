@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
 #include "daemon/service/generate_reactor.h"
 #include "daemon/service/version.h"
 
@@ -130,6 +131,25 @@ grpc::ServerUnaryReactor* WasteService::GetStats(grpc::CallbackServerContext* co
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
   return reactor;
+}
+
+grpc::ServerUnaryReactor* WasteService::SaveSession(grpc::CallbackServerContext* context,
+                                                    const v1::SaveSessionRequest* request,
+                                                    v1::SaveSessionResponse* response) {
+  // Waits for the model's step loop and writes a file: off the gRPC threads.
+  return RunOffThread(context, [this, request, response]() -> absl::Status {
+    std::shared_ptr<engine::LoadedModel> model = engine_->TryGetLoaded(request->model());
+    if (model == nullptr) {
+      return absl::NotFoundError(absl::StrCat("model '", request->model(),
+                                              "' is not loaded, so it has no open sessions"));
+    }
+    absl::StatusOr<engine::SavedSessionInfo> saved = model->SaveSession(request->session_id());
+    if (!saved.ok()) return saved.status();
+    response->set_path(saved->path);
+    response->set_bytes(static_cast<int64_t>(saved->bytes));
+    response->set_tokens(saved->tokens);
+    return absl::OkStatus();
+  });
 }
 
 }  // namespace waste

@@ -38,6 +38,9 @@ class WasteService final : public v1::Waste::CallbackService {
   grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* context,
                                      const v1::GetStatsRequest* request,
                                      v1::GetStatsResponse* response) override;
+  grpc::ServerUnaryReactor* SaveSession(grpc::CallbackServerContext* context,
+                                        const v1::SaveSessionRequest* request,
+                                        v1::SaveSessionResponse* response) override;
 
  private:
   engine::Engine* engine_;

@@ -39,7 +39,7 @@ work="$(mktemp -d /tmp/waste-clients-XXXXXX)"
 mkdir -p "$work/models"
 ln -s "$(cd "$(dirname "$model")" && pwd)/$(basename "$model")" "$work/models/"
 name="$(basename "$model" .gguf)"
-"$wasted" serve --socket "$work/s.sock" --models-dir "$work/models" --ctx "$ctx" \
+"$wasted" serve --socket "$work/s.sock" --models-dir "$work/models" --follow-symlinks --ctx "$ctx" \
   --max-concurrent-requests "$largest" "${serve_extra[@]}" 2>"$work/daemon.log" &
 daemon=$!
 trap 'kill -TERM $daemon 2>/dev/null; wait $daemon 2>/dev/null; rm -rf "$work"' EXIT
