@@ -23,7 +23,8 @@ commands:
   tokenize --model M TEXT token ids of TEXT
   plan [--model M] [--ram-budget SIZE] [--ctx N] [--sessions N]
                           how a model fits a RAM budget (floor, recommended, bytes/token)
-  load MODEL / unload MODEL
+  load MODEL / unload [--force] MODEL
+                          --force cancels the model's running requests
   stats                   daemon statistics
   save-session [--model M] ID
                           write session ID to the daemon's state directory
@@ -183,23 +184,26 @@ int Plan(WasteClient& client, const std::vector<std::string>& raw) {
 }
 
 int LoadUnload(WasteClient& client, const std::vector<std::string>& raw, bool load) {
-  if (raw.size() != 1) {
-    std::cerr << "usage: waste-client " << (load ? "load" : "unload") << " MODEL\n";
+  auto args = ParseArgs(raw, {{"force", false}});
+  if (!args.ok() || args->positional().size() != 1 || (load && args->Has("force"))) {
+    std::cerr << "usage: waste-client load MODEL | unload [--force] MODEL\n";
     return 2;
   }
+  const std::string model = args->positional()[0];
   if (load) {
     v1::LoadModelRequest request;
-    request.set_model(raw[0]);
+    request.set_model(model);
     auto response = client.LoadModel(request);
     if (!response.ok()) return FailCall(client, response.status());
     std::cout << "loaded " << response->model().name() << " in " << response->load_ms() << " ms\n";
     return 0;
   }
   v1::UnloadModelRequest request;
-  request.set_model(raw[0]);
+  request.set_model(model);
+  request.set_force(args->Has("force"));
   auto response = client.UnloadModel(request);
   if (!response.ok()) return FailCall(client, response.status());
-  std::cout << "unloaded " << raw[0] << "\n";
+  std::cout << "unloaded " << model << "\n";
   return 0;
 }
 

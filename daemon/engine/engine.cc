@@ -147,7 +147,7 @@ absl::StatusOr<std::shared_ptr<LoadedModel>> Engine::Load(const std::string& req
   return slot->model;
 }
 
-absl::Status Engine::Unload(const std::string& name) {
+absl::Status Engine::Unload(const std::string& name, bool force) {
   std::shared_ptr<Slot> slot;
   {
     absl::MutexLock lock(&mu_);
@@ -160,6 +160,7 @@ absl::Status Engine::Unload(const std::string& name) {
     model = std::move(slot->model);
   }
   if (model != nullptr) {
+    if (force) model->CancelAll(absl::StrCat("model ", name, " was unloaded (forced)"));
     // Outside the slot's lock: the last reference lets the model's running
     // and queued requests finish before it frees its memory, and a request
     // arriving meanwhile may load it afresh.

@@ -48,9 +48,10 @@ class Engine {
   absl::StatusOr<std::shared_ptr<LoadedModel>> Load(const std::string& name,
                                                     const v1::ModelConfig& overrides);
 
-  // Forgets a loaded model; requests still running on it finish first (they
-  // hold a reference), then its memory is freed. NOT_FOUND if not loaded.
-  absl::Status Unload(const std::string& name);
+  // Forgets a loaded model; requests running or queued on it finish first
+  // (the call waits for them), or with `force` end at once with CANCELLED;
+  // then its memory is freed. NOT_FOUND if not loaded.
+  absl::Status Unload(const std::string& name, bool force = false);
 
   // The memory plan of a model (loaded or not) for a budget and context;
   // unset fields come from the model's config. A budget under the floor is

@@ -70,6 +70,9 @@ class LoadedModel {
   absl::Status Generate(const v1::GenerateRequest& request, const EventSink& sink,
                         const std::atomic<bool>* cancelled);
 
+  // Cancels every running and queued generation (a forced unload).
+  void CancelAll(const std::string& reason) { scheduler_->CancelAll(reason); }
+
   // Saves an open session to the state directory (see Scheduler).
   absl::StatusOr<SavedSessionInfo> SaveSession(const std::string& session_id) {
     return scheduler_->SaveSession(session_id);

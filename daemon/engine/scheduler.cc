@@ -87,6 +87,20 @@ absl::StatusOr<SavedSessionInfo> Scheduler::SaveSession(const std::string& id) {
   return result;
 }
 
+void Scheduler::CancelAll(const std::string& reason) {
+  std::deque<std::unique_ptr<Generation>> queued;
+  {
+    absl::MutexLock lock(&mu_);
+    queued.swap(queue_);
+    stats_.queued = 0;
+    stats_.requests += static_cast<int64_t>(queued.size());
+    tasks_.push_back([this, reason] {
+      for (auto& run : running_) End(run.get(), absl::CancelledError(reason));
+    });
+  }
+  for (auto& gen : queued) gen->sink()->Finish(absl::CancelledError(reason));
+}
+
 void Scheduler::RunTasks() {
   std::deque<std::function<void()>> tasks;
   {

@@ -112,6 +112,11 @@ class Scheduler {
   SchedulerStats Stats() const;
   const SchedulerOptions& options() const { return options_; }
 
+  // Ends every running and queued request with CANCELLED carrying
+  // `reason` (a forced unload); returns at once, the loop ends them before
+  // its next step.
+  void CancelAll(const std::string& reason);
+
   // Saves session `id` to the session store between two steps (waits for
   // it). NOT_FOUND for an unknown session, FAILED_PRECONDITION without a
   // store.

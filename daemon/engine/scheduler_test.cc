@@ -270,6 +270,23 @@ TEST(SchedulerTest, AFullQueueIsRefusedAtOnceWithTheNumbers) {
   EXPECT_EQ(second.ids().size(), 5u);
 }
 
+TEST(SchedulerTest, CancelAllEndsRunningAndQueuedRequests) {
+  v1::ModelConfig config;
+  config.set_max_concurrent_requests(1);
+  std::unique_ptr<LoadedModel> model = Load(StoriesPath(), Budget::kResident, config);
+  ASSERT_NE(model, nullptr);
+  CollectingSink running, queued;
+  ASSERT_TRUE(model->Submit(Greedy("", 250), &running).ok());
+  ASSERT_TRUE(model->Submit(Greedy("", 250), &queued).ok());
+  model->CancelAll("forced unload");
+  const absl::Status a = running.Wait(), b = queued.Wait();
+  EXPECT_EQ(a.code(), absl::StatusCode::kCancelled) << a;
+  EXPECT_EQ(b.code(), absl::StatusCode::kCancelled) << b;
+  EXPECT_TRUE(absl::StrContains(b.message(), "forced unload")) << b;
+  EXPECT_LT(running.ids().size(), 250u);
+  EXPECT_EQ(model->Stats().running_requests() + model->Stats().queued_requests(), 0);
+}
+
 TEST(SchedulerTest, CancellingOneSessionMidPromptOrMidDecodeLeavesTheOthersUnchanged) {
   v1::ModelConfig config;
   config.set_prefill_chunk(4);  // A long prompt takes many steps.

@@ -99,7 +99,7 @@ grpc::ServerUnaryReactor* WasteService::LoadModel(grpc::CallbackServerContext* c
 grpc::ServerUnaryReactor* WasteService::UnloadModel(grpc::CallbackServerContext* context,
                                                     const v1::UnloadModelRequest* request,
                                                     v1::UnloadModelResponse* /*response*/) {
-  return RunOffThread(context, [this, request] { return engine_->Unload(request->model()); });
+  return RunOffThread(context, [this, request] { return engine_->Unload(request->model(), request->force()); });
 }
 
 grpc::ServerUnaryReactor* WasteService::Plan(grpc::CallbackServerContext* context,
