@@ -1,0 +1,86 @@
+// OpenAI-compatible responses built from a generation's events: the
+// streamed chunks (chat.completion.chunk / text_completion objects as
+// server-sent events, then `data: [DONE]`) and the one-piece response
+// (chat.completion / text_completion). Knows JSON and OpenAI's shapes,
+// nothing of sockets.
+//
+// Not thread-safe: one per request, fed in event order.
+#ifndef WASTE_DAEMON_HTTP_OPENAI_RESPONSE_H_
+#define WASTE_DAEMON_HTTP_OPENAI_RESPONSE_H_
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "daemon/http/api_error.h"
+#include "daemon/http/openai_request.h"
+#include "waste/v1/generate.pb.h"
+
+namespace waste::http {
+
+// "chatcmpl-" or "cmpl-" and 24 random hex digits.
+std::string NewCompletionId(ApiKind kind);
+
+// OpenAI's finish_reason: "stop" (end of text or a stop sequence) or
+// "length" (max_tokens or the context window).
+const char* FinishReasonName(v1::FinishReason reason);
+
+class CompletionResponse {
+ public:
+  // `created` is Unix seconds; `model` names the model until the started
+  // event says which one serves the request.
+  CompletionResponse(const CompletionRequest& request, std::string id, int64_t created,
+                     std::string model);
+
+  // Streaming: the server-sent events an engine event produces (may be
+  // empty). After the done event this includes the final chunk, the usage
+  // chunk (stream_options.include_usage) and `data: [DONE]`.
+  std::string StreamEvent(const v1::GenerateEvent& event);
+  // Streaming: an error after the stream began, as an event carrying
+  // OpenAI's error object (which OpenAI's clients raise).
+  static std::string StreamError(const ApiError& error);
+
+  // Non-streaming: takes in an event; Body() is the response once the done
+  // event was added.
+  void Add(const v1::GenerateEvent& event);
+  std::string Body() const;
+
+  bool done() const { return done_; }
+
+ private:
+  struct TokenLogprob {
+    std::string text;
+    size_t offset = 0;  // Where the token's text starts in the output.
+    float logprob = 0;
+    std::vector<std::pair<std::string, float>> top;
+  };
+
+  // Takes in a started, token or done event; a token's logprob entry (if
+  // reported) goes to *logprob.
+  void Record(const v1::GenerateEvent& event, std::vector<TokenLogprob>* logprob);
+  // One streamed chunk: a text delta, or the role (first), or the finish
+  // reason.
+  nlohmann::json Chunk(const std::string& text, const std::vector<TokenLogprob>& logprobs,
+                       const char* finish_reason, bool first) const;
+  nlohmann::json Logprobs(const std::vector<TokenLogprob>& tokens) const;
+  nlohmann::json Usage() const;
+
+  ApiKind kind_;
+  bool logprobs_;
+  bool include_usage_;
+  std::string id_;
+  int64_t created_;
+  std::string model_;
+  std::string text_;                  // Everything generated so far.
+  std::vector<TokenLogprob> tokens_;  // Non-streaming: every token's logprob.
+  int32_t prompt_tokens_ = 0;
+  int32_t cached_prompt_tokens_ = 0;
+  int32_t completion_tokens_ = 0;
+  v1::FinishReason finish_ = v1::FINISH_REASON_UNSPECIFIED;
+  bool done_ = false;
+};
+
+}  // namespace waste::http
+
+#endif  // WASTE_DAEMON_HTTP_OPENAI_RESPONSE_H_

@@ -1,0 +1,186 @@
+#include "daemon/http/openai_response.h"
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/match.h"
+#include "daemon/http/sse.h"
+#include "gtest/gtest.h"
+
+namespace waste::http {
+namespace {
+
+using Json = nlohmann::json;
+
+v1::GenerateEvent Started(int prompt_tokens) {
+  v1::GenerateEvent e;
+  e.mutable_started()->set_model("stories260K");
+  e.mutable_started()->set_prompt_tokens(prompt_tokens);
+  return e;
+}
+
+v1::GenerateEvent Token(int id, const std::string& text, float logprob = -0.5f) {
+  v1::GenerateEvent e;
+  e.mutable_token()->set_id(id);
+  e.mutable_token()->set_text(text);
+  e.mutable_token()->set_logprob(logprob);
+  v1::TokenLogprob* top = e.mutable_token()->add_top();
+  top->set_id(id);
+  top->set_text(text);
+  top->set_logprob(logprob);
+  return e;
+}
+
+v1::GenerateEvent Done(v1::FinishReason reason, int prompt, int completion) {
+  v1::GenerateEvent e;
+  e.mutable_done()->set_finish_reason(reason);
+  e.mutable_done()->mutable_usage()->set_prompt_tokens(prompt);
+  e.mutable_done()->mutable_usage()->set_completion_tokens(completion);
+  return e;
+}
+
+// The JSON payloads of a stream, and whether it ended with [DONE].
+std::vector<Json> Payloads(const std::string& stream, bool* done) {
+  SseParser parser;
+  parser.Feed(stream);
+  std::vector<Json> out;
+  *done = false;
+  for (const std::string& data : parser.TakeEvents()) {
+    EXPECT_FALSE(*done) << "events after [DONE]";
+    if (data == "[DONE]") {
+      *done = true;
+      continue;
+    }
+    out.push_back(Json::parse(data));
+  }
+  return out;
+}
+
+TEST(OpenAiResponseTest, ChatStreamChunks) {
+  CompletionRequest request;
+  request.kind = ApiKind::kChat;
+  request.stream = true;
+  request.include_usage = true;
+  CompletionResponse response(request, "chatcmpl-1", 1700000000, "asked");
+  std::string stream = response.StreamEvent(Started(4));
+  stream += response.StreamEvent(Token(10, "Once"));
+  stream += response.StreamEvent(Token(11, ""));  // Held-back UTF-8: no chunk.
+  stream += response.StreamEvent(Token(-1, " upon"));
+  stream += response.StreamEvent(Done(v1::FINISH_REASON_LENGTH, 4, 2));
+  EXPECT_TRUE(absl::StartsWith(stream, "data: {"));
+  EXPECT_TRUE(absl::EndsWith(stream, "\n\ndata: [DONE]\n\n"));
+  bool done;
+  std::vector<Json> chunks = Payloads(stream, &done);
+  ASSERT_TRUE(done);
+  ASSERT_EQ(chunks.size(), 5u);
+  for (const Json& c : chunks) {
+    EXPECT_EQ(c["id"], "chatcmpl-1");
+    EXPECT_EQ(c["object"], "chat.completion.chunk");
+    EXPECT_EQ(c["created"], 1700000000);
+    EXPECT_EQ(c["model"], "stories260K");
+  }
+  EXPECT_EQ(chunks[0]["choices"][0]["delta"], Json({{"role", "assistant"}, {"content", ""}}));
+  EXPECT_EQ(chunks[1]["choices"][0]["delta"]["content"], "Once");
+  EXPECT_TRUE(chunks[1]["choices"][0]["finish_reason"].is_null());
+  EXPECT_TRUE(chunks[1]["usage"].is_null());
+  EXPECT_EQ(chunks[2]["choices"][0]["delta"]["content"], " upon");
+  EXPECT_EQ(chunks[3]["choices"][0]["delta"], Json::object());
+  EXPECT_EQ(chunks[3]["choices"][0]["finish_reason"], "length");
+  EXPECT_TRUE(chunks[4]["choices"].empty());
+  EXPECT_EQ(chunks[4]["usage"]["prompt_tokens"], 4);
+  EXPECT_EQ(chunks[4]["usage"]["completion_tokens"], 2);
+  EXPECT_EQ(chunks[4]["usage"]["total_tokens"], 6);
+}
+
+TEST(OpenAiResponseTest, CompletionStreamWithoutUsage) {
+  CompletionRequest request;
+  request.kind = ApiKind::kCompletion;
+  request.stream = true;
+  CompletionResponse response(request, "cmpl-1", 1, "m");
+  std::string stream = response.StreamEvent(Started(1));
+  EXPECT_EQ(stream, "");  // Completions have no role chunk.
+  stream += response.StreamEvent(Token(5, "Hi"));
+  stream += response.StreamEvent(Done(v1::FINISH_REASON_EOS, 1, 1));
+  bool done;
+  std::vector<Json> chunks = Payloads(stream, &done);
+  ASSERT_TRUE(done);
+  ASSERT_EQ(chunks.size(), 2u);
+  EXPECT_EQ(chunks[0]["object"], "text_completion");
+  EXPECT_EQ(chunks[0]["choices"][0]["text"], "Hi");
+  EXPECT_FALSE(chunks[0].contains("usage"));
+  EXPECT_EQ(chunks[1]["choices"][0]["finish_reason"], "stop");
+}
+
+TEST(OpenAiResponseTest, ChatBodyWithLogprobs) {
+  CompletionRequest request;
+  request.kind = ApiKind::kChat;
+  request.logprobs = true;
+  CompletionResponse response(request, "chatcmpl-2", 5, "m");
+  response.Add(Started(3));
+  response.Add(Token(7, "A", -0.25f));
+  response.Add(Token(8, "é", -1.0f));
+  response.Add(Done(v1::FINISH_REASON_STOP_SEQUENCE, 3, 2));
+  ASSERT_TRUE(response.done());
+  Json body = Json::parse(response.Body());
+  EXPECT_EQ(body["object"], "chat.completion");
+  EXPECT_EQ(body["model"], "stories260K");
+  EXPECT_EQ(body["choices"][0]["message"]["role"], "assistant");
+  EXPECT_EQ(body["choices"][0]["message"]["content"], "Aé");
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "stop");
+  const Json& content = body["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(content.size(), 2u);
+  EXPECT_EQ(content[0]["token"], "A");
+  EXPECT_DOUBLE_EQ(content[0]["logprob"].get<double>(), -0.25);
+  EXPECT_EQ(content[1]["bytes"], Json({0xc3, 0xa9}));
+  EXPECT_EQ(content[1]["top_logprobs"][0]["token"], "é");
+  EXPECT_EQ(body["usage"], Json({{"prompt_tokens", 3},
+                                 {"completion_tokens", 2},
+                                 {"total_tokens", 5},
+                                 {"prompt_tokens_details", {{"cached_tokens", 0}}}}));
+}
+
+TEST(OpenAiResponseTest, CompletionBodyLogprobsAreParallelArrays) {
+  CompletionRequest request;
+  request.kind = ApiKind::kCompletion;
+  request.logprobs = true;
+  CompletionResponse response(request, "cmpl-2", 5, "m");
+  response.Add(Started(1));
+  response.Add(Token(7, "One", -0.5f));
+  response.Add(Token(8, " two", -1.5f));
+  response.Add(Done(v1::FINISH_REASON_CONTEXT_FULL, 1, 2));
+  Json body = Json::parse(response.Body());
+  EXPECT_EQ(body["object"], "text_completion");
+  EXPECT_EQ(body["choices"][0]["text"], "One two");
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "length");
+  const Json& lp = body["choices"][0]["logprobs"];
+  EXPECT_EQ(lp["tokens"], Json({"One", " two"}));
+  EXPECT_EQ(lp["token_logprobs"], Json({-0.5, -1.5}));
+  EXPECT_EQ(lp["text_offset"], Json({0, 3}));
+  EXPECT_EQ(lp["top_logprobs"][1], Json({{" two", -1.5}}));
+}
+
+TEST(OpenAiResponseTest, ErrorsAndIds) {
+  ApiError error = ErrorFromStatus(absl::ResourceExhaustedError("queue full"));
+  EXPECT_EQ(error.status, 429);
+  Json j = Json::parse(error.ToJson());
+  EXPECT_EQ(j["error"]["message"], "queue full");
+  EXPECT_EQ(j["error"]["type"], "rate_limit_error");
+  EXPECT_TRUE(j["error"]["param"].is_null());
+  EXPECT_EQ(CompletionResponse::StreamError(error), "data: " + error.ToJson() + "\n\n");
+  EXPECT_EQ(ErrorFromStatus(absl::NotFoundError("x")).status, 404);
+  EXPECT_EQ(ErrorFromStatus(absl::InvalidArgumentError("x")).status, 400);
+  EXPECT_EQ(ErrorFromStatus(absl::OutOfRangeError("x")).status, 400);
+  EXPECT_EQ(ErrorFromStatus(absl::UnavailableError("x")).status, 503);
+  EXPECT_EQ(ErrorFromStatus(absl::InternalError("x")).status, 500);
+  EXPECT_EQ(ErrorFromStatus(absl::FailedPreconditionError("x")).status, 500);
+  Json bad = Json::parse(BadRequest("n must be 1", "n").ToJson());
+  EXPECT_EQ(bad["error"]["param"], "n");
+
+  const std::string a = NewCompletionId(ApiKind::kChat), b = NewCompletionId(ApiKind::kChat);
+  EXPECT_TRUE(absl::StartsWith(a, "chatcmpl-"));
+  EXPECT_EQ(a.size(), 9u + 24u);
+  EXPECT_NE(a, b);
+  EXPECT_TRUE(absl::StartsWith(NewCompletionId(ApiKind::kCompletion), "cmpl-"));
+}
+
+}  // namespace
+}  // namespace waste::http
