@@ -13,6 +13,9 @@
 #include "common/logging.h"
 #include "daemon/config/config.h"
 #include "daemon/engine/model_catalog.h"
+#include "daemon/http/auth.h"
+#include "daemon/http/server.h"
+#include "daemon/metrics/request_metrics.h"
 #include "daemon/service/sd_notify.h"
 #include "daemon/service/server.h"
 #include "daemon/service/version.h"
@@ -23,7 +26,8 @@ namespace {
 
 constexpr char kServeUsage[] = R"(usage: wasted serve [flags]
 
-Serves the waste.v1 gRPC API on a Unix socket (and optionally TCP).
+Serves the waste.v1 gRPC API on a Unix socket (and optionally TCP), and
+optionally an OpenAI-compatible HTTP API with Prometheus /metrics.
 
 flags (each overrides the config file):
   --config FILE        TOML config (see deploy/wasted.toml); default none
@@ -32,7 +36,14 @@ flags (each overrides the config file):
   --models-dir DIR     a directory of *.gguf models (repeatable)
   --follow-symlinks    also serve model symlinks that point outside the models
                        directories (skipped by default)
-  --listen HOST:PORT   also listen on TCP (no authentication: prefer loopback)
+  --listen HOST:PORT   also serve gRPC on TCP (prefer loopback)
+  --http-listen HOST:PORT  serve the HTTP API (/v1/chat/completions,
+                       /v1/completions, /v1/models, /metrics, /health);
+                       default off; prefer loopback, e.g. 127.0.0.1:8080
+  --api-key-file FILE  require `Authorization: Bearer KEY` (KEY: the file's
+                       first line) on HTTP (but /health) and gRPC over TCP
+  --api-key KEY        the same, from the command line (visible in ps)
+  --allow-unauthenticated-remote  serve a non-loopback address without a key
   --log-level LEVEL    debug, info, warning or error
   --state-dir DIR      persistent state (expert hotlists); default
                        $STATE_DIRECTORY, $XDG_STATE_HOME/waste or ~/.local/state/waste
@@ -109,6 +120,28 @@ absl::Status ApplyModelFlags(const ParsedArgs& args, v1::ModelConfig* defaults) 
   return absl::OkStatus();
 }
 
+// The HTTP face's settings: the config's, else HttpServerOptions' defaults.
+http::HttpServerOptions HttpOptions(const v1::DaemonConfig& config, const std::string& api_key) {
+  http::HttpServerOptions options;
+  options.listen = config.http_listen();
+  options.api_key = api_key;
+  if (config.has_http_max_body_bytes()) options.max_body_bytes = config.http_max_body_bytes();
+  if (config.has_http_max_connections()) options.max_connections = config.http_max_connections();
+  if (config.has_http_header_timeout_seconds()) {
+    options.header_timeout = absl::Seconds(config.http_header_timeout_seconds());
+  }
+  if (config.has_http_body_timeout_seconds()) {
+    options.body_timeout = absl::Seconds(config.http_body_timeout_seconds());
+  }
+  if (config.has_http_idle_timeout_seconds()) {
+    options.idle_timeout = absl::Seconds(config.http_idle_timeout_seconds());
+  }
+  if (config.has_http_write_timeout_seconds()) {
+    options.write_timeout = absl::Seconds(config.http_write_timeout_seconds());
+  }
+  return options;
+}
+
 absl::StatusOr<v1::DaemonConfig> BuildConfig(const ParsedArgs& args) {
   v1::DaemonConfig config;
   if (std::optional<std::string> path = args.Get("config")) {
@@ -118,6 +151,16 @@ absl::StatusOr<v1::DaemonConfig> BuildConfig(const ParsedArgs& args) {
   }
   if (auto socket = args.Get("socket")) config.set_socket(*socket);
   if (auto listen = args.Get("listen")) config.set_listen(*listen);
+  if (auto http = args.Get("http-listen")) config.set_http_listen(*http);
+  if (auto key = args.Get("api-key")) {
+    config.set_api_key(*key);
+    config.clear_api_key_file();
+  }
+  if (auto file = args.Get("api-key-file")) {
+    config.set_api_key_file(*file);
+    config.clear_api_key();
+  }
+  if (args.Has("allow-unauthenticated-remote")) config.set_allow_unauthenticated_remote(true);
   if (auto level = args.Get("log-level")) config.set_log_level(*level);
   if (auto state = args.Get("state-dir")) config.set_state_dir(*state);
   if (absl::Status status = ApplyModelFlags(args, config.mutable_model_defaults()); !status.ok()) {
@@ -197,6 +240,10 @@ int RunServe(const std::vector<std::string>& raw_args) {
                                                          {"models-dir"},
                                                          {"follow-symlinks", false},
                                                          {"listen"},
+                                                         {"http-listen"},
+                                                         {"api-key"},
+                                                         {"api-key-file"},
+                                                         {"allow-unauthenticated-remote", false},
                                                          {"log-level"},
                                                          {"state-dir"},
                                                          {"ram-budget"},
@@ -245,17 +292,54 @@ int RunServe(const std::vector<std::string>& raw_args) {
     return 1;
   }
 
+  absl::StatusOr<std::string> api_key = http::LoadApiKey(*config);
+  if (!api_key.ok()) {
+    WLOG(ERROR) << api_key.status().message();
+    return 1;
+  }
+  if (absl::Status status = http::CheckRemoteListenersHaveKey(*config, *api_key); !status.ok()) {
+    WLOG(ERROR) << status.message();
+    return 1;
+  }
+
+  // Declared before the servers, so it outlives everything that feeds it.
+  metrics::RequestMetrics request_metrics;
   engine::Engine engine(storage::Env::Default(), &catalog, *config);
-  WasteService service(&engine);
+  WasteService service(&engine, {.metrics = &request_metrics, .api_key = *api_key});
   absl::StatusOr<std::unique_ptr<Server>> server =
-      Server::Start({.socket_path = config->socket(), .listen = config->listen()}, {&service});
+      Server::Start({.socket_path = config->socket(),
+                     .listen = config->listen(),
+                     .tcp_requires_key = !api_key->empty()},
+                    {&service});
   if (!server.ok()) {
     WLOG(ERROR) << server.status().message();
     return 1;
   }
+  std::unique_ptr<http::HttpServer> http_server;
+  if (!config->http_listen().empty()) {
+    absl::StatusOr<std::unique_ptr<http::HttpServer>> started =
+        http::HttpServer::Start(HttpOptions(*config, *api_key), &engine, &request_metrics);
+    if (!started.ok()) {
+      WLOG(ERROR) << started.status().message();
+      (*server)->Shutdown(absl::ZeroDuration());
+      return 1;
+    }
+    http_server = *std::move(started);
+  }
+  // Tests started with port 0 read the bound ports from these lines.
   WLOG(INFO) << "wasted " << kWasteVersion << " serving on unix:" << config->socket()
-             << (config->listen().empty() ? "" : " and " + config->listen()) << " with "
-             << catalog.Scan().size() << " model(s)";
+             << (config->listen().empty() ? ""
+                                          : absl::StrCat(" and ", config->listen(), " (tcp port ",
+                                                         (*server)->tcp_port(), ")"))
+             << " with " << catalog.Scan().size() << " model(s)"
+             << (api_key->empty() ? "" : "; TCP and HTTP calls need the API key");
+  if (http_server != nullptr) {
+    absl::StatusOr<http::HostPort> host = http::SplitHostPort(config->http_listen());
+    const std::string name = host.ok() && host->host.find(':') != std::string::npos
+                                 ? absl::StrCat("[", host->host, "]")
+                                 : (host.ok() ? host->host : std::string());
+    WLOG(INFO) << "serving HTTP on http://" << name << ":" << http_server->port();
+  }
   NotifySystemd("READY=1\nSTATUS=serving");
 
   boost::asio::io_context io;
@@ -274,10 +358,12 @@ int RunServe(const std::vector<std::string>& raw_args) {
     hangups.cancel();
     WLOG(INFO) << "received " << strsignal(signal_number) << ", shutting down";
     NotifySystemd("STOPPING=1");
+    if (http_server != nullptr) http_server->Shutdown(absl::Seconds(5));
     (*server)->Shutdown(absl::Seconds(5));
   });
   io.run();
   (*server)->Wait();
+  http_server.reset();  // Waits for its connections and the engine's requests.
   WLOG(INFO) << "stopped";
   return 0;
 }

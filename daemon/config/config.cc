@@ -44,7 +44,8 @@ std::string Where(const toml::node& node, absl::string_view source) {
 absl::StatusOr<int64_t> TomlInt(const toml::node& node, const FieldDescriptor* field,
                                 absl::string_view path, absl::string_view source) {
   if (auto v = node.value<int64_t>()) return *v;
-  if (field->name() == "ram_budget_bytes" || field->name() == "max_saved_sessions_bytes") {
+  if (field->name() == "ram_budget_bytes" || field->name() == "max_saved_sessions_bytes" ||
+      field->name() == "http_max_body_bytes") {
     if (auto s = node.value<std::string>()) {
       auto bytes = ParseByteSize(*s);
       if (!bytes.ok()) {

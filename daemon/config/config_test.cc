@@ -75,6 +75,24 @@ TEST(LoadDaemonConfigTest, TheShippedExampleParses) {
   EXPECT_EQ(config->socket(), "/run/waste/wasted.sock");
   EXPECT_EQ(config->model_defaults().ram_budget_bytes(), 16LL << 30);
   EXPECT_EQ(config->models().at("DeepSeek-V3-Q2_K").context_length(), 8192);
+  EXPECT_EQ(config->http_listen(), "");  // Off unless set.
+  EXPECT_EQ(config->http_max_body_bytes(), 1 << 20);
+  EXPECT_EQ(config->http_max_connections(), 256);
+}
+
+TEST(ParseDaemonConfigTest, HttpAndApiKeyFields) {
+  auto config = ParseDaemonConfig(
+      "http_listen = \"0.0.0.0:8080\"\napi_key_file = \"/etc/waste/key\"\n"
+      "allow_unauthenticated_remote = false\nhttp_max_body_bytes = \"64KiB\"\n"
+      "http_idle_timeout_seconds = 5\n",
+      "w.toml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->http_listen(), "0.0.0.0:8080");
+  EXPECT_EQ(config->api_key_file(), "/etc/waste/key");
+  EXPECT_FALSE(config->allow_unauthenticated_remote());
+  EXPECT_EQ(config->http_max_body_bytes(), 64 << 10);
+  EXPECT_EQ(config->http_idle_timeout_seconds(), 5);
+  EXPECT_FALSE(config->has_http_max_connections());
 }
 
 TEST(ApplyDaemonDefaultsTest, FillsSocketAndLogLevel) {

@@ -22,8 +22,9 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateEvent>
                               public engine::GenerationSink {
  public:
   // The request outlives the reactor (gRPC frees it after OnDone).
-  GenerateReactor(engine::Engine* engine, const v1::GenerateRequest* request, absl::Time deadline)
-      : request_(*request), deadline_(deadline) {
+  GenerateReactor(engine::Engine* engine, const v1::GenerateRequest* request, absl::Time deadline,
+                  metrics::RequestMetrics* metrics)
+      : request_(*request), deadline_(deadline), recorder_(metrics, "grpc", "", absl::Now()) {
     std::shared_ptr<engine::LoadedModel> model = engine->TryGetLoaded(request->model());
     if (model != nullptr) {
       Submit(*model);
@@ -74,6 +75,7 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateEvent>
   // scheduler thread.
   bool Send(const v1::GenerateEvent& event) override {
     if (cancelled_.load()) return false;
+    recorder_.OnEvent(event, absl::Now());
     Action action;
     {
       absl::MutexLock lock(&mu_);
@@ -92,6 +94,7 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateEvent>
   bool Cancelled() const override { return cancelled_.load(); }
 
   void Finish(const absl::Status& status) override {
+    recorder_.OnFinish(status);
     if (!status.ok() && status.code() != absl::StatusCode::kCancelled) {
       WLOG(INFO) << "generate "
                  << (request_.model().empty() ? "(default model)" : request_.model())
@@ -116,6 +119,7 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateEvent>
 
  private:
   void Submit(engine::LoadedModel& model) {
+    recorder_.set_model(model.name());
     absl::Status status = model.Submit(request_, this, deadline_);
     if (!status.ok()) Finish(status);
   }
@@ -160,14 +164,27 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateEvent>
   bool grpc_done_ ABSL_GUARDED_BY(mu_) = false;
   grpc::Status final_status_ ABSL_GUARDED_BY(mu_);
   std::atomic<bool> cancelled_{false};
+  // Before Submit on the thread that submits; then on the scheduler's.
+  metrics::RequestRecorder recorder_;
+};
+
+class RefusedGenerate final : public grpc::ServerWriteReactor<v1::GenerateEvent> {
+ public:
+  explicit RefusedGenerate(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
 };
 
 }  // namespace
 
 grpc::ServerWriteReactor<v1::GenerateEvent>* StartGenerate(engine::Engine* engine,
                                                            const v1::GenerateRequest* request,
-                                                           absl::Time deadline) {
-  return new GenerateReactor(engine, request, deadline);
+                                                           absl::Time deadline,
+                                                           metrics::RequestMetrics* metrics) {
+  return new GenerateReactor(engine, request, deadline, metrics);
+}
+
+grpc::ServerWriteReactor<v1::GenerateEvent>* RefuseGenerate(const grpc::Status& status) {
+  return new RefusedGenerate(status);
 }
 
 }  // namespace waste

@@ -12,16 +12,22 @@
 
 #include "absl/time/time.h"
 #include "daemon/engine/engine.h"
+#include "daemon/metrics/request_metrics.h"
 #include "grpcpp/support/server_callback.h"
 #include "waste/v1/generate.pb.h"
 
 namespace waste {
 
 // Starts the call; the reactor deletes itself when gRPC and the engine are
-// both done with it. `deadline` is the call's (InfiniteFuture: none).
+// both done with it. `deadline` is the call's (InfiniteFuture: none). The
+// request's outcome, tokens and latencies go to `metrics` (may be null).
 grpc::ServerWriteReactor<v1::GenerateEvent>* StartGenerate(engine::Engine* engine,
                                                            const v1::GenerateRequest* request,
-                                                           absl::Time deadline);
+                                                           absl::Time deadline,
+                                                           metrics::RequestMetrics* metrics);
+
+// A Generate call ended at once with `status` (e.g. UNAUTHENTICATED).
+grpc::ServerWriteReactor<v1::GenerateEvent>* RefuseGenerate(const grpc::Status& status);
 
 // absl::Status -> grpc::Status (the codes are the same numbers).
 grpc::Status ToGrpcStatus(const absl::Status& status);

@@ -16,6 +16,10 @@ namespace waste {
 struct ServerOptions {
   std::string socket_path;  // Required.
   std::string listen;       // HOST:PORT, or empty for no TCP listener.
+  // Set when TCP calls need an API key (the service checks it, see
+  // call_auth.h). Server reflection, which answers without one, is then
+  // left off; the health service stays open, like HTTP /health.
+  bool tcp_requires_key = false;
 };
 
 class Server {

@@ -4,6 +4,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "daemon/service/call_auth.h"
 #include "daemon/service/generate_reactor.h"
 #include "daemon/service/version.h"
 
@@ -22,20 +23,34 @@ grpc::ServerUnaryReactor* RunOffThread(grpc::CallbackServerContext* context,
 
 }  // namespace
 
-WasteService::WasteService(engine::Engine* engine) : engine_(engine), started_(absl::Now()) {}
+WasteService::WasteService(engine::Engine* engine, WasteServiceOptions options)
+    : engine_(engine), options_(std::move(options)), started_(absl::Now()) {}
+
+grpc::ServerUnaryReactor* WasteService::Unauthenticated(
+    grpc::CallbackServerContext* context) const {
+  grpc::Status status = CheckCallKey(*context, options_.api_key);
+  if (status.ok()) return nullptr;
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(status);
+  return reactor;
+}
 
 grpc::ServerWriteReactor<v1::GenerateEvent>* WasteService::Generate(
     grpc::CallbackServerContext* context, const v1::GenerateRequest* request) {
+  if (grpc::Status status = CheckCallKey(*context, options_.api_key); !status.ok()) {
+    return RefuseGenerate(status);
+  }
   // A call without a deadline has one far in the future.
   const auto deadline = context->deadline();
   const bool none = deadline > std::chrono::system_clock::now() + std::chrono::hours(24 * 365);
-  return StartGenerate(engine_, request,
-                       none ? absl::InfiniteFuture() : absl::FromChrono(deadline));
+  return StartGenerate(engine_, request, none ? absl::InfiniteFuture() : absl::FromChrono(deadline),
+                       options_.metrics);
 }
 
 grpc::ServerUnaryReactor* WasteService::Tokenize(grpc::CallbackServerContext* context,
                                                  const v1::TokenizeRequest* request,
                                                  v1::TokenizeResponse* response) {
+  if (grpc::ServerUnaryReactor* denied = Unauthenticated(context)) return denied;
   return RunOffThread(context, [this, request, response]() -> absl::Status {
     auto model = engine_->Get(request->model());
     if (!model.ok()) return model.status();
@@ -49,6 +64,7 @@ grpc::ServerUnaryReactor* WasteService::Tokenize(grpc::CallbackServerContext* co
 grpc::ServerUnaryReactor* WasteService::Detokenize(grpc::CallbackServerContext* context,
                                                    const v1::DetokenizeRequest* request,
                                                    v1::DetokenizeResponse* response) {
+  if (grpc::ServerUnaryReactor* denied = Unauthenticated(context)) return denied;
   return RunOffThread(context, [this, request, response]() -> absl::Status {
     auto model = engine_->Get(request->model());
     if (!model.ok()) return model.status();
@@ -62,6 +78,7 @@ grpc::ServerUnaryReactor* WasteService::Detokenize(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* WasteService::ListModels(grpc::CallbackServerContext* context,
                                                    const v1::ListModelsRequest* /*request*/,
                                                    v1::ListModelsResponse* response) {
+  if (grpc::ServerUnaryReactor* denied = Unauthenticated(context)) return denied;
   // Reading GGUF headers is file I/O: off the gRPC threads.
   return RunOffThread(context, [this, response]() -> absl::Status {
     absl::flat_hash_map<std::string, std::shared_ptr<engine::LoadedModel>> loaded;
@@ -85,6 +102,7 @@ grpc::ServerUnaryReactor* WasteService::ListModels(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* WasteService::LoadModel(grpc::CallbackServerContext* context,
                                                   const v1::LoadModelRequest* request,
                                                   v1::LoadModelResponse* response) {
+  if (grpc::ServerUnaryReactor* denied = Unauthenticated(context)) return denied;
   return RunOffThread(context, [this, request, response]() -> absl::Status {
     absl::Time start = absl::Now();
     auto model = engine_->Load(request->model(), request->config());
@@ -99,12 +117,14 @@ grpc::ServerUnaryReactor* WasteService::LoadModel(grpc::CallbackServerContext* c
 grpc::ServerUnaryReactor* WasteService::UnloadModel(grpc::CallbackServerContext* context,
                                                     const v1::UnloadModelRequest* request,
                                                     v1::UnloadModelResponse* /*response*/) {
+  if (grpc::ServerUnaryReactor* denied = Unauthenticated(context)) return denied;
   return RunOffThread(context, [this, request] { return engine_->Unload(request->model(), request->force()); });
 }
 
 grpc::ServerUnaryReactor* WasteService::Plan(grpc::CallbackServerContext* context,
                                              const v1::PlanRequest* request,
                                              v1::PlanResponse* response) {
+  if (grpc::ServerUnaryReactor* denied = Unauthenticated(context)) return denied;
   return RunOffThread(context, [this, request, response]() -> absl::Status {
     auto plan = engine_->Plan(*request);
     if (!plan.ok()) return plan.status();
@@ -116,6 +136,7 @@ grpc::ServerUnaryReactor* WasteService::Plan(grpc::CallbackServerContext* contex
 grpc::ServerUnaryReactor* WasteService::GetStats(grpc::CallbackServerContext* context,
                                                  const v1::GetStatsRequest* request,
                                                  v1::GetStatsResponse* response) {
+  if (grpc::ServerUnaryReactor* denied = Unauthenticated(context)) return denied;
   int running = 0, waiting = 0;
   for (const auto& model : engine_->Loaded()) {
     v1::ModelStats stats = model->Stats();
@@ -136,6 +157,7 @@ grpc::ServerUnaryReactor* WasteService::GetStats(grpc::CallbackServerContext* co
 grpc::ServerUnaryReactor* WasteService::SaveSession(grpc::CallbackServerContext* context,
                                                     const v1::SaveSessionRequest* request,
                                                     v1::SaveSessionResponse* response) {
+  if (grpc::ServerUnaryReactor* denied = Unauthenticated(context)) return denied;
   // Waits for the model's step loop and writes a file: off the gRPC threads.
   return RunOffThread(context, [this, request, response]() -> absl::Status {
     std::shared_ptr<engine::LoadedModel> model = engine_->TryGetLoaded(request->model());

@@ -4,16 +4,28 @@
 #ifndef WASTE_DAEMON_SERVICE_WASTE_SERVICE_H_
 #define WASTE_DAEMON_SERVICE_WASTE_SERVICE_H_
 
+#include <string>
+
 #include "absl/time/time.h"
 #include "daemon/engine/engine.h"
+#include "daemon/metrics/request_metrics.h"
 #include "waste/v1/waste.grpc.pb.h"
 
 namespace waste {
 
+struct WasteServiceOptions {
+  // Fed with every Generate call's outcome, tokens and latencies (the
+  // HTTP face feeds the same). May be null.
+  metrics::RequestMetrics* metrics = nullptr;
+  // Calls over TCP must carry `authorization: Bearer KEY` metadata (see
+  // call_auth.h); "" -> no key.
+  std::string api_key;
+};
+
 class WasteService final : public v1::Waste::CallbackService {
  public:
-  // `engine` must outlive the service.
-  explicit WasteService(engine::Engine* engine);
+  // `engine` (and options.metrics) must outlive the service.
+  explicit WasteService(engine::Engine* engine, WasteServiceOptions options = {});
 
   grpc::ServerWriteReactor<v1::GenerateEvent>* Generate(
       grpc::CallbackServerContext* context, const v1::GenerateRequest* request) override;
@@ -43,7 +55,12 @@ class WasteService final : public v1::Waste::CallbackService {
                                         v1::SaveSessionResponse* response) override;
 
  private:
+  // Null when the call may go on; else a reactor already finished with
+  // UNAUTHENTICATED, to return.
+  grpc::ServerUnaryReactor* Unauthenticated(grpc::CallbackServerContext* context) const;
+
   engine::Engine* engine_;
+  WasteServiceOptions options_;
   absl::Time started_;
 };
 
