@@ -9,6 +9,9 @@ packages=(
   protobuf-compiler protobuf-compiler-grpc libprotobuf-dev libgrpc++-dev
   libabsl-dev libboost-dev libboost-system-dev libgtest-dev libgmock-dev
   liburing-dev libpcre2-dev libicu-dev libtomlplusplus-dev nlohmann-json3-dev
+  # promtool, which checks the HTTP face's /metrics page in tests. The
+  # package also ships the Prometheus server, whose unit Debian enables.
+  prometheus
 )
 if [[ "${1:-}" == "--fuzz" ]]; then
   packages+=(clang libclang-rt-14-dev)

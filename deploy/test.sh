@@ -12,4 +12,9 @@ if [[ ! -d "$models" ]]; then
   exit 1
 fi
 models="$(cd "$models" && pwd)"
+# The real `openai` npm client for //tests:openai_test, at the version
+# tests/openai/package-lock.json pins. Installed here, never by the test.
+if command -v npm > /dev/null && [[ ! -d tests/openai/node_modules/openai ]]; then
+  npm ci --prefix tests/openai --no-audit --no-fund
+fi
 bazel test //... --test_env=WASTE_TEST_MODELS="$models" "$@"
