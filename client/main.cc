@@ -3,11 +3,14 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/generate_command.h"
+#include "client/run_command.h"
 #include "client/waste_client.h"
 #include "common/cli_args.h"
 #include "common/format.h"
+#include "google/protobuf/util/json_util.h"
 
 namespace waste {
 namespace {
@@ -17,15 +20,17 @@ constexpr char kUsage[] =
 
 commands:
   health                  is the daemon serving? (prints SERVING)
-  models                  the models the daemon can serve
+  models [--json]         the models the daemon can serve
+  ps [--json]             loaded models: RAM, sessions, running and queued requests
+  run [--system T] MODEL  an interactive chat (one daemon session; /bye, /clear)
   generate [flags] PROMPT stream a continuation of PROMPT (see generate --help)
   chat [flags] MESSAGE    one chat turn through the model's template
   tokenize --model M TEXT token ids of TEXT
-  plan [--model M] [--ram-budget SIZE] [--ctx N] [--sessions N]
+  plan [--model M] [--ram-budget SIZE] [--ctx N] [--sessions N] [--json]
                           how a model fits a RAM budget (floor, recommended, bytes/token)
   load MODEL / unload [--force] MODEL
                           --force cancels the model's running requests
-  stats                   daemon statistics
+  stats [--json]          daemon statistics
   save-session [--model M] ID
                           write session ID to the daemon's state directory
                           (a later request with its id continues it, even
@@ -61,9 +66,35 @@ int Health(WasteClient& client) {
   return *status == grpc::health::v1::HealthCheckResponse::SERVING ? 0 : 1;
 }
 
-int Models(WasteClient& client) {
+// Wants --json (the command's only flag when `only_json`)? Exit code 2 and
+// a usage line for anything else.
+absl::StatusOr<bool> JsonFlag(const std::vector<std::string>& raw, const std::string& command) {
+  auto args = ParseArgs(raw, {{"json", false}});
+  if (!args.ok() || !args->positional().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("usage: waste-client ", command, " [--json]"));
+  }
+  return args->Has("json");
+}
+
+// A response as JSON (field names as in the .proto files, every field).
+int PrintJson(const google::protobuf::Message& message) {
+  std::string json;
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.always_print_primitive_fields = true;
+  options.preserve_proto_field_names = true;
+  if (!google::protobuf::util::MessageToJsonString(message, &json, options).ok()) {
+    std::cerr << "waste-client: cannot print the response as JSON\n";
+    return 1;
+  }
+  std::cout << json;
+  return 0;
+}
+
+int Models(WasteClient& client, bool json) {
   auto models = client.ListModels();
   if (!models.ok()) return FailCall(client, models.status());
+  if (json) return PrintJson(*models);
   if (models->models().empty()) {
     std::cout << "no models (the daemon serves *.gguf files under its --models-dir)\n";
     return 0;
@@ -86,9 +117,47 @@ int Models(WasteClient& client) {
   return 0;
 }
 
-int Stats(WasteClient& client) {
+// Loaded models: RAM used of the budget, sessions, running and queued
+// requests, what they do now.
+int Ps(WasteClient& client, bool json) {
   auto stats = client.GetStats(v1::GetStatsRequest());
   if (!stats.ok()) return FailCall(client, stats.status());
+  v1::GetStatsResponse loaded;
+  for (const v1::ModelStats& m : stats->models()) {
+    v1::ModelStats* row = loaded.add_models();
+    row->set_model(m.model());
+    row->set_ram_used_bytes(m.ram_used_bytes());
+    row->set_ram_budget_bytes(m.ram_budget_bytes());
+    row->set_sessions(m.sessions());
+    row->set_session_capacity(m.session_capacity());
+    row->set_running_requests(m.running_requests());
+    row->set_queued_requests(m.queued_requests());
+    row->set_max_concurrent_requests(m.max_concurrent_requests());
+    row->set_last_decode_tokens_per_second(m.last_decode_tokens_per_second());
+  }
+  if (json) return PrintJson(loaded);
+  if (loaded.models().empty()) {
+    std::cout << "no model is loaded\n";
+    return 0;
+  }
+  size_t width = 5;
+  for (const v1::ModelStats& m : loaded.models()) width = std::max(width, m.model().size());
+  std::cout << absl::StrFormat("%-*s  %10s  %10s  %8s  %7s  %6s  %10s\n", width, "MODEL", "RAM",
+                               "BUDGET", "SESSIONS", "RUNNING", "QUEUED", "LAST TOK/S");
+  for (const v1::ModelStats& m : loaded.models()) {
+    std::cout << absl::StrFormat(
+        "%-*s  %10s  %10s  %4d/%-3d  %3d/%-3d  %6d  %10.2f\n", width, m.model(),
+        FormatBytes(m.ram_used_bytes()), FormatBytes(m.ram_budget_bytes()), m.sessions(),
+        m.session_capacity(), m.running_requests(), m.max_concurrent_requests(),
+        m.queued_requests(), m.last_decode_tokens_per_second());
+  }
+  return 0;
+}
+
+int Stats(WasteClient& client, bool json) {
+  auto stats = client.GetStats(v1::GetStatsRequest());
+  if (!stats.ok()) return FailCall(client, stats.status());
+  if (json) return PrintJson(*stats);
   std::cout << absl::StrFormat("version %s, up %.0f s, %d active, %d queued\n", stats->version(),
                                stats->uptime_seconds(), stats->active_requests(),
                                stats->queued_requests());
@@ -134,7 +203,7 @@ int Tokenize(WasteClient& client, const std::vector<std::string>& raw) {
 }
 
 int Plan(WasteClient& client, const std::vector<std::string>& raw) {
-  auto args = ParseArgs(raw, {{"model"}, {"ram-budget"}, {"ctx"}, {"sessions"}});
+  auto args = ParseArgs(raw, {{"model"}, {"ram-budget"}, {"ctx"}, {"sessions"}, {"json", false}});
   if (!args.ok() || !args->positional().empty()) {
     std::cerr << "usage: waste-client plan [--model NAME] [--ram-budget SIZE] [--ctx N] "
                  "[--sessions N]\n";
@@ -165,6 +234,10 @@ int Plan(WasteClient& client, const std::vector<std::string>& raw) {
   auto response = client.Plan(request);
   if (!response.ok()) return FailCall(client, response.status());
   const v1::MemoryPlan& plan = response->plan();
+  if (args->Has("json")) {
+    const int code = PrintJson(*response);
+    return code != 0 ? code : (plan.fits() ? 0 : 1);
+  }
   std::cout << absl::StrFormat(
       "budget       %s%s\nfloor        %s\nrecommended  %s\nweights      %s (pinned %s, "
       "streaming pool %s)\nKV cache     %s per session\nsessions     %d together (%d fit this "
@@ -236,9 +309,18 @@ int Main(int argc, char** argv) {
   std::unique_ptr<WasteClient> client =
       WasteClient::Connect(ResolveTarget(socket, flags->GetOr("address", "")));
   if (command == "health") return Health(*client);
-  if (command == "models") return Models(*client);
-  if (command == "stats") return Stats(*client);
   std::vector<std::string> rest(raw.begin() + command_index + 1, raw.end());
+  if (command == "models" || command == "stats" || command == "ps") {
+    absl::StatusOr<bool> json = JsonFlag(rest, command);
+    if (!json.ok()) {
+      std::cerr << json.status().message() << "\n";
+      return 2;
+    }
+    if (command == "models") return Models(*client, *json);
+    if (command == "ps") return Ps(*client, *json);
+    return Stats(*client, *json);
+  }
+  if (command == "run") return RunChat(*client, rest);
   if (command == "generate") return RunGenerate(*client, rest, /*chat=*/false);
   if (command == "chat") return RunGenerate(*client, rest, /*chat=*/true);
   if (command == "tokenize") return Tokenize(*client, rest);

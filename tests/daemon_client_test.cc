@@ -80,6 +80,52 @@ TEST_F(DaemonTest, CliHealthAndModels) {
   EXPECT_TRUE(absl::StrContains(models.out, "1.13 MiB")) << models.out;
 }
 
+TEST_F(DaemonTest, CliRunChatsOverAPipeInOneSession) {
+  CommandResult run = RunCommand(
+      {"/bin/sh", "-c",
+       "printf 'Hello there\\n/unknown\\nTell me a story\\n/bye\\nnot sent\\n' | " +
+           Client() + " --socket " + socket_ + " run --max-tokens 8 stories260K"});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_TRUE(absl::StrContains(run.err, "unknown command /unknown")) << run.err;
+  std::vector<std::string> answers = absl::StrSplit(run.out, '\n', absl::SkipEmpty());
+  EXPECT_EQ(answers.size(), 2u) << run.out;  // No prompt over a pipe; /bye ends.
+  // The second turn continued the first one's session: its earlier tokens
+  // came from the KV cache.
+  const std::string log = harness_->process().Stderr();
+  const size_t second = log.find("prompt tokens (", log.find("prompt tokens (") + 1);
+  ASSERT_NE(second, std::string::npos) << log;
+  EXPECT_NE(log.compare(second, 17, "prompt tokens (0 "), 0) << log.substr(second, 40);
+
+  auto stats = client_->GetStats(v1::GetStatsRequest());
+  ASSERT_TRUE(stats.ok());
+  ASSERT_EQ(stats->models_size(), 1);
+  EXPECT_EQ(stats->models(0).requests(), 2);
+}
+
+TEST_F(DaemonTest, CliPsAndJsonOutputs) {
+  CommandResult none = RunCommand({Client(), "--socket", socket_, "ps"});
+  EXPECT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_EQ(none.out, "no model is loaded\n");
+  v1::LoadModelRequest load;
+  load.set_model("stories260K");
+  ASSERT_TRUE(client_->LoadModel(load).ok());
+  CommandResult ps = RunCommand({Client(), "--socket", socket_, "ps"});
+  EXPECT_EQ(ps.exit_code, 0) << ps.err;
+  EXPECT_TRUE(absl::StrContains(ps.out, "stories260K")) << ps.out;
+  EXPECT_TRUE(absl::StrContains(ps.out, "SESSIONS")) << ps.out;
+  for (const std::string command : {"ps", "models", "stats"}) {
+    CommandResult json = RunCommand({Client(), "--socket", socket_, command, "--json"});
+    EXPECT_EQ(json.exit_code, 0) << command << ": " << json.err;
+    EXPECT_TRUE(absl::StartsWith(json.out, "{")) << command << ": " << json.out;
+    EXPECT_TRUE(absl::StrContains(json.out, "\"stories260K\"")) << command << ": " << json.out;
+  }
+  CommandResult plan = RunCommand({Client(), "--socket", socket_, "plan", "--json"});
+  EXPECT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_TRUE(absl::StrContains(plan.out, "\"floor_bytes\"")) << plan.out;
+  CommandResult bad = RunCommand({Client(), "--socket", socket_, "ps", "--jsn"});
+  EXPECT_EQ(bad.exit_code, 2);
+}
+
 TEST_F(DaemonTest, CliReadsWasteAddress) {
   setenv("WASTE_ADDRESS", ("unix:" + socket_).c_str(), 1);
   CommandResult health = RunCommand({Client(), "health"});
