@@ -1,9 +1,9 @@
 // Decoding of the codebook types (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S,
 // IQ3_XXS, IQ3_S) one 32-element group at a time, into the form every
 // kernel here uses: int8 codes and a weight scale per 16 elements, x =
-// scale * code. Dequantization, the scalar reference dot and the SIMD loops
-// all decode through these, so they agree on every bit layout; the SIMD
-// loops then only differ in how they multiply.
+// scale * code. Dequantization, the scalar reference dot and the AVX2 loop
+// decode through these; the AVX-512 loop (matvec_avx512_iq.cc) takes whole
+// blocks apart with vector ops, and the kernel tests hold it to these.
 //
 // The codes are exact: ggml's values are d * (small odd integer) / 8 (or
 // / 4, / 1) * grid value * sign, each a product of few enough bits to be

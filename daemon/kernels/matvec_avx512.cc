@@ -12,6 +12,10 @@
 // into accumulators that are reduced once per row. The weight's zero point or
 // min folds into one masked add per unit against the activation's group sums
 // (see Group in matvec_scalar.cc).
+//
+// That unit loop (DotQuantized) lives in matvec_avx512_internal.h: this file
+// holds the decoders of the legacy, K- and IQ4 types, the float types and the
+// activation quantizer; matvec_avx512_iq.cc those of the codebook types.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -21,49 +25,11 @@
 
 #include "daemon/kernels/dequantize.h"
 #include "daemon/kernels/fp16.h"
-#include "daemon/kernels/iq_decode.h"
+#include "daemon/kernels/matvec_avx512_internal.h"
 #include "daemon/kernels/matvec_internal.h"
 
-namespace waste::kernels::internal {
+namespace waste::kernels::internal::avx512 {
 namespace {
-
-constexpr int kMaxNb = kRowTile;
-
-// How far ahead of the unit being decoded the weight stream is prefetched.
-// The hardware prefetchers alone left the 1 GiB decode at ~60% of the
-// machine's read bandwidth; asking for each line ~2 KiB early keeps enough
-// misses in flight (rows are usually contiguous, so this runs into the next
-// row; a prefetch past the matrix is harmless).
-#ifndef WASTE_MATVEC_PREFETCH
-#define WASTE_MATVEC_PREFETCH 2048
-#endif
-constexpr int kPrefetchBytes = WASTE_MATVEC_PREFETCH;
-
-// How a type's loop wants the activation's int8 values laid out (qp).
-enum class ActOrder {
-  kNatural,   // As qs.
-  kNibble32,  // Per 128: the first 16 of each of 4 blocks, then their last 16.
-  kNibbleK,   // Per 128: 32-element groups in the order 0, 2, 1, 3.
-};
-
-// 256 elements of a row, decoded for the integer dot.
-struct Unit {
-  __m512i codes[4];  // u8, in the activation's order.
-  // 32-element groups: lanes 0-7 the weight scale of each group, lanes 8-15
-  // the coefficient of its activation sum (s32) divided by Dec::kSumScale,
-  // which multiplies the row's sum of those terms once at the end. Q6_K,
-  // Q3_K: the weight scale of each 16 elements (the coefficients of s16 too,
-  // times kSumScale).
-  __m512 wsc;
-  // Q2_K only (kOwnCoef): each 16 elements' coefficient of s16, divided by
-  // kSumScale, where it is not a constant multiple of the weight scale.
-  __m512 coef;
-};
-
-template <typename Dec>
-constexpr bool kOwnCoef = requires {
-  requires Dec::kOwnCoef;
-};
 
 // The 16 IQ4 grid values + 128 as u8 (vpdpbusd's unsigned operand), in each
 // 128-bit lane for vpshufb.
@@ -71,18 +37,6 @@ inline __m512i Iq4Table() {
   return _mm512_xor_si512(
       _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4NlValues))),
       _mm512_set1_epi8(static_cast<char>(0x80)));
-}
-
-inline uint16_t LoadU16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-
-inline uint32_t LoadU32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
 }
 
 // The 16-bit words at p + kStride * i, i < 8, put together in integer
@@ -115,9 +69,6 @@ inline __m256i GatherU32x8(const uint8_t* p) {
 inline __m512 ScaleTwice(__m128i halves) {
   return _mm512_cvtph_ps(_mm256_broadcastsi128_si256(halves));
 }
-
-// Lane l of lane vector v takes scale slot kSlots[v][l].
-using SlotTable = std::array<std::array<int32_t, 16>, 4>;
 
 // Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL: each half unit (4 blocks) is one vpermt2b that
 // packs the 64 nibble bytes, then low nibbles (the first 16 elements of each
@@ -343,12 +294,7 @@ struct Q6K {
   static constexpr int kLaneVecs = 4;
   static constexpr bool kPer16 = true;
   static constexpr float kSumScale = -32;
-  static constexpr SlotTable kSlots = [] {
-    SlotTable t{};
-    for (int v = 0; v < 4; ++v)
-      for (int l = 0; l < 16; ++l) t[v][l] = 4 * v + l / 4;
-    return t;
-  }();
+  static constexpr SlotTable kSlots = kPer16Slots;
   static void Load(const uint8_t* p, Unit* u) {
     const BlockQ6_K* b = reinterpret_cast<const BlockQ6_K*>(p);
     const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x03);
@@ -389,7 +335,7 @@ struct Q23K {
   static constexpr bool kPer16 = true;
   static constexpr bool kOwnCoef = !kQ3;
   static constexpr float kSumScale = kQ3 ? -4 : -1;
-  static constexpr SlotTable kSlots = Q6K::kSlots;
+  static constexpr SlotTable kSlots = kPer16Slots;
   static void Load(const uint8_t* p, Unit* u) {
     const Block* b = reinterpret_cast<const Block*>(p);
     const __m512i m2 = _mm512_set1_epi8(0x03);
@@ -444,110 +390,6 @@ struct Q23K {
     }
   }
 };
-
-// The codebook types: each group decoded to int8 codes in 4 words
-// (iq_decode.h, one codebook lookup per 8 values), two groups per zmm,
-// +128 for vpdpbusd; natural order and a scale per 16 as Q6_K.
-template <WeightType kType>
-struct Grid {
-  static constexpr int kUnitBytes = GetWeightTypeInfo(kType).block_bytes;
-  static constexpr ActOrder kOrder = ActOrder::kNatural;
-  static constexpr int kLaneVecs = 4;
-  static constexpr bool kPer16 = true;
-  static constexpr float kSumScale = -128;
-  static constexpr SlotTable kSlots = Q6K::kSlots;
-  static void Load(const uint8_t* p, Unit* u) {
-    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-    alignas(64) float scales[16];
-#pragma GCC unroll 8
-    for (int z = 0; z < 4; ++z) {
-      const IqGroup a = DecodeIqGroup<kType>(p, 2 * z), b = DecodeIqGroup<kType>(p, 2 * z + 1);
-      const __m512i codes = _mm512_set_epi64(
-          static_cast<int64_t>(b.q[3]), static_cast<int64_t>(b.q[2]), static_cast<int64_t>(b.q[1]),
-          static_cast<int64_t>(b.q[0]), static_cast<int64_t>(a.q[3]), static_cast<int64_t>(a.q[2]),
-          static_cast<int64_t>(a.q[1]), static_cast<int64_t>(a.q[0]));
-      u->codes[z] = _mm512_xor_si512(codes, flip);
-      scales[4 * z] = a.scale[0];
-      scales[4 * z + 1] = a.scale[1];
-      scales[4 * z + 2] = b.scale[0];
-      scales[4 * z + 3] = b.scale[1];
-    }
-    u->wsc = _mm512_load_ps(scales);
-  }
-};
-
-// Repeats each of 8 floats twice: per 32-element group -> per 16 elements.
-inline __m512 Dup8To16(__m256 v) {
-  return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7),
-                               _mm512_castps256_ps512(v));
-}
-
-template <typename Dec, int NB>
-void DotQuantized(WeightType type, const uint8_t* row, int64_t cols, const QuantizedActs* acts,
-                  float* out) {
-  constexpr int kLanes = Dec::kLaneVecs;
-  const int64_t units = cols / 256;
-  // One accumulator per zmm of lanes: one would chain the fmas of a unit
-  // through its latency.
-  __m512 acc[NB][kLanes], bias[NB];
-#pragma GCC unroll 16
-  for (int k = 0; k < NB; ++k) {
-    bias[k] = _mm512_setzero_ps();
-#pragma GCC unroll 16
-    for (int v = 0; v < kLanes; ++v) acc[k][v] = _mm512_setzero_ps();
-  }
-  __m512i slots[kLanes];
-#pragma GCC unroll 16
-  for (int v = 0; v < kLanes; ++v) slots[v] = _mm512_loadu_si512(Dec::kSlots[v].data());
-  for (int64_t un = 0; un < units; ++un) {
-    if constexpr (kPrefetchBytes > 0) {
-      const char* ahead =
-          reinterpret_cast<const char*>(row) + un * Dec::kUnitBytes + kPrefetchBytes;
-#pragma GCC unroll 8
-      for (int l = 0; l < (Dec::kUnitBytes + 63) / 64; ++l)
-        _mm_prefetch(ahead + 64 * l, _MM_HINT_T0);
-    }
-    Unit u;
-    Dec::Load(row + un * Dec::kUnitBytes, &u);
-#pragma GCC unroll 16
-    for (int k = 0; k < NB; ++k) {
-      const QuantizedActs& a = acts[k];
-      const int8_t* q = (Dec::kOrder == ActOrder::kNatural ? a.qs : a.qp) + 256 * un;
-      __m512 scale;
-      if constexpr (Dec::kPer16) {
-        scale = _mm512_mul_ps(u.wsc, Dup8To16(_mm256_load_ps(a.d + 8 * un)));
-        bias[k] = _mm512_fmadd_ps(kOwnCoef<Dec> ? u.coef : u.wsc, _mm512_loadu_ps(a.s16 + 16 * un),
-                                  bias[k]);
-      } else {
-        // Lanes 0-7: weight x activation scale; 8-15: coef x group sum.
-        scale = _mm512_mul_ps(u.wsc, _mm512_load_ps(a.ds + 16 * un));
-        bias[k] = _mm512_mask_add_ps(bias[k], 0xFF00, bias[k], scale);
-      }
-#pragma GCC unroll 16
-      for (int v = 0; v < kLanes; ++v) {
-        __m512i dot;
-        if constexpr (kLanes == 2) {
-          dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u.codes[2 * v],
-                                    _mm512_load_si512(q + 128 * v));
-          dot = _mm512_dpbusd_epi32(dot, u.codes[2 * v + 1], _mm512_load_si512(q + 128 * v + 64));
-        } else {
-          dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u.codes[v],
-                                    _mm512_load_si512(q + 64 * v));
-        }
-        acc[k][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(slots[v], scale),
-                                    acc[k][v]);
-      }
-    }
-  }
-#pragma GCC unroll 16
-  for (int k = 0; k < NB; ++k) {
-    __m512 sum = _mm512_mul_ps(bias[k], _mm512_set1_ps(Dec::kSumScale));
-#pragma GCC unroll 16
-    for (int v = 0; v < kLanes; ++v) sum = _mm512_add_ps(sum, acc[k][v]);
-    out[k] = _mm512_reduce_add_ps(sum);
-    if (cols % 256 != 0) out[k] += DotGroupsRef(type, row, 8 * units, cols / 32, acts[k]);
-  }
-}
 
 template <WeightType T>
 inline __m512 Load16(const uint8_t* p) {
@@ -631,19 +473,13 @@ void DotRow(const RowsTask& t, const uint8_t* row, int64_t b0, float* out) {
     case WeightType::kIQ4_XS:
       return DotQuantized<IQ4XS, NB>(type, row, c, a, out);
     case WeightType::kIQ2_XXS:
-      return DotQuantized<Grid<WeightType::kIQ2_XXS>, NB>(type, row, c, a, out);
     case WeightType::kIQ2_XS:
-      return DotQuantized<Grid<WeightType::kIQ2_XS>, NB>(type, row, c, a, out);
     case WeightType::kIQ2_S:
-      return DotQuantized<Grid<WeightType::kIQ2_S>, NB>(type, row, c, a, out);
     case WeightType::kIQ3_XXS:
-      return DotQuantized<Grid<WeightType::kIQ3_XXS>, NB>(type, row, c, a, out);
     case WeightType::kIQ3_S:
-      return DotQuantized<Grid<WeightType::kIQ3_S>, NB>(type, row, c, a, out);
     case WeightType::kIQ1_S:
-      return DotQuantized<Grid<WeightType::kIQ1_S>, NB>(type, row, c, a, out);
     case WeightType::kIQ1_M:
-      return DotQuantized<Grid<WeightType::kIQ1_M>, NB>(type, row, c, a, out);
+      return DotGridAvx512<NB>(type, row, c, a, out);
   }
 }
 
@@ -720,9 +556,12 @@ void QuantizeActsAvx512(WeightType type, const float* x, int64_t cols, const Qua
 }
 
 }  // namespace
+}  // namespace waste::kernels::internal::avx512
+
+namespace waste::kernels::internal {
 
 const IsaKernels& Avx512Kernels() {
-  static constexpr IsaKernels kKernels = {&QuantizeActsAvx512, &RowsAvx512};
+  static constexpr IsaKernels kKernels = {&avx512::QuantizeActsAvx512, &avx512::RowsAvx512};
   return kKernels;
 }
 

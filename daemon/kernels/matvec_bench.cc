@@ -140,10 +140,13 @@ WeightView MakeWeights(WeightType type, int64_t cols, int64_t bytes, std::unique
   return view;
 }
 
-constexpr WeightType kBenchTypes[] = {WeightType::kQ4_0, WeightType::kQ8_0, WeightType::kQ4_K,
-                                      WeightType::kQ6_K, WeightType::kF16,  WeightType::kQ4_1,
-                                      WeightType::kQ5_0, WeightType::kQ5_1, WeightType::kQ5_K,
-                                      WeightType::kBF16, WeightType::kF32};
+constexpr WeightType kBenchTypes[] = {
+    WeightType::kQ4_0,    WeightType::kQ8_0,   WeightType::kQ4_K,   WeightType::kQ6_K,
+    WeightType::kF16,     WeightType::kQ4_1,   WeightType::kQ5_0,   WeightType::kQ5_1,
+    WeightType::kQ5_K,    WeightType::kBF16,   WeightType::kF32,    WeightType::kQ2_K,
+    WeightType::kQ3_K,    WeightType::kIQ4_NL, WeightType::kIQ4_XS, WeightType::kIQ3_S,
+    WeightType::kIQ3_XXS, WeightType::kIQ2_S,  WeightType::kIQ2_XS, WeightType::kIQ2_XXS,
+    WeightType::kIQ1_M,   WeightType::kIQ1_S};
 
 bool Selected(WeightType type) {
   const std::string list = "," + absl::GetFlag(FLAGS_types) + ",";
@@ -160,7 +163,7 @@ int InCacheMain() {
   std::printf("kernels: %s, cols %ld, batch %d, in cache (%d KiB), 1 thread\n\n",
               std::string(IsaName(DetectIsa())).c_str(), cols, batch,
               absl::GetFlag(FLAGS_cache_kib));
-  std::printf("%-6s %9s %14s\n", "type", "GB/s", "ns/256 elems");
+  std::printf("%-8s %9s %14s\n", "type", "GB/s", "ns/256 elems");
   for (WeightType type : kBenchTypes) {
     if (!Selected(type)) continue;
     std::unique_ptr<Buffer> buf;
@@ -187,7 +190,7 @@ int InCacheMain() {
       }
       if (r > 0) best = std::min(best, (Now() - t0) / calls);
     }
-    std::printf("%-6s %9.1f %14.2f\n", std::string(GetWeightTypeInfo(type).name).c_str(),
+    std::printf("%-8s %9.1f %14.2f\n", std::string(GetWeightTypeInfo(type).name).c_str(),
                 bytes / best / 1e9, best * 1e9 / (w.rows * cols / 256.0));
     std::fflush(stdout);
   }
@@ -210,7 +213,7 @@ int Main() {
   }
   std::printf("memory read (AVX sum over 2 GiB): 1 thread %.1f GB/s, 2 threads %.1f GB/s\n\n",
               machine[0], machine[1]);
-  std::printf("%-6s %7s %9s %12s %7s %10s\n", "type", "threads", "GB/s", "machine GB/s", "ratio",
+  std::printf("%-8s %7s %9s %12s %7s %10s\n", "type", "threads", "GB/s", "machine GB/s", "ratio",
               "ms/call");
   for (WeightType type : kBenchTypes) {
     if (!Selected(type)) continue;
@@ -221,7 +224,7 @@ int Main() {
     Scratch scratch(MatVecScratchBytes(type, cols, batch));
     for (int t = 0; t < 2; ++t) {
       const double gbps = MatVecGBps(view, batch, pools[t], &scratch, reps);
-      std::printf("%-6s %7d %9.1f %12.1f %6.0f%% %10.2f\n",
+      std::printf("%-8s %7d %9.1f %12.1f %6.0f%% %10.2f\n",
                   std::string(GetWeightTypeInfo(type).name).c_str(), t + 1, gbps, machine[t],
                   100 * gbps / machine[t], rows * row_bytes / gbps / 1e6);
       std::fflush(stdout);

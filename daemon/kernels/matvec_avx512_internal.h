@@ -1,0 +1,168 @@
+// The unit-of-256 loop the AVX-512 files share (see matvec_avx512.cc's header
+// comment): a type's decoder fills a Unit per 256 elements, DotQuantized
+// multiplies it into every activation vector of the tile. Included only by
+// the translation units compiled with AVX512_COPTS (matvec_avx512*.cc).
+// Internal to daemon/kernels.
+#ifndef WASTE_DAEMON_KERNELS_MATVEC_AVX512_INTERNAL_H_
+#define WASTE_DAEMON_KERNELS_MATVEC_AVX512_INTERNAL_H_
+
+#ifndef __AVX512VNNI__
+#error "matvec_avx512_internal.h needs the AVX-512 compile flags (AVX512_COPTS)"
+#endif
+
+#include <immintrin.h>
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+
+#include "daemon/kernels/matvec_internal.h"
+#include "daemon/kernels/quant_blocks.h"
+#include "daemon/kernels/quantize.h"
+
+namespace waste::kernels::internal::avx512 {
+
+inline constexpr int kMaxNb = kRowTile;
+
+// How far ahead of the unit being decoded the weight stream is prefetched.
+// The hardware prefetchers alone left the 1 GiB decode at ~60% of the
+// machine's read bandwidth; asking for each line ~2 KiB early keeps enough
+// misses in flight (rows are usually contiguous, so this runs into the next
+// row; a prefetch past the matrix is harmless).
+#ifndef WASTE_MATVEC_PREFETCH
+#define WASTE_MATVEC_PREFETCH 2048
+#endif
+inline constexpr int kPrefetchBytes = WASTE_MATVEC_PREFETCH;
+
+// How a type's loop wants the activation's int8 values laid out (qp).
+enum class ActOrder {
+  kNatural,   // As qs.
+  kNibble32,  // Per 128: the first 16 of each of 4 blocks, then their last 16.
+  kNibbleK,   // Per 128: 32-element groups in the order 0, 2, 1, 3.
+};
+
+// 256 elements of a row, decoded for the integer dot.
+struct Unit {
+  __m512i codes[4];  // u8, in the activation's order.
+  // 32-element groups: lanes 0-7 the weight scale of each group, lanes 8-15
+  // the coefficient of its activation sum (s32) divided by Dec::kSumScale,
+  // which multiplies the row's sum of those terms once at the end. Q6_K,
+  // Q3_K: the weight scale of each 16 elements (the coefficients of s16 too,
+  // times kSumScale).
+  __m512 wsc;
+  // Q2_K only (kOwnCoef): each 16 elements' coefficient of s16, divided by
+  // kSumScale, where it is not a constant multiple of the weight scale.
+  __m512 coef;
+};
+
+template <typename Dec>
+inline constexpr bool kOwnCoef = requires {
+  requires Dec::kOwnCoef;
+};
+
+inline uint16_t LoadU16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+inline uint32_t LoadU32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+// Lane l of lane vector v takes scale slot kSlots[v][l].
+using SlotTable = std::array<std::array<int32_t, 16>, 4>;
+
+// Per 16 elements, natural order (Q6_K, Q2_K, Q3_K, the codebook types):
+// lane vector v covers elements 64v .. 64v + 63, 4 lanes per scale.
+inline constexpr SlotTable kPer16Slots = [] {
+  SlotTable t{};
+  for (int v = 0; v < 4; ++v)
+    for (int l = 0; l < 16; ++l) t[v][l] = 4 * v + l / 4;
+  return t;
+}();
+
+// Repeats each of 8 floats twice: per 32-element group -> per 16 elements.
+inline __m512 Dup8To16(__m256 v) {
+  return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7),
+                               _mm512_castps256_ps512(v));
+}
+
+template <typename Dec, int NB>
+inline void DotQuantized(WeightType type, const uint8_t* row, int64_t cols,
+                         const QuantizedActs* acts, float* out) {
+  constexpr int kLanes = Dec::kLaneVecs;
+  const int64_t units = cols / 256;
+  // One accumulator per zmm of lanes: one would chain the fmas of a unit
+  // through its latency.
+  __m512 acc[NB][kLanes], bias[NB];
+#pragma GCC unroll 16
+  for (int k = 0; k < NB; ++k) {
+    bias[k] = _mm512_setzero_ps();
+#pragma GCC unroll 16
+    for (int v = 0; v < kLanes; ++v) acc[k][v] = _mm512_setzero_ps();
+  }
+  __m512i slots[kLanes];
+#pragma GCC unroll 16
+  for (int v = 0; v < kLanes; ++v) slots[v] = _mm512_loadu_si512(Dec::kSlots[v].data());
+  for (int64_t un = 0; un < units; ++un) {
+    if constexpr (kPrefetchBytes > 0) {
+      const char* ahead =
+          reinterpret_cast<const char*>(row) + un * Dec::kUnitBytes + kPrefetchBytes;
+#pragma GCC unroll 8
+      for (int l = 0; l < (Dec::kUnitBytes + 63) / 64; ++l)
+        _mm_prefetch(ahead + 64 * l, _MM_HINT_T0);
+    }
+    Unit u;
+    Dec::Load(row + un * Dec::kUnitBytes, &u);
+#pragma GCC unroll 16
+    for (int k = 0; k < NB; ++k) {
+      const QuantizedActs& a = acts[k];
+      const int8_t* q = (Dec::kOrder == ActOrder::kNatural ? a.qs : a.qp) + 256 * un;
+      __m512 scale;
+      if constexpr (Dec::kPer16) {
+        scale = _mm512_mul_ps(u.wsc, Dup8To16(_mm256_load_ps(a.d + 8 * un)));
+        bias[k] = _mm512_fmadd_ps(kOwnCoef<Dec> ? u.coef : u.wsc, _mm512_loadu_ps(a.s16 + 16 * un),
+                                  bias[k]);
+      } else {
+        // Lanes 0-7: weight x activation scale; 8-15: coef x group sum.
+        scale = _mm512_mul_ps(u.wsc, _mm512_load_ps(a.ds + 16 * un));
+        bias[k] = _mm512_mask_add_ps(bias[k], 0xFF00, bias[k], scale);
+      }
+#pragma GCC unroll 16
+      for (int v = 0; v < kLanes; ++v) {
+        __m512i dot;
+        if constexpr (kLanes == 2) {
+          dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u.codes[2 * v],
+                                    _mm512_load_si512(q + 128 * v));
+          dot = _mm512_dpbusd_epi32(dot, u.codes[2 * v + 1], _mm512_load_si512(q + 128 * v + 64));
+        } else {
+          dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u.codes[v],
+                                    _mm512_load_si512(q + 64 * v));
+        }
+        acc[k][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(slots[v], scale),
+                                    acc[k][v]);
+      }
+    }
+  }
+#pragma GCC unroll 16
+  for (int k = 0; k < NB; ++k) {
+    __m512 sum = _mm512_mul_ps(bias[k], _mm512_set1_ps(Dec::kSumScale));
+#pragma GCC unroll 16
+    for (int v = 0; v < kLanes; ++v) sum = _mm512_add_ps(sum, acc[k][v]);
+    out[k] = _mm512_reduce_add_ps(sum);
+    if (cols % 256 != 0) out[k] += DotGroupsRef(type, row, 8 * units, cols / 32, acts[k]);
+  }
+}
+
+// The codebook types (IsGridType), matvec_avx512_iq.cc: out[k] = the row's
+// dot with acts[k], k < NB.
+template <int NB>
+void DotGridAvx512(WeightType type, const uint8_t* row, int64_t cols, const QuantizedActs* acts,
+                   float* out);
+
+}  // namespace waste::kernels::internal::avx512
+
+#endif  // WASTE_DAEMON_KERNELS_MATVEC_AVX512_INTERNAL_H_
