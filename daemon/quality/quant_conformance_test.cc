@@ -184,7 +184,9 @@ TEST_P(QuantConformanceTest, DequantizedValuesEqualGgmls) {
     EXPECT_TRUE(skipped.empty()) << type_name_ << " holds tensors waste cannot decode";
     // llama.cpp's mix for IQ2_S has no IQ2_S tensor (IQ2_XS and IQ3_S);
     // quant_test checks IQ2_S's layout on a block built by hand.
-    if (main_type_ != GgmlType::kIQ2_S) EXPECT_GT(checked[type_name_], 0);
+    if (main_type_ != GgmlType::kIQ2_S) {
+      EXPECT_GT(checked[type_name_], 0);
+    }
     EXPECT_FALSE(checked.empty());
   } else {
     // llama.cpp's mix for a type need not use it at all (IQ2_S here: IQ2_XS
