@@ -6,6 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/format.h"
+#include "common/status_macros.h"
+#include "daemon/memory/vram_placement.h"
 
 namespace waste::memory {
 namespace {
@@ -141,10 +143,8 @@ void ReserveSessions(MemoryPlan* plan) {
   plan->sessions = std::min(s.max_sessions, plan->sessions_that_fit);
 }
 
-}  // namespace
-
-PlanSizes ComputePlanSizes(const PlanInput& input, const PlanOptions& options,
-                           std::optional<uint64_t> usable_bytes, const std::string& usable_source) {
+PlanSizes TwoTierSizes(const PlanInput& input, const PlanOptions& options,
+                       std::optional<uint64_t> usable_bytes, const std::string& usable_source) {
   PlanSizes s;
   for (const ChunkSpec& chunk : input.chunks) {
     s.weight_bytes += chunk.slot_bytes;
@@ -175,13 +175,14 @@ PlanSizes ComputePlanSizes(const PlanInput& input, const PlanOptions& options,
   return s;
 }
 
-absl::StatusOr<MemoryPlan> PlanMemory(const PlanInput& input, uint64_t budget_bytes,
-                                      const PlanOptions& options,
-                                      std::optional<uint64_t> usable_bytes,
-                                      const std::string& usable_source) {
-  if (input.chunks.empty()) return absl::InvalidArgumentError("the model has no weight chunks");
+// The RAM plan of the file comment in plan.h (the whole plan without a VRAM
+// tier). `input` may have no chunks when all of them are in VRAM.
+absl::StatusOr<MemoryPlan> PlanTwoTiers(const PlanInput& input, uint64_t budget_bytes,
+                                        const PlanOptions& options,
+                                        std::optional<uint64_t> usable_bytes,
+                                        const std::string& usable_source) {
   MemoryPlan plan;
-  plan.sizes = ComputePlanSizes(input, options, usable_bytes, usable_source);
+  plan.sizes = TwoTierSizes(input, options, usable_bytes, usable_source);
   plan.budget_bytes = budget_bytes;
   plan.n_ctx = input.n_ctx;
   const PlanSizes& s = plan.sizes;
@@ -325,13 +326,175 @@ absl::StatusOr<MemoryPlan> PlanMemory(const PlanInput& input, uint64_t budget_by
   return plan;
 }
 
-std::string MemoryPlan::Explain() const {
-  const PlanSizes& s = sizes;
-  std::string out;
-  if (s.moe) {
-    ExplainMoe(&out);
-    return out;
+// Tier bytes of a finished plan (in_vram and the RAM plan's fields set).
+void CountTiers(const PlanInput& input, MemoryPlan* plan) {
+  TierBytes& resident = plan->resident;
+  TierBytes& token = plan->token;
+  resident.vram = plan->vram.weight_bytes;
+  resident.ram = plan->pool_bytes();
+  // Per MoE layer: its experts, those in VRAM, their read bytes.
+  struct LayerExperts {
+    int n = 0, in_vram = 0;
+    uint64_t read_bytes = 0, vram_read_bytes = 0;
+  };
+  std::map<int, LayerExperts> experts;
+  int ram_experts = 0;  // Routed experts not in VRAM.
+  for (const ChunkSpec& chunk : input.chunks) {
+    const bool vram = plan->in_vram[chunk.id];
+    if (!vram && !plan->is_pinned[chunk.id]) resident.disk += chunk.slot_bytes;
+    if (chunk.kind == ChunkKind::kExpert) {
+      LayerExperts& e = experts[chunk.layer];
+      ++e.n;
+      e.read_bytes += ReadBytes(chunk);
+      if (vram) ++e.in_vram, e.vram_read_bytes += ReadBytes(chunk);
+      if (!vram) ++ram_experts;
+      continue;
+    }
+    TierBytes& to = token;
+    (vram ? to.vram : plan->is_pinned[chunk.id] ? to.ram : to.disk) += ReadBytes(chunk);
   }
+  // A token routes to k experts per MoE layer, uniformly: a VRAM expert with
+  // probability in_vram / n; one not in VRAM is in RAM when pinned, or with
+  // the cache's fraction of the experts not in VRAM.
+  const double k = std::max(0, input.experts_per_token);
+  const bool experts_pinned = plan->streaming_slots == 0;
+  const double cached =
+      experts_pinned ? 1.0
+      : ram_experts > 0
+          ? std::min(1.0, static_cast<double>(plan->streaming_slots) / ram_experts)
+          : 1.0;
+  double vram_bytes = 0, ram_bytes = 0, disk_bytes = 0;
+  for (const auto& [layer, e] : experts) {
+    // k of n experts: k/n of the layer's bytes, split by where they live.
+    const double share = k / e.n;
+    vram_bytes += share * static_cast<double>(e.vram_read_bytes);
+    const double rest = share * static_cast<double>(e.read_bytes - e.vram_read_bytes);
+    ram_bytes += cached * rest;
+    disk_bytes += (1 - cached) * rest;
+  }
+  token.vram += static_cast<uint64_t>(vram_bytes);
+  token.ram += static_cast<uint64_t>(ram_bytes);
+  if (plan->vram.enabled()) {
+    token.disk += static_cast<uint64_t>(disk_bytes);
+    plan->read_bytes_per_token = token.disk;
+  } else {
+    // Without a VRAM tier the RAM plan's own estimate stands, to the byte.
+    token.disk = plan->read_bytes_per_token;
+  }
+}
+
+// The plan with a VRAM tier: the chunks not in VRAM are planned in RAM as a
+// model of their own (ids renumbered), and the result mapped back.
+absl::StatusOr<MemoryPlan> PlanThreeTiers(const PlanInput& input, uint64_t budget_bytes,
+                                          const PlanOptions& options,
+                                          std::optional<uint64_t> usable_bytes,
+                                          const std::string& usable_source) {
+  VramPlan vram = PlaceInVram(input, options);
+  if (options.vram_budget_bytes < input.vram_scratch_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "a VRAM budget of ", Bytes(options.vram_budget_bytes),
+        " is under the device's step activations of ", Bytes(input.vram_scratch_bytes),
+        "; raise --vram-budget, or leave it unset (0) to run on the CPU"));
+  }
+  const size_t n = input.chunks.size();
+  std::vector<bool> in_vram(n, false);
+  for (ChunkId id : vram.chunks) in_vram[id] = true;
+  std::vector<ChunkSpec> rest;
+  std::vector<ChunkId> original;  // By the rest's id.
+  for (size_t i = 0; i < n; ++i) {
+    if (in_vram[i]) continue;
+    ChunkSpec chunk = input.chunks[i];
+    chunk.id = static_cast<ChunkId>(rest.size());
+    original.push_back(static_cast<ChunkId>(i));
+    rest.push_back(std::move(chunk));
+  }
+  PlanInput ram_input = input;
+  ram_input.chunks = rest;
+  PlanOptions ram_options = options;
+  ram_options.vram_budget_bytes = 0;
+  ASSIGN_OR_RETURN(MemoryPlan plan,
+                   PlanTwoTiers(ram_input, budget_bytes, ram_options, usable_bytes, usable_source));
+  // Back to the model's ids.
+  for (ChunkId& id : plan.pinned) id = original[id];
+  for (ChunkId& id : plan.access_order) id = original[id];
+  std::vector<bool> is_pinned(n, false);
+  for (ChunkId id : plan.pinned) is_pinned[id] = true;
+  plan.is_pinned = std::move(is_pinned);
+  plan.in_vram = std::move(in_vram);
+  plan.vram = std::move(vram);
+  // Layers counted over the whole model: pinned_layers are those with every
+  // chunk pinned in RAM.
+  std::map<int, bool> whole;
+  plan.n_layers = 0;
+  for (const ChunkSpec& chunk : input.chunks) {
+    if (chunk.layer < 0) continue;
+    plan.n_layers = std::max(plan.n_layers, chunk.layer + 1);
+    auto [it, added] = whole.emplace(chunk.layer, true);
+    it->second = it->second && plan.is_pinned[chunk.id];
+  }
+  plan.pinned_layers = 0;
+  for (const auto& [layer, all] : whole) plan.pinned_layers += all ? 1 : 0;
+  return plan;
+}
+
+}  // namespace
+
+PlanSizes ComputePlanSizes(const PlanInput& input, const PlanOptions& options,
+                           std::optional<uint64_t> usable_bytes, const std::string& usable_source) {
+  if (options.vram_budget_bytes == 0) {
+    return TwoTierSizes(input, options, usable_bytes, usable_source);
+  }
+  const VramPlan vram = PlaceInVram(input, options);
+  std::vector<bool> in_vram(input.chunks.size(), false);
+  for (ChunkId id : vram.chunks) in_vram[id] = true;
+  std::vector<ChunkSpec> rest;
+  for (size_t i = 0; i < input.chunks.size(); ++i) {
+    if (!in_vram[i]) rest.push_back(input.chunks[i]);
+  }
+  PlanInput ram_input = input;
+  ram_input.chunks = rest;
+  return TwoTierSizes(ram_input, options, usable_bytes, usable_source);
+}
+
+absl::StatusOr<MemoryPlan> PlanMemory(const PlanInput& input, uint64_t budget_bytes,
+                                      const PlanOptions& options,
+                                      std::optional<uint64_t> usable_bytes,
+                                      const std::string& usable_source) {
+  if (input.chunks.empty()) return absl::InvalidArgumentError("the model has no weight chunks");
+  MemoryPlan plan;
+  if (options.vram_budget_bytes == 0) {
+    ASSIGN_OR_RETURN(plan,
+                     PlanTwoTiers(input, budget_bytes, options, usable_bytes, usable_source));
+    plan.in_vram.assign(input.chunks.size(), false);
+  } else {
+    for (size_t i = 0; i < input.chunks.size(); ++i) {
+      if (input.chunks[i].id != static_cast<ChunkId>(i)) {
+        return absl::InvalidArgumentError(absl::StrCat("chunk ", input.chunks[i].name, " has id ",
+                                                       input.chunks[i].id, " at index ", i));
+      }
+    }
+    ASSIGN_OR_RETURN(plan,
+                     PlanThreeTiers(input, budget_bytes, options, usable_bytes, usable_source));
+  }
+  CountTiers(input, &plan);
+  return plan;
+}
+
+std::string MemoryPlan::Explain() const {
+  std::string out;
+  if (vram.enabled()) ExplainVram(&out);
+  if (sizes.moe) {
+    ExplainMoe(&out);
+  } else {
+    ExplainDense(&out);
+  }
+  if (vram.enabled()) ExplainTiers(&out);
+  return out;
+}
+
+void MemoryPlan::ExplainDense(std::string* out_ptr) const {
+  const PlanSizes& s = sizes;
+  std::string& out = *out_ptr;
   absl::StrAppend(&out, "weights:      ", Bytes(s.weight_bytes), " in ", is_pinned.size(),
                   " chunks (global ", Bytes(s.global_bytes), ", largest layer chunk ",
                   Bytes(s.largest_streamed_slot), ")\n");
@@ -364,7 +527,34 @@ std::string MemoryPlan::Explain() const {
                     " chunks): decode tok/s is at most the disk's bytes/s over this\n");
   }
   absl::StrAppend(&out, "  unused:     ", Bytes(unused_bytes), "\n");
-  return out;
+}
+
+void MemoryPlan::ExplainVram(std::string* out) const {
+  absl::StrAppend(out, "VRAM budget:  ", Bytes(vram.budget_bytes), ": activations ",
+                  Bytes(vram.scratch_bytes), ", weights ", Bytes(vram.weight_bytes), " in ",
+                  vram.chunks.size(), " of ", vram.eligible_chunks,
+                  " chunks the device computes (", vram.global ? "output head and embeddings, " : "",
+                  vram.trunk_layers, " of ", n_layers, " layers' ",
+                  sizes.moe || vram.experts > 0 ? "trunk" : "attention and FFN");
+  if (vram.experts > 0) absl::StrAppend(out, ", ", vram.experts, " routed experts");
+  absl::StrAppend(out, ")");
+  if (vram.copy_slots > 0) {
+    absl::StrAppend(out, ", ", vram.copy_slots, " copy slots x ", Bytes(vram.copy_slot_bytes),
+                    " for chunks copied up per step");
+  }
+  absl::StrAppend(out, ", unused ", Bytes(vram.unused_bytes), "\n");
+  absl::StrAppend(out, "RAM tier:     the weights not in VRAM, planned as follows\n");
+}
+
+void MemoryPlan::ExplainTiers(std::string* out) const {
+  absl::StrAppend(out, "tiers:        resident VRAM ", Bytes(resident.vram), ", RAM ",
+                  Bytes(resident.ram), " (pinned + slots), disk only ", Bytes(resident.disk),
+                  "\n");
+  absl::StrAppend(out, "per token:    ", Bytes(token.total()), " of weights: VRAM ",
+                  Bytes(token.vram), ", RAM ", Bytes(token.ram), ", disk ", Bytes(token.disk),
+                  sizes.moe ? " (experts: uniform routing)" : "",
+                  "; a token takes at least each tier's bytes over its bandwidth (HBM, RAM, "
+                  "disk)\n");
 }
 
 void MemoryPlan::ExplainSessions(std::string* out) const {

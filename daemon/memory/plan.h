@@ -14,6 +14,19 @@
 // for a dense model every pinned byte is a byte not read per token. Single
 // chunks fill what whole layers leave.
 //
+// The VRAM tier (PlanOptions::vram_budget_bytes > 0): a GPU's memory comes
+// first. It holds the device's step activations, then the trunk: the global
+// chunk (output head), then whole layers' attention and FFN (for MoE the
+// FFN trunk: norm, router, shared experts) in the same preference order,
+// then single chunks, then routed experts in the caller's order (hotlist /
+// LFU counts, hottest first; else by id). Only chunks the device can compute
+// (PlanInput::vram_eligible) go there. Everything else is planned in RAM
+// exactly as without a GPU: the RAM plan (floor, recommended, pinning,
+// slots) is the plan of the chunks not in VRAM. The plan then says per tier
+// what is resident and how many bytes a token is served from each (VRAM
+// hits, RAM, disk reads). With vram_budget_bytes 0 the plan is the two-tier
+// one, field for field.
+//
 // Thread-safety: plain values and free functions.
 #ifndef WASTE_DAEMON_MEMORY_PLAN_H_
 #define WASTE_DAEMON_MEMORY_PLAN_H_
@@ -42,6 +55,17 @@ struct PlanInput {
   // MoE: routed experts per token per MoE layer (top-k). Required when the
   // chunks include kExpert chunks.
   int experts_per_token = 0;
+
+  // The VRAM tier (only read when PlanOptions::vram_budget_bytes > 0).
+  // Chunks the device can compute (every matrix of a type its kernels
+  // take), by ChunkId; empty: every chunk.
+  std::vector<bool> vram_eligible;
+  // Routed experts in the order they claim VRAM, hottest first (a hotlist,
+  // LFU counts); experts not listed follow by id. Empty: by id.
+  std::vector<ChunkId> expert_preference;
+  // Device memory one step's activations take there (the input and output
+  // of the widest product for the step's rows), once per model.
+  uint64_t vram_scratch_bytes = 0;
 };
 
 struct PlanOptions {
@@ -55,6 +79,41 @@ struct PlanOptions {
   // When recommending less than usable RAM, leave this much to the system
   // (at least; 10% of usable RAM when that is more).
   uint64_t system_reserve_bytes = uint64_t{1} << 30;
+  // Device memory the model may use (the VRAM tier; see the file comment).
+  // 0: no VRAM tier.
+  uint64_t vram_budget_bytes = 0;
+  // Device buffers that chunks not resident in VRAM are copied up into for
+  // a step (one in use, one being copied: 2 double-buffers). 0: such chunks
+  // are computed on the CPU where they are (RAM pool or stream). Reserved
+  // only when the budget holds them after the activations.
+  int vram_copy_slots = 0;
+};
+
+// What the VRAM tier holds.
+struct VramPlan {
+  uint64_t budget_bytes = 0;   // 0: no VRAM tier.
+  uint64_t scratch_bytes = 0;  // The step's activations on the device.
+  uint64_t weight_bytes = 0;   // Slots of the chunks resident in VRAM.
+  int copy_slots = 0;          // Buffers for chunks copied up per step.
+  uint64_t copy_slot_bytes = 0;
+  uint64_t unused_bytes = 0;
+  std::vector<ChunkId> chunks;  // Resident in VRAM, in placement order.
+  bool global = false;          // The global chunk (output head) is there.
+  int trunk_layers = 0;         // Layers whose non-expert chunks all are.
+  int experts = 0;              // Routed experts there.
+  int eligible_chunks = 0;      // Chunks the device could compute.
+  bool enabled() const { return budget_bytes > 0; }
+  uint64_t used_bytes() const {
+    return scratch_bytes + weight_bytes + copy_slots * copy_slot_bytes;
+  }
+};
+
+// Bytes by tier: VRAM, RAM, disk.
+struct TierBytes {
+  uint64_t vram = 0;
+  uint64_t ram = 0;
+  uint64_t disk = 0;
+  uint64_t total() const { return vram + ram + disk; }
 };
 
 // The sizes that do not depend on a budget.
@@ -130,21 +189,38 @@ struct MemoryPlan {
   // reads only what it is told.
   std::vector<ChunkId> access_order;
 
+  // The VRAM tier (vram.enabled() when PlanOptions asked for one), and
+  // which chunks it holds, by ChunkId (all false without it). A chunk in
+  // VRAM is neither pinned in RAM nor streamed: the RAM fields above are
+  // about the other chunks, and `sizes` are theirs.
+  VramPlan vram;
+  std::vector<bool> in_vram;
+  // Weight bytes resident per tier: VRAM, RAM (pinned + streaming slots),
+  // and on disk only (neither pinned nor in VRAM; read into slots on use).
+  TierBytes resident;
+  // Bytes of the chunks a decode token uses, by the tier that serves them
+  // (MoE experts: expected under uniform routing). token.disk is
+  // read_bytes_per_token.
+  TierBytes token;
+
   bool all_resident() const { return streaming_slots == 0; }
   // The pool the store allocates: pinned + slots.
   uint64_t pool_bytes() const { return pinned_bytes + streaming_bytes; }
 
   // A few lines for people: floor, recommended, the budget's split, what a
-  // token reads.
+  // token reads; with a VRAM tier, what it holds and the three tiers' bytes.
   std::string Explain() const;
 
  private:
+  void ExplainDense(std::string* out) const;
   void ExplainMoe(std::string* out) const;
   void ExplainSessions(std::string* out) const;
+  void ExplainVram(std::string* out) const;
+  void ExplainTiers(std::string* out) const;
 };
 
-// The budget-independent sizes. `usable_bytes` (when known) caps the
-// recommendation.
+// The budget-independent sizes (of the RAM tier: with a VRAM tier, of the
+// chunks not in VRAM). `usable_bytes` (when known) caps the recommendation.
 PlanSizes ComputePlanSizes(const PlanInput& input, const PlanOptions& options,
                            std::optional<uint64_t> usable_bytes = std::nullopt,
                            const std::string& usable_source = "");
@@ -152,7 +228,8 @@ PlanSizes ComputePlanSizes(const PlanInput& input, const PlanOptions& options,
 // The plan for `budget_bytes`. A budget under the floor is
 // RESOURCE_EXHAUSTED with the floor's parts in the message and a pointer to
 // `wasted plan`. A model without chunks, or with expert chunks but no
-// experts_per_token, is INVALID_ARGUMENT.
+// experts_per_token, is INVALID_ARGUMENT. A VRAM budget under the device's
+// step activations is RESOURCE_EXHAUSTED.
 absl::StatusOr<MemoryPlan> PlanMemory(const PlanInput& input, uint64_t budget_bytes,
                                       const PlanOptions& options = {},
                                       std::optional<uint64_t> usable_bytes = std::nullopt,
