@@ -1,4 +1,5 @@
 // waste-client: the command-line client of the waste daemon.
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -16,7 +17,7 @@ namespace waste {
 namespace {
 
 constexpr char kUsage[] =
-    R"(usage: waste-client [--socket PATH | --address HOST:PORT] <command> [args]
+    R"(usage: waste-client [--socket PATH | --address HOST:PORT] [--api-key KEY] <command> [args]
 
 commands:
   health                  is the daemon serving? (prints SERVING)
@@ -36,6 +37,8 @@ commands:
                           (a later request with its id continues it, even
                           after a restart; see generate --keep-session)
 
+--api-key (or $WASTE_API_KEY) is sent with every call: a daemon with an API
+key wants it over TCP (the Unix socket never needs it).
 The daemon is found at --socket, else --address, else $WASTE_ADDRESS, else
 $XDG_RUNTIME_DIR/waste/wasted.sock (/run/waste/wasted.sock without it).
 )";
@@ -290,7 +293,7 @@ int Main(int argc, char** argv) {
     command_index += takes_value ? 2 : 1;
   }
   std::vector<std::string> global(raw.begin(), raw.begin() + std::min(command_index, raw.size()));
-  auto flags = ParseArgs(global, {{"socket"}, {"address"}, {"help", false}});
+  auto flags = ParseArgs(global, {{"socket"}, {"address"}, {"api-key"}, {"help", false}});
   if (!flags.ok()) {
     std::cerr << "waste-client: " << flags.status().message() << "\n\n" << kUsage;
     return 2;
@@ -306,8 +309,11 @@ int Main(int argc, char** argv) {
               << " bytes, the limit for Unix sockets\n";
     return 2;
   }
+  // The API key a daemon wants over TCP: --api-key, else $WASTE_API_KEY.
+  std::string api_key = flags->GetOr("api-key", "");
+  if (api_key.empty() && getenv("WASTE_API_KEY") != nullptr) api_key = getenv("WASTE_API_KEY");
   std::unique_ptr<WasteClient> client =
-      WasteClient::Connect(ResolveTarget(socket, flags->GetOr("address", "")));
+      WasteClient::Connect(ResolveTarget(socket, flags->GetOr("address", "")), api_key);
   if (command == "health") return Health(*client);
   std::vector<std::string> rest(raw.begin() + command_index + 1, raw.end());
   if (command == "models" || command == "stats" || command == "ps") {

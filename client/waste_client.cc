@@ -27,7 +27,12 @@ std::string StartDaemonHint(const std::string& target) {
   return absl::StrCat("start one with: wasted serve --listen ", target, " --models-dir DIR");
 }
 
-std::unique_ptr<WasteClient> WasteClient::Connect(const std::string& target) {
+void WasteClient::Prepare(grpc::ClientContext* context) const {
+  if (!api_key_.empty()) context->AddMetadata("authorization", "Bearer " + api_key_);
+}
+
+std::unique_ptr<WasteClient> WasteClient::Connect(const std::string& target,
+                                                  const std::string& api_key) {
   grpc::ChannelArguments args;
   // Generation streams can be long; keep idle connections alive.
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 60000);
@@ -38,7 +43,9 @@ std::unique_ptr<WasteClient> WasteClient::Connect(const std::string& target) {
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 50);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   auto channel = grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
-  return std::unique_ptr<WasteClient>(new WasteClient(target, std::move(channel)));
+  auto client = std::unique_ptr<WasteClient>(new WasteClient(target, std::move(channel)));
+  client->api_key_ = api_key;
+  return client;
 }
 
 WasteClient::WasteClient(std::string target, std::shared_ptr<grpc::Channel> channel)
@@ -60,6 +67,7 @@ absl::Status WasteClient::ToStatus(const grpc::Status& status) const {
 absl::StatusOr<grpc::health::v1::HealthCheckResponse::ServingStatus> WasteClient::Health(
     absl::Duration timeout) {
   grpc::ClientContext context;
+  Prepare(&context);
   context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
   grpc::health::v1::HealthCheckRequest request;
   grpc::health::v1::HealthCheckResponse response;
@@ -71,6 +79,7 @@ absl::StatusOr<grpc::health::v1::HealthCheckResponse::ServingStatus> WasteClient
 #define WASTE_CLIENT_UNARY(Name)                                                           \
   absl::StatusOr<v1::Name##Response> WasteClient::Name(const v1::Name##Request& request) { \
     grpc::ClientContext context;                                                           \
+    Prepare(&context);                                                                     \
     v1::Name##Response response;                                                           \
     grpc::Status status = stub_->Name(&context, request, &response);                       \
     if (!status.ok()) return ToStatus(status);                                             \
@@ -89,6 +98,7 @@ WASTE_CLIENT_UNARY(Detokenize)
 
 absl::StatusOr<v1::ListModelsResponse> WasteClient::ListModels() {
   grpc::ClientContext context;
+  Prepare(&context);
   v1::ListModelsResponse response;
   grpc::Status status = stub_->ListModels(&context, v1::ListModelsRequest(), &response);
   if (!status.ok()) return ToStatus(status);
@@ -98,6 +108,7 @@ absl::StatusOr<v1::ListModelsResponse> WasteClient::ListModels() {
 absl::Status WasteClient::Generate(const v1::GenerateRequest& request,
                                    const std::function<bool(const v1::GenerateEvent&)>& on_event) {
   grpc::ClientContext context;
+  Prepare(&context);
   std::unique_ptr<grpc::ClientReader<v1::GenerateEvent>> reader =
       stub_->Generate(&context, request);
   v1::GenerateEvent event;

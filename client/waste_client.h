@@ -33,7 +33,10 @@ class WasteClient {
  public:
   // Creates a client for `target`; no connection is made until the first
   // call, so this cannot fail.
-  static std::unique_ptr<WasteClient> Connect(const std::string& target);
+  // `api_key`, when not empty, goes with every call as `authorization:
+  // Bearer KEY` (what a daemon with an API key wants over TCP).
+  static std::unique_ptr<WasteClient> Connect(const std::string& target,
+                                              const std::string& api_key = "");
 
   const std::string& target() const { return target_; }
 
@@ -65,7 +68,11 @@ class WasteClient {
   // daemon could not be reached.
   absl::Status ToStatus(const grpc::Status& status) const;
 
+  // A context for one call, carrying the API key when there is one.
+  void Prepare(grpc::ClientContext* context) const;
+
   std::string target_;
+  std::string api_key_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Waste::Stub> stub_;
   std::unique_ptr<grpc::health::v1::Health::Stub> health_;

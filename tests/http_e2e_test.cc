@@ -424,6 +424,11 @@ TEST_F(HttpApiTest, GrpcOverTcpWantsTheKeyTheUnixSocketDoesNot) {
   }
   // The harness's client is on the Unix socket, without a key.
   EXPECT_TRUE(daemon_->client().GetStats(v1::GetStatsRequest()).ok());
+  // The client library (and so waste-client --api-key) sends it.
+  const std::string tcp = absl::StrCat("127.0.0.1:", daemon_->grpc_tcp_port());
+  EXPECT_TRUE(WasteClient::Connect(tcp, kKey)->GetStats(v1::GetStatsRequest()).ok());
+  EXPECT_EQ(WasteClient::Connect(tcp)->GetStats(v1::GetStatsRequest()).status().code(),
+            absl::StatusCode::kUnauthenticated);
 }
 
 TEST(HttpStartTest, ANonLoopbackAddressWithoutAKeyIsRefused) {
