@@ -76,11 +76,11 @@ inline void Accumulate(const GroupV& g, int64_t gi, const QuantizedActs* acts, _
     const __m256 p = _mm256_cvtepi32_ps(IntDot<kSigned>(g.codes, a));
     acc[k] = _mm256_fmadd_ps(p, _mm256_mul_ps(g.wscale, _mm256_set1_ps(acts[k].d[gi])), acc[k]);
     if constexpr (!kSigned) {
-      // Explicit fmas: left to -ffp-contract, GCC rounded this differently
+      // An explicit fma: left to -ffp-contract, GCC rounded this differently
       // when it vectorized across k (NB > 1) than for one vector (Q2_K), and
-      // a row must not depend on its batch.
-      bias[k] = std::fma(g.coef[1], acts[k].s16[2 * gi + 1],
-                         std::fma(g.coef[0], acts[k].s16[2 * gi], bias[k]));
+      // a row must not depend on its batch. The term is formed apart from
+      // bias[k] so that the chain through bias[k] stays one add per group.
+      bias[k] += std::fma(g.coef[0], acts[k].s16[2 * gi], g.coef[1] * acts[k].s16[2 * gi + 1]);
     }
   }
 }
