@@ -1,0 +1,196 @@
+// CudaDevice against the CPU: every type's product equals the dequantized
+// f32 dot (to float rounding) for single rows and batches, copies and
+// events order the streams, ChunkUploader delivers chunks intact, and
+// stream waits are measured. Without a GPU (or without --config=cuda) every
+// test SKIPs and says why; tests/gpu/run_device_check.sh runs it on the
+// device machine.
+#include "daemon/gpu/cuda/cuda_device.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "daemon/gpu/chunk_uploader.h"
+#include "daemon/kernels/dequantize.h"
+#include "daemon/kernels/matvec.h"
+#include "daemon/kernels/quantize.h"
+#include "gtest/gtest.h"
+
+namespace waste::gpu {
+namespace {
+
+using kernels::WeightType;
+
+class CudaDeviceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto device = OpenCudaDevice();
+    if (!device.ok()) GTEST_SKIP() << device.status().message();
+    device_ = *std::move(device);
+    std::printf("device: %s, %.1f GiB free\n", device_->name().c_str(),
+                device_->memory_bytes() / 1073741824.0);
+  }
+
+  // Copies host bytes to new device memory through a pinned buffer.
+  DevicePtr Upload(const void* data, uint64_t bytes) {
+    auto pinned = device_->AllocatePinned(bytes);
+    auto ptr = device_->Allocate(bytes);
+    EXPECT_TRUE(pinned.ok() && ptr.ok());
+    std::memcpy(*pinned, data, bytes);
+    EXPECT_TRUE(device_->CopyToDevice(Stream::kCopy, *ptr, *pinned, bytes).ok());
+    EXPECT_TRUE(device_->StreamSynchronize(Stream::kCopy).ok());
+    device_->FreePinned(*pinned);
+    return *ptr;
+  }
+
+  std::unique_ptr<Device> device_;
+};
+
+TEST(CudaDeviceOpenTest, SaysWhyThereIsNoDevice) {
+  auto device = OpenCudaDevice();
+  if (device.ok()) GTEST_SKIP() << "a CUDA device is present: " << (*device)->name();
+  EXPECT_EQ(device.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(device.status().message().find("no CUDA device"), std::string::npos)
+      << device.status();
+}
+
+TEST_F(CudaDeviceTest, EveryTypeMatchesTheDequantizedDot) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal;
+  const int64_t rows = 97, cols = 1024;  // Rows not a multiple of the warps per block.
+  for (WeightType type : {WeightType::kF32, WeightType::kF16, WeightType::kBF16,
+                          WeightType::kQ4_0, WeightType::kQ8_0, WeightType::kQ4_K,
+                          WeightType::kQ5_K, WeightType::kQ6_K}) {
+    ASSERT_TRUE(DeviceComputes(type));
+    const std::string type_name(kernels::GetWeightTypeInfo(type).name);
+    const int64_t row_bytes = kernels::RowBytes(type, cols);
+    std::vector<float> w(rows * cols), deq(rows * cols);
+    for (float& v : w) v = normal(rng);
+    std::vector<uint8_t> q(rows * row_bytes);
+    for (int64_t r = 0; r < rows; ++r) {
+      kernels::QuantizeRow(type, &w[r * cols], &q[r * row_bytes], cols);
+      kernels::DequantizeRow(type, &q[r * row_bytes], &deq[r * cols], cols);
+    }
+    DevicePtr dw = Upload(q.data(), q.size());
+    for (int64_t batch : {1, 3, 9, 64}) {
+      SCOPED_TRACE(absl::StrCat(type_name, " batch ", batch));
+      std::vector<float> x(batch * cols);
+      for (float& v : x) v = normal(rng);
+      DevicePtr dx = Upload(x.data(), x.size() * 4);
+      auto dy = device_->Allocate(batch * rows * 4);
+      ASSERT_TRUE(dy.ok());
+      DeviceMatrix m{type, rows, cols, dw, row_bytes};
+      ASSERT_TRUE(device_->MatMul(Stream::kCompute, m, dx, cols, batch, *dy, rows).ok());
+      std::vector<float> y(batch * rows);
+      ASSERT_TRUE(device_->CopyToHost(Stream::kCompute, y.data(), *dy, y.size() * 4).ok());
+      ASSERT_TRUE(device_->StreamSynchronize(Stream::kCompute).ok());
+      double worst = 0;
+      for (int64_t b = 0; b < batch; ++b) {
+        for (int64_t r = 0; r < rows; ++r) {
+          double ref = 0, mag = 0;
+          for (int64_t c = 0; c < cols; ++c) {
+            ref += double(deq[r * cols + c]) * x[b * cols + c];
+            mag += std::fabs(double(deq[r * cols + c]) * x[b * cols + c]);
+          }
+          const double err = std::fabs(y[b * rows + r] - ref);
+          worst = std::max(worst, err / (mag + 1e-30));
+          ASSERT_LE(err, 1e-5 * mag + 1e-6) << "row " << r << " of batch " << b;
+        }
+      }
+      std::printf("%-5s batch %2lld: worst |gpu - f32 dot| / sum|w x| = %.2e\n", type_name.c_str(),
+                  static_cast<long long>(batch), worst);
+      device_->Free(dx);
+      device_->Free(*dy);
+    }
+    device_->Free(dw);
+  }
+}
+
+TEST_F(CudaDeviceTest, UnsupportedTypesAndBadShapesAreRefused) {
+  auto buffer = device_->Allocate(1 << 20);
+  ASSERT_TRUE(buffer.ok());
+  DeviceMatrix m{WeightType::kIQ2_XXS, 4, 256, *buffer, 66};
+  EXPECT_EQ(device_->MatMul(Stream::kCompute, m, *buffer, 256, 1, *buffer, 4).code(),
+            absl::StatusCode::kInvalidArgument);
+  m.type = WeightType::kQ4_K;
+  m.cols = 100;
+  EXPECT_EQ(device_->MatMul(Stream::kCompute, m, *buffer, 256, 1, *buffer, 4).code(),
+            absl::StatusCode::kInvalidArgument);
+  std::vector<uint8_t> pageable(64);
+  EXPECT_EQ(device_->CopyToDevice(Stream::kCopy, *buffer, pageable.data(), 64).code(),
+            absl::StatusCode::kInvalidArgument);
+  device_->Free(*buffer);
+}
+
+TEST_F(CudaDeviceTest, UploaderPipelineDeliversChunksAndOverlapsCopies) {
+  // 8 layers of a 4096 x 4096 Q4_K matrix (9 MiB each): copy one while the
+  // previous computes, as ChunkUploader's test does on the fake device.
+  constexpr int kLayers = 8;
+  const int64_t rows = 4096, cols = 4096;
+  const WeightType type = WeightType::kQ4_K;
+  const int64_t row_bytes = kernels::RowBytes(type, cols);
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal;
+  std::vector<std::vector<uint8_t>> layers(kLayers, std::vector<uint8_t>(rows * row_bytes));
+  std::vector<float> row(cols);
+  for (auto& layer : layers) {
+    for (int64_t r = 0; r < rows; ++r) {
+      for (float& v : row) v = normal(rng);
+      kernels::QuantizeRow(type, row.data(), &layer[r * row_bytes], cols);
+    }
+  }
+  std::vector<float> x(cols);
+  for (float& v : x) v = normal(rng);
+  DevicePtr dx = Upload(x.data(), x.size() * 4);
+  auto dy = device_->Allocate(kLayers * rows * 4);
+  ASSERT_TRUE(dy.ok());
+  ChunkUploaderOptions o;
+  o.slot_bytes = rows * row_bytes;
+  auto uploader = ChunkUploader::Create(device_.get(), o);
+  ASSERT_TRUE(uploader.ok()) << uploader.status();
+  const auto start = std::chrono::steady_clock::now();
+  auto slot = (*uploader)->Upload(0, layers[0].data(), layers[0].size());
+  ASSERT_TRUE(slot.ok());
+  for (int l = 0; l < kLayers; ++l) {
+    auto w = (*uploader)->Use(*slot);
+    ASSERT_TRUE(w.ok()) << w.status();
+    DeviceMatrix m{type, rows, cols, *w, row_bytes};
+    ASSERT_TRUE(device_->MatMul(Stream::kCompute, m, dx, cols, 1, *dy + l * rows * 4, rows).ok());
+    ASSERT_TRUE((*uploader)->Done(*slot).ok());
+    if (l + 1 < kLayers) {
+      slot = (*uploader)->Upload(l + 1, layers[l + 1].data(), layers[l + 1].size());
+      ASSERT_TRUE(slot.ok()) << slot.status();
+    }
+  }
+  std::vector<float> y(kLayers * rows);
+  ASSERT_TRUE(device_->CopyToHost(Stream::kCompute, y.data(), *dy, y.size() * 4).ok());
+  ASSERT_TRUE(device_->StreamSynchronize(Stream::kCompute).ok());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::vector<float> deq(cols);
+  for (int l = 0; l < kLayers; ++l) {
+    for (int64_t r = 0; r < rows; r += 511) {
+      kernels::DequantizeRow(type, &layers[l][r * row_bytes], deq.data(), cols);
+      double ref = 0, mag = 0;
+      for (int64_t c = 0; c < cols; ++c) ref += double(deq[c]) * x[c], mag += std::fabs(deq[c] * x[c]);
+      ASSERT_LE(std::fabs(y[l * rows + r] - ref), 1e-5 * mag + 1e-6) << "layer " << l << " row " << r;
+    }
+  }
+  const DeviceStats stats = device_->Stats();
+  const double mib = kLayers * o.slot_bytes / 1048576.0;
+  std::printf("pipeline: %d layers, %.0f MiB copied in %.2f ms (%.1f GB/s end to end); compute "
+              "stream waited %.2f ms for copies, copy stream %.2f ms for compute; host staging "
+              "wait %.2f ms\n",
+              kLayers, mib, seconds * 1e3, mib * 1048576.0 / seconds / 1e9,
+              stats.stream_wait_seconds[0] * 1e3, stats.stream_wait_seconds[1] * 1e3,
+              (*uploader)->stats().staging_wait_seconds * 1e3);
+  EXPECT_EQ((*uploader)->stats().uploads, kLayers);
+  device_->Free(dx);
+  device_->Free(*dy);
+}
+
+}  // namespace
+}  // namespace waste::gpu

@@ -1,0 +1,203 @@
+// Products of quantized weight matrices with f32 activations on the GPU:
+// y[b][r] = dot(row r of W, x[b]) for the types DeviceComputes() lists.
+//
+// The block layouts are ggml's (daemon/kernels/quant_blocks.h, mirrored
+// below by byte offsets; the device test checks every type against the CPU
+// dequantizer). One warp per weight row: its 32 lanes walk the row's
+// elements (consecutive lanes, consecutive elements, so a warp reads each
+// block once, coalesced), dequantize each element and multiply it with up
+// to kBatchTile activation rows; a warp shuffle sums the lanes. Activations
+// stay f32 (no int8 rounding as on the CPU), so results match the
+// dequantized f32 dot to float rounding. This is the plain,
+// obviously-correct first kernel; it reads each weight byte once per
+// kBatchTile rows of the batch.
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "daemon/gpu/cuda/cuda_api.h"
+
+namespace waste::gpu::cuda_api {
+namespace {
+
+constexpr int kWarpsPerBlock = 4;
+constexpr int kBatchTile = 8;
+
+// ggml type ids (kernels::WeightType).
+constexpr uint32_t kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ8_0 = 8, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14,
+                   kBF16 = 30;
+
+__device__ __forceinline__ float HalfAt(const uint8_t* p) {
+  const unsigned short bits = static_cast<unsigned short>(p[0] | (p[1] << 8));
+  return __half2float(__ushort_as_half(bits));
+}
+
+// The 6-bit scale and min of sub-block j of a Q4_K/Q5_K block (ggml's
+// get_scale_min_k4).
+__device__ __forceinline__ void ScaleMinK4(int j, const uint8_t* q, int* sc, int* m) {
+  if (j < 4) {
+    *sc = q[j] & 63;
+    *m = q[j + 4] & 63;
+  } else {
+    *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+
+// Element e of a row.
+template <uint32_t kType>
+__device__ __forceinline__ float Element(const uint8_t* row, int64_t e);
+
+template <>
+__device__ __forceinline__ float Element<kF32>(const uint8_t* row, int64_t e) {
+  return reinterpret_cast<const float*>(row)[e];
+}
+
+template <>
+__device__ __forceinline__ float Element<kF16>(const uint8_t* row, int64_t e) {
+  return HalfAt(row + 2 * e);
+}
+
+template <>
+__device__ __forceinline__ float Element<kBF16>(const uint8_t* row, int64_t e) {
+  const uint32_t bits = static_cast<uint32_t>(row[2 * e] | (row[2 * e + 1] << 8)) << 16;
+  return __uint_as_float(bits);
+}
+
+// BlockQ4_0: d (f16), qs[16]: element j < 16 low nibble of qs[j], j >= 16
+// high nibble of qs[j - 16]; x = d * (q - 8).
+template <>
+__device__ __forceinline__ float Element<kQ4_0>(const uint8_t* row, int64_t e) {
+  const uint8_t* b = row + (e >> 5) * 18;
+  const int j = static_cast<int>(e & 31);
+  const int q = j < 16 ? (b[2 + j] & 0xF) : (b[2 + j - 16] >> 4);
+  return HalfAt(b) * static_cast<float>(q - 8);
+}
+
+// BlockQ8_0: d (f16), qs[32] int8; x = d * q.
+template <>
+__device__ __forceinline__ float Element<kQ8_0>(const uint8_t* row, int64_t e) {
+  const uint8_t* b = row + (e >> 5) * 34;
+  return HalfAt(b) * static_cast<float>(static_cast<int8_t>(b[2 + (e & 31)]));
+}
+
+// BlockQ4_K: d, dmin (f16), scales[12], qs[128]. Element i: sub-block i/32;
+// in 64-element half h = i/64, j = i%64: low nibble of qs[32h + j] (j < 32)
+// or high nibble of qs[32h + j - 32]; x = d * sc * q - dmin * m.
+template <>
+__device__ __forceinline__ float Element<kQ4_K>(const uint8_t* row, int64_t e) {
+  const uint8_t* b = row + (e >> 8) * 144;
+  const int i = static_cast<int>(e & 255);
+  int sc, m;
+  ScaleMinK4(i >> 5, b + 4, &sc, &m);
+  const uint8_t* qs = b + 16;
+  const int h = i >> 6, j = i & 63;
+  const int q = j < 32 ? (qs[32 * h + j] & 0xF) : (qs[32 * h + j - 32] >> 4);
+  return HalfAt(b) * static_cast<float>(sc * q) - HalfAt(b + 2) * static_cast<float>(m);
+}
+
+// BlockQ5_K: as Q4_K with qh[32] before qs: bit 4 of element i is bit
+// (i / 32) of qh[i % 32].
+template <>
+__device__ __forceinline__ float Element<kQ5_K>(const uint8_t* row, int64_t e) {
+  const uint8_t* b = row + (e >> 8) * 176;
+  const int i = static_cast<int>(e & 255);
+  const int sub = i >> 5;
+  int sc, m;
+  ScaleMinK4(sub, b + 4, &sc, &m);
+  const uint8_t* qh = b + 16;
+  const uint8_t* qs = b + 48;
+  const int h = i >> 6, j = i & 63;
+  int q = j < 32 ? (qs[32 * h + j] & 0xF) : (qs[32 * h + j - 32] >> 4);
+  q |= ((qh[i & 31] >> sub) & 1) << 4;
+  return HalfAt(b) * static_cast<float>(sc * q) - HalfAt(b + 2) * static_cast<float>(m);
+}
+
+// BlockQ6_K: ql[128], qh[64], scales[16] (int8), d (f16). Element i: half
+// h = i/128, row-of-32 k = (i%128)/32, l = i%32: low 4 bits in
+// ql[64h + l + 32 (k & 1)] (low nibble for k < 2), high 2 bits
+// (qh[32h + l] >> 2k) & 3; scale scales[8h + l/16 + 2k]; x = d * s * (q - 32).
+template <>
+__device__ __forceinline__ float Element<kQ6_K>(const uint8_t* row, int64_t e) {
+  const uint8_t* b = row + (e >> 8) * 210;
+  const int i = static_cast<int>(e & 255);
+  const int h = i >> 7, k = (i & 127) >> 5, l = i & 31;
+  const uint8_t low_byte = b[64 * h + l + 32 * (k & 1)];
+  const int low = k < 2 ? (low_byte & 0xF) : (low_byte >> 4);
+  const int high = (b[128 + 32 * h + l] >> (2 * k)) & 3;
+  const int q = low | (high << 4);
+  const int s = static_cast<int8_t>(b[192 + 8 * h + (l >> 4) + 2 * k]);
+  return HalfAt(b + 208) * static_cast<float>(s * (q - 32));
+}
+
+template <uint32_t kType>
+__global__ void MatMulKernel(int64_t rows, int64_t cols, const uint8_t* __restrict__ w,
+                             int64_t row_stride, const float* __restrict__ x, int64_t x_stride,
+                             int64_t batch, float* __restrict__ y, int64_t y_stride) {
+  const int lane = threadIdx.x & 31;
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5);
+  if (r >= rows) return;
+  const int64_t b0 = static_cast<int64_t>(blockIdx.y) * kBatchTile;
+  const int nb = static_cast<int>(batch - b0 < kBatchTile ? batch - b0 : kBatchTile);
+  const uint8_t* row = w + r * row_stride;
+  float acc[kBatchTile];
+#pragma unroll
+  for (int b = 0; b < kBatchTile; ++b) acc[b] = 0.f;
+  for (int64_t e = lane; e < cols; e += 32) {
+    const float v = Element<kType>(row, e);
+#pragma unroll
+    for (int b = 0; b < kBatchTile; ++b) {
+      if (b < nb) acc[b] += v * x[(b0 + b) * x_stride + e];
+    }
+  }
+#pragma unroll
+  for (int b = 0; b < kBatchTile; ++b) {
+    float sum = acc[b];
+    for (int offset = 16; offset > 0; offset >>= 1) {
+      sum += __shfl_down_sync(0xffffffffu, sum, offset);
+    }
+    if (lane == 0 && b < nb) y[(b0 + b) * y_stride + r] = sum;
+  }
+}
+
+template <uint32_t kType>
+int Launch(int64_t rows, int64_t cols, uint64_t w, int64_t row_stride, uint64_t x,
+           int64_t x_stride, int64_t batch, uint64_t y, int64_t y_stride, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock),
+                  static_cast<unsigned>((batch + kBatchTile - 1) / kBatchTile));
+  MatMulKernel<kType><<<grid, 32 * kWarpsPerBlock, 0, stream>>>(
+      rows, cols, reinterpret_cast<const uint8_t*>(w), row_stride,
+      reinterpret_cast<const float*>(x), x_stride, batch, reinterpret_cast<float*>(y), y_stride);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+int LaunchMatMul(uint32_t type, int64_t rows, int64_t cols, uint64_t w, int64_t row_stride,
+                 uint64_t x, int64_t x_stride, int64_t batch, uint64_t y, int64_t y_stride,
+                 Handle stream) {
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  switch (type) {
+    case kF32:
+      return Launch<kF32>(rows, cols, w, row_stride, x, x_stride, batch, y, y_stride, s);
+    case kF16:
+      return Launch<kF16>(rows, cols, w, row_stride, x, x_stride, batch, y, y_stride, s);
+    case kBF16:
+      return Launch<kBF16>(rows, cols, w, row_stride, x, x_stride, batch, y, y_stride, s);
+    case kQ4_0:
+      return Launch<kQ4_0>(rows, cols, w, row_stride, x, x_stride, batch, y, y_stride, s);
+    case kQ8_0:
+      return Launch<kQ8_0>(rows, cols, w, row_stride, x, x_stride, batch, y, y_stride, s);
+    case kQ4_K:
+      return Launch<kQ4_K>(rows, cols, w, row_stride, x, x_stride, batch, y, y_stride, s);
+    case kQ5_K:
+      return Launch<kQ5_K>(rows, cols, w, row_stride, x, x_stride, batch, y, y_stride, s);
+    case kQ6_K:
+      return Launch<kQ6_K>(rows, cols, w, row_stride, x, x_stride, batch, y, y_stride, s);
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace waste::gpu::cuda_api
