@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include <algorithm>
+#include <climits>
 #include <utility>
 
 #include "absl/strings/str_format.h"
@@ -21,12 +22,21 @@ class FaultRandomAccessFile final : public RandomAccessFile {
   absl::Status Read(uint64_t offset, size_t n, char* buffer) const override {
     // The base file reports reads past the end; faults apply to real data.
     if (offset > Size() || n > Size() - offset) return base_->Read(offset, n, buffer);
+    FaultEnv::RandomFate fate = env_->DrawFate();
+    if (fate.delay > absl::ZeroDuration()) absl::SleepFor(fate.delay);
     // Progress survives retries, as in the posix Env.
     size_t done = 0;
     auto attempt = [&]() -> absl::Status {
+      if (fate.eio_attempts > 0) {
+        if (fate.eio_attempts != INT_MAX) --fate.eio_attempts;
+        return absl::UnavailableError(
+            absl::StrFormat("read of %s at offset %d length %d: %s (errno %d, injected)", Path(),
+                            offset, n, strerror(EIO), EIO));
+      }
       while (done < n) {
         const uint64_t pos = offset + done;
         FaultEnv::Plan plan = env_->PlanRead(Path(), pos, n - done);
+        plan.short_read |= std::exchange(fate.short_read, false);
         if (plan.delay > absl::ZeroDuration()) absl::SleepFor(plan.delay);
         if (plan.eio) {
           return absl::UnavailableError(
@@ -42,7 +52,9 @@ class FaultRandomAccessFile final : public RandomAccessFile {
       }
       return absl::OkStatus();
     };
-    return RetryTransient(env_->retry_, attempt, &env_->retries_);
+    absl::Status status = RetryTransient(env_->retry_, attempt, &env_->retries_);
+    env_->CountRandomOutcome(fate, status);
+    return status;
   }
 
   uint64_t Size() const override { return base_->Size(); }
@@ -78,9 +90,49 @@ void FaultEnv::InjectCorruption(const std::string& path, uint64_t offset, uint8_
   Add({Kind::kCorrupt, {path, offset, offset + 1}, times, absl::ZeroDuration(), mask});
 }
 
+void FaultEnv::InjectRandomFaults(const RandomFaults& faults) {
+  absl::MutexLock lock(&mu_);
+  random_ = faults;
+  rng_.seed(faults.seed);
+}
+
 void FaultEnv::ClearFaults() {
   absl::MutexLock lock(&mu_);
   faults_.clear();
+  random_.rate = 0;
+}
+
+FaultEnv::RandomFate FaultEnv::DrawFate() {
+  RandomFate fate;
+  absl::MutexLock lock(&mu_);
+  if (random_.rate <= 0) return fate;
+  ++counters_.reads;
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  if (uniform(rng_) >= random_.rate) return fate;
+  ++counters_.faulty_reads;
+  const double kind = uniform(rng_);
+  const int attempts = std::max(1, retry_.max_attempts);
+  auto delay = [&] { return random_.max_delay * uniform(rng_); };
+  if (kind < 0.125) {
+    fate.eio_attempts = INT_MAX;
+  } else if (kind < 0.5) {
+    fate.eio_attempts = attempts > 1 ? 1 + static_cast<int>(rng_() % (attempts - 1)) : 0;
+  } else if (kind < 0.8) {
+    fate.short_read = true;
+  } else {
+    fate.delay = delay();
+  }
+  if (uniform(rng_) < 0.25) fate.delay += delay();
+  if (fate.eio_attempts > 0) counters_.eio += std::min(fate.eio_attempts, attempts);
+  if (fate.short_read) ++counters_.short_reads;
+  if (fate.delay > absl::ZeroDuration()) ++counters_.delays;
+  return fate;
+}
+
+void FaultEnv::CountRandomOutcome(const RandomFate& fate, const absl::Status& status) {
+  if (fate.eio_attempts != INT_MAX || status.ok()) return;
+  absl::MutexLock lock(&mu_);
+  ++counters_.failed_reads;
 }
 
 FaultCounters FaultEnv::Counters() const {

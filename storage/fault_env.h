@@ -5,7 +5,10 @@
 //   - short reads (a read returns about half of what was asked);
 //   - added latency;
 //   - corrupted bytes (bits flipped in the returned buffer at chosen file
-//     offsets), which only checksums can catch.
+//     offsets), which only checksums can catch;
+//   - random faults: a fraction of all reads, chosen by a seeded generator,
+//     fail with EIO for some attempts (or for every attempt), come back
+//     short or slow (the daemon's test-only --inject-read-faults).
 // Reads of FaultEnv files retry injected EIO and resume after short reads
 // per the FaultEnv's RetryPolicy, as the posix Env does for real errors.
 // ReadQueues from a FaultEnv run over the faulty file with the thread pool
@@ -22,6 +25,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -42,6 +46,22 @@ struct FaultCounters {
   uint64_t delays = 0;
   uint64_t corrupted_bytes = 0;
   uint64_t retries = 0;  // Attempts repeated after an injected EIO.
+  // Random faults only (InjectRandomFaults):
+  uint64_t reads = 0;         // Reads of real data seen.
+  uint64_t faulty_reads = 0;  // Reads given a fault.
+  uint64_t failed_reads = 0;  // Reads that failed with EIO after every retry.
+};
+
+// Random faults: each read (a RandomAccessFile::Read, retries included) of
+// real data is faulty with probability `rate`. A faulty read is one of, in
+// these shares: EIO on every attempt (1/8: the read fails after its
+// retries), EIO on 1..max_attempts-1 attempts (3/8: a retry succeeds), a
+// short read (3/10) or a slow one (the rest, up to `max_delay`); a quarter
+// of the faulty reads are slow besides.
+struct RandomFaults {
+  double rate = 0;
+  uint64_t seed = 1;
+  absl::Duration max_delay = absl::Milliseconds(20);
 };
 
 class FaultEnv final : public Env {
@@ -68,7 +88,9 @@ class FaultEnv final : public Env {
   // `times` times.
   void InjectCorruption(const std::string& path, uint64_t offset, uint8_t mask = 0x01,
                         int times = kFaultForever);
-  // Removes every fault (counters stay).
+  // Starts (rate > 0) or stops (rate 0) random faults on every file.
+  void InjectRandomFaults(const RandomFaults& faults);
+  // Removes every fault, random ones included (counters stay).
   void ClearFaults();
   FaultCounters Counters() const;
 
@@ -101,13 +123,24 @@ class FaultEnv final : public Env {
     std::vector<std::pair<uint64_t, uint8_t>> corruptions;  // File offset, mask.
   };
 
+  // What a random fault does to one read, decided once for all attempts.
+  struct RandomFate {
+    int eio_attempts = 0;  // Attempts that fail; INT_MAX: all of them.
+    bool short_read = false;
+    absl::Duration delay;
+  };
+
   void Add(Fault fault);
   Plan PlanRead(const std::string& path, uint64_t offset, size_t n);
+  RandomFate DrawFate();
+  void CountRandomOutcome(const RandomFate& fate, const absl::Status& status);
 
   Env* const base_;
   const RetryPolicy retry_;
   mutable absl::Mutex mu_;
   std::vector<Fault> faults_ ABSL_GUARDED_BY(mu_);
+  RandomFaults random_ ABSL_GUARDED_BY(mu_);
+  std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
   FaultCounters counters_ ABSL_GUARDED_BY(mu_);
   std::atomic<uint64_t> retries_{0};
 };

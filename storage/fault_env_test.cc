@@ -134,5 +134,50 @@ TEST_F(FaultEnvTest, FaultsReachQueueCompletions) {
   EXPECT_GE(env_.Counters().retries, 1u);
 }
 
+TEST_F(FaultEnvTest, RandomFaultsFailOnlyReadsWhoseRetriesAllFailed) {
+  env_.InjectRandomFaults({.rate = 0.3, .seed = 7, .max_delay = absl::Microseconds(50)});
+  auto file = Open();
+  int failed = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const uint64_t offset = (static_cast<uint64_t>(i) * 7919) % (contents_.size() - 1000);
+    std::string buffer(1000, '\0');
+    absl::Status status = file->Read(offset, buffer.size(), buffer.data());
+    if (status.ok()) {
+      ASSERT_EQ(buffer, contents_.substr(offset, buffer.size())) << "read " << i;
+    } else {
+      ++failed;
+      EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+      EXPECT_NE(status.message().find("injected"), std::string_view::npos) << status;
+      EXPECT_NE(status.message().find("gave up after 4 attempts"), std::string_view::npos)
+          << status;
+    }
+  }
+  const FaultCounters counters = env_.Counters();
+  EXPECT_EQ(counters.reads, 2000u);
+  EXPECT_NEAR(static_cast<double>(counters.faulty_reads), 600, 90);
+  EXPECT_EQ(counters.failed_reads, static_cast<uint64_t>(failed));
+  EXPECT_NEAR(failed, 75, 35);  // An eighth of the faulty ones.
+  EXPECT_GT(counters.short_reads, 100u);
+  EXPECT_GT(counters.delays, 100u);
+  EXPECT_GT(counters.retries, 300u);
+
+  // The same seed makes the same faults; rate 0 stops them.
+  FaultEnv again(&base_, kFastRetry);
+  again.InjectRandomFaults({.rate = 0.3, .seed = 7, .max_delay = absl::Microseconds(50)});
+  auto file2 = again.NewRandomAccessFile("/model.gguf");
+  ASSERT_TRUE(file2.ok());
+  int failed_again = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const uint64_t offset = (static_cast<uint64_t>(i) * 7919) % (contents_.size() - 1000);
+    std::string buffer(1000, '\0');
+    failed_again += !(*file2)->Read(offset, buffer.size(), buffer.data()).ok();
+  }
+  EXPECT_EQ(failed_again, failed);
+  env_.InjectRandomFaults({.rate = 0});
+  std::string buffer(1000, '\0');
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(file->Read(0, buffer.size(), buffer.data()).ok());
+  EXPECT_EQ(env_.Counters().reads, 2000u);
+}
+
 }  // namespace
 }  // namespace waste::storage

@@ -206,14 +206,18 @@ void IoUringReadQueue::Complete(Op* raw_op, int result) {
     Finish(op.get(), std::move(status));
     return;
   }
-  if (result == 0 && op->done < op->need) {
-    // The size was checked at Submit, so EOF here means the file shrank.
+  // The size was checked at Submit, so EOF here means the file shrank: a
+  // read of nothing, or (O_DIRECT, which resumes at the start of the
+  // partial block) one that ends no further than the last did.
+  if ((result == 0 || op->done + static_cast<size_t>(result) <= op->furthest) &&
+      op->done < op->need) {
     Finish(op.get(), absl::DataLossError(absl::StrFormat(
                          "%s: unexpected end of file after %d bytes (the file shrank from %d?)",
-                         ReadContext(*file_, op->request), op->done, file_->Size())));
+                         ReadContext(*file_, op->request), op->furthest, file_->Size())));
     return;
   }
   op->done += static_cast<size_t>(result);
+  op->furthest = op->done;
   if (op->done < op->need) {
     pending_.push_front(std::move(op));  // Short read: ask for the rest.
     return;

@@ -61,6 +61,7 @@ class IoUringReadQueue final : public ReadQueue {
     size_t device_length = 0;    // How much it asks for.
     size_t need = 0;             // Bytes from device_offset that must arrive.
     size_t done = 0;             // Bytes arrived so far.
+    size_t furthest = 0;         // The most `done` has been (O_DIRECT re-reads a block).
     int attempts = 0;            // Failed attempts (transient errors).
     AlignedBuffer bounce;        // Empty unless the request is unaligned on O_DIRECT.
     char* target() const { return bounce.data() != nullptr ? bounce.data() : request.buffer; }

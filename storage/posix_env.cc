@@ -185,6 +185,7 @@ absl::Status PosixRandomAccessFile::ReadAligned(uint64_t offset, size_t n, size_
   // Progress survives retries: a transient error after a short read resumes
   // where the short read stopped.
   size_t done = 0;
+  size_t furthest = 0;  // An O_DIRECT resume re-reads its partial block.
   auto attempt = [&]() -> absl::Status {
     while (done < need) {
       // An O_DIRECT continuation must start on a block boundary; re-reading
@@ -195,14 +196,16 @@ absl::Status PosixRandomAccessFile::ReadAligned(uint64_t offset, size_t n, size_
       if (got < 0) {
         return PosixError(errno, ReadContext(path_, offset, n));
       }
-      if (got == 0) {
-        // The size was checked at open, so EOF here means the file shrank
-        // under us: not transient, the data is gone.
+      if (got == 0 || done + static_cast<size_t>(got) <= furthest) {
+        // The size was checked at open, so EOF here (nothing read, or no
+        // further than before) means the file shrank under us: not
+        // transient, the data is gone.
         return absl::DataLossError(absl::StrFormat(
             "%s: unexpected end of file after %d bytes (the file shrank from %d bytes?)",
-            ReadContext(path_, offset, n), done, size_));
+            ReadContext(path_, offset, n), std::max(done, furthest), size_));
       }
       done += static_cast<size_t>(got);
+      furthest = done;
     }
     return absl::OkStatus();
   };

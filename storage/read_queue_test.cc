@@ -1,4 +1,6 @@
 // Every ReadQueue engine, buffered and O_DIRECT, against the bytes written.
+#include <unistd.h>
+
 #include <cstring>
 #include <map>
 #include <random>
@@ -126,6 +128,41 @@ TEST_P(ReadQueueTest, PastEndAndEmptyReadsComplete) {
   EXPECT_TRUE(by_tag[2].ok());
   EXPECT_TRUE(by_tag[3].ok()) << by_tag[3];
   EXPECT_EQ(std::memcmp(buffer.data(), contents_->data() + kFileSize - 100, 100), 0);
+}
+
+// A file that shrinks under an open reader (a model file truncated while
+// loaded): reads of what is gone fail with DATA_LOSS, never spin. (O_DIRECT
+// resumes a short read at the start of its partial block, which once made a
+// read at the new end of file repeat forever.)
+TEST_P(ReadQueueTest, AFileThatShrankIsDataLossNotAHang) {
+  const auto [engine, direct] = GetParam();
+  const std::string path = waste::testing::TempDir() + "/shrinks.bin";
+  ASSERT_TRUE(WriteFileAtomically(Env::Default(), path, contents_->substr(0, 4 * 4096)).ok());
+  auto file = env_.NewRandomAccessFile(path, {.direct = direct});
+  ASSERT_TRUE(file.ok()) << file.status();
+  ASSERT_EQ(truncate(path.c_str(), 4096 + 1000), 0);
+
+  AlignedBuffer buffer(4 * 4096 + 4096);
+  for (uint64_t offset : {uint64_t{0}, uint64_t{4096}, uint64_t{100}}) {
+    SCOPED_TRACE(offset);
+    const size_t length = 3 * 4096 - offset % 4096;
+    absl::Status status = (*file)->Read(offset, length, buffer.data());
+    EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+    EXPECT_NE(status.message().find("unexpected end of file"), std::string_view::npos) << status;
+
+    auto queue = env_.NewReadQueue(file->get(), {.engine = engine, .depth = 4, .threads = 2});
+    ASSERT_TRUE(queue.ok()) << queue.status();
+    const ReadRequest request{
+        .offset = offset, .length = length, .buffer = buffer.data(), .tag = 9};
+    ASSERT_TRUE((*queue)->Submit(std::span(&request, 1)).ok());
+    std::vector<ReadCompletion> completions;
+    ASSERT_TRUE((*queue)->Wait(1, &completions).ok());
+    ASSERT_EQ(completions.size(), 1u);
+    EXPECT_EQ(completions[0].status.code(), absl::StatusCode::kDataLoss) << completions[0].status;
+  }
+  // What is still there reads fine.
+  ASSERT_TRUE((*file)->Read(0, 4096 + 1000, buffer.data()).ok());
+  EXPECT_EQ(std::memcmp(buffer.data(), contents_->data(), 4096 + 1000), 0);
 }
 
 std::string ParamName(const ::testing::TestParamInfo<std::tuple<IoEngine, bool>>& info) {
