@@ -1,5 +1,7 @@
 #include "daemon/cache/streaming_store.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -258,11 +260,20 @@ absl::Status StreamingChunkStore::ReadError(ChunkId id) const {
   const Chunk& c = state_[id];
   if (c.error.ok()) return absl::OkStatus();
   const ChunkSpec& spec = (*chunks_)[id];
-  return absl::Status(
-      c.error.code(),
-      absl::StrCat("reading weight chunk ", spec.name, " (id ", id, ", ", spec.slot_bytes,
-                   " bytes) from ", file_->Path(), ": ", c.error.message(),
-                   "; the chunk stays unloaded and the next request retries it"));
+  // A file that shrank or went away under the model will not read again;
+  // say so (the engine reloads a changed file at the next request).
+  std::string next = "; the chunk stays unloaded and the next request retries it";
+  struct stat st;
+  if (::stat(file_->Path().c_str(), &st) != 0) {
+    next = "; the model file is gone: it was deleted or moved while loaded";
+  } else if (static_cast<uint64_t>(st.st_size) != file_->Size()) {
+    next = absl::StrCat("; the model file changed size since it was loaded (", file_->Size(),
+                        " -> ", st.st_size,
+                        " bytes): it was truncated or replaced, and the next request reloads it");
+  }
+  return absl::Status(c.error.code(), absl::StrCat("reading weight chunk ", spec.name, " (id ", id,
+                                                   ", ", spec.slot_bytes, " bytes) from ",
+                                                   file_->Path(), ": ", c.error.message(), next));
 }
 
 absl::StatusOr<const uint8_t*> StreamingChunkStore::Acquire(ChunkId id) {

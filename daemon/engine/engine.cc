@@ -6,12 +6,17 @@
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
+#include "daemon/engine/state_dir.h"
 #include "daemon/model/layout.h"
 
 namespace waste::engine {
 
 Engine::Engine(storage::Env* env, const ModelCatalog* catalog, v1::DaemonConfig config)
-    : env_(env), catalog_(catalog), config_(std::move(config)), reaper_([this] { ReapLoop(); }) {}
+    : env_(env), catalog_(catalog), config_(std::move(config)) {
+  // Before any model loads: what a killed daemon was writing goes.
+  RemoveStaleTemporaryFiles(this->config().state_dir());
+  reaper_ = std::thread([this] { ReapLoop(); });
+}
 
 v1::DaemonConfig Engine::config() const {
   absl::MutexLock lock(&config_mu_);
@@ -96,7 +101,13 @@ absl::StatusOr<std::shared_ptr<LoadedModel>> Engine::Get(const std::string& requ
   ASSIGN_OR_RETURN(std::string name, ResolveName(requested));
   std::shared_ptr<Slot> slot = SlotFor(name);
   absl::MutexLock lock(&slot->mu);
-  if (slot->model != nullptr) return slot->model;
+  if (slot->model != nullptr) {
+    std::string how;
+    if (!slot->model->FileChanged(&how)) return slot->model;
+    // Requests running on the old copy finish on it (they hold it).
+    WLOG(WARNING) << how << "; reloading it";
+    slot->model.reset();
+  }
   ASSIGN_OR_RETURN(ModelFile file, catalog_->Find(name));
   ASSIGN_OR_RETURN(
       std::unique_ptr<LoadedModel> loaded,
@@ -111,7 +122,8 @@ std::shared_ptr<LoadedModel> Engine::TryGetLoaded(const std::string& requested) 
   if (name.empty()) name = config().default_model();
   if (name.empty()) {
     std::vector<std::shared_ptr<LoadedModel>> loaded = Loaded();
-    return loaded.size() == 1 ? loaded[0] : nullptr;
+    // A changed model file: the slow path (Get) reloads it.
+    return loaded.size() == 1 && !loaded[0]->FileChanged() ? loaded[0] : nullptr;
   }
   std::shared_ptr<Slot> slot;
   {
@@ -123,6 +135,7 @@ std::shared_ptr<LoadedModel> Engine::TryGetLoaded(const std::string& requested) 
   if (!slot->mu.TryLock()) return nullptr;  // Loading: the slow path waits.
   std::shared_ptr<LoadedModel> model = slot->model;
   slot->mu.Unlock();
+  if (model != nullptr && model->FileChanged()) return nullptr;  // Get reloads it.
   return model;
 }
 
@@ -134,10 +147,13 @@ absl::StatusOr<std::shared_ptr<LoadedModel>> Engine::Load(const std::string& req
   config.MergeFrom(overrides);
   std::shared_ptr<Slot> slot = SlotFor(name);
   absl::MutexLock lock(&slot->mu);
+  std::string how;
   if (slot->model != nullptr &&
-      slot->model->config().SerializeAsString() == config.SerializeAsString()) {
+      slot->model->config().SerializeAsString() == config.SerializeAsString() &&
+      !slot->model->FileChanged(&how)) {
     return slot->model;
   }
+  if (!how.empty()) WLOG(WARNING) << how << "; reloading it";
   // Free the old copy first so both never hold their budget at once.
   slot->model.reset();
   ASSIGN_OR_RETURN(std::unique_ptr<LoadedModel> loaded,

@@ -33,14 +33,17 @@ class Engine {
   // it every second; tests call it directly.
   void UnloadIdle(absl::Time now);
 
-  // The model called `name`, loading it if needed. An empty name means the
+  // The model called `name`, loading it if needed (or again, when its file
+  // was replaced, truncated or rewritten since: LoadedModel::FileChanged;
+  // requests running on the old copy finish on it). An empty name means the
   // configured default model, else the only loaded model, else the only
   // model in the catalog; otherwise INVALID_ARGUMENT listing the choices.
   absl::StatusOr<std::shared_ptr<LoadedModel>> Get(const std::string& name);
 
   // The model called `name` if it is loaded now, else null. Never blocks on
   // a load or reads a file (the empty name resolves only to the default
-  // model or the only loaded one), so gRPC threads may call it.
+  // model or the only loaded one), so gRPC threads may call it. Null too
+  // when the model's file changed (one stat(2)): Get reloads it.
   std::shared_ptr<LoadedModel> TryGetLoaded(const std::string& name);
 
   // Loads (or reloads, when `overrides` differ) the model with the daemon's

@@ -1,5 +1,10 @@
 #include "daemon/engine/engine.h"
 
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "absl/strings/match.h"
 #include "gtest/gtest.h"
 #include "tests/testdata.h"
 
@@ -30,6 +35,94 @@ TEST(EngineTest, WithoutKeepAliveModelsStayLoaded) {
   ASSERT_TRUE(engine.Get("").ok());  // The only model in the catalog.
   engine.UnloadIdle(absl::Now() + absl::Hours(24));
   EXPECT_EQ(engine.Loaded().size(), 1u);
+}
+
+struct Result {
+  absl::Status status;
+  std::vector<int32_t> ids;
+};
+
+Result GenerateGreedy(LoadedModel& model, int max_tokens) {
+  v1::GenerateRequest request;
+  request.set_max_tokens(max_tokens);
+  request.set_stop_at_eos(false);
+  Result result;
+  result.status = model.Generate(
+      request,
+      [&](const v1::GenerateEvent& event) {
+        if (event.has_token() && event.token().id() >= 0) result.ids.push_back(event.token().id());
+        return true;
+      },
+      nullptr);
+  return result;
+}
+
+// A model file truncated, rewritten or replaced while loaded: requests that
+// need the lost bytes fail saying so, and the next request loads the file
+// that is there now (or says why it cannot).
+TEST(EngineTest, AModelFileChangedWhileLoadedIsReloaded) {
+  const std::string fixture = testing::ModelPath("stories260K/stories260K.gguf");
+  const std::string dir = testing::TempDir();
+  const std::string path = dir + "/stories260K.gguf";
+  std::filesystem::copy_file(fixture, path);
+  const uint64_t size = std::filesystem::file_size(path);
+  ModelCatalog catalog({dir});
+  v1::DaemonConfig config;
+  config.mutable_model_defaults()->set_context_length(512);
+  config.mutable_model_defaults()->set_threads(1);
+  config.mutable_model_defaults()->set_kv_cache_type(v1::KV_CACHE_TYPE_F32);
+  Engine engine(storage::Env::Default(), &catalog, config);
+  // At the floor, so that most weights stream from the file.
+  v1::PlanRequest plan_request;
+  plan_request.set_model("stories260K");
+  auto plan = engine.Plan(plan_request);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  config.mutable_model_defaults()->set_ram_budget_bytes(plan->floor_bytes());
+  engine.Reconfigure(config);
+
+  auto first = engine.Get("stories260K");
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_FALSE((*first)->FileChanged());
+  EXPECT_EQ(engine.TryGetLoaded("stories260K"), *first);
+
+  // Truncated in place: the streamed weights are gone.
+  std::filesystem::resize_file(path, size / 4);
+  std::string how;
+  EXPECT_TRUE((*first)->FileChanged(&how));
+  EXPECT_TRUE(absl::StrContains(how, "size changed")) << how;
+  Result lost = GenerateGreedy(**first, 8);
+  EXPECT_EQ(lost.status.code(), absl::StatusCode::kDataLoss) << lost.status;
+  EXPECT_TRUE(absl::StrContains(lost.status.message(), "changed size since it was loaded"))
+      << lost.status;
+  EXPECT_EQ(engine.TryGetLoaded("stories260K"), nullptr);
+  // The next request loads the file as it is now: a clear refusal.
+  auto truncated = engine.Get("stories260K");
+  ASSERT_FALSE(truncated.ok());
+  EXPECT_TRUE(absl::StrContains(truncated.status().message(), path)) << truncated.status();
+
+  // Replaced (a new file renamed over it): loaded afresh, golden again.
+  std::filesystem::copy_file(fixture, path + ".new");
+  std::filesystem::rename(path + ".new", path);
+  auto second = engine.Get("stories260K");
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_NE(*second, *first);
+  Result ok = GenerateGreedy(**second, 256);
+  ASSERT_TRUE(ok.status.ok()) << ok.status;
+  EXPECT_EQ(ok.ids, testing::StoriesGoldenIds());
+  // Unchanged: the same copy.
+  auto again = engine.Get("stories260K");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, *second);
+
+  // Replaced while loaded, with the old copy still serving a holder: the
+  // old one goes on reading its (unlinked) file, the new one is loaded.
+  std::filesystem::copy_file(fixture, path + ".new");
+  std::filesystem::rename(path + ".new", path);
+  auto third = engine.Get("");
+  ASSERT_TRUE(third.ok()) << third.status();
+  EXPECT_NE(*third, *second);
+  EXPECT_EQ(GenerateGreedy(**second, 256).ids, testing::StoriesGoldenIds());
+  EXPECT_EQ(GenerateGreedy(**third, 256).ids, testing::StoriesGoldenIds());
 }
 
 }  // namespace

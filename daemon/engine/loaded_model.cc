@@ -1,5 +1,7 @@
 #include "daemon/engine/loaded_model.h"
 
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <thread>
 
@@ -33,6 +35,7 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadedModel::Load(
   loaded->name_ = name;
   loaded->path_ = path;
   loaded->config_ = config;
+  loaded->stamp_ = StampOf(path);
   ASSIGN_OR_RETURN(loaded->gguf_, storage::GgufFile::Open(env, path));
   ASSIGN_OR_RETURN(loaded->model_, model::Model::Create(*loaded->gguf_));
   ASSIGN_OR_RETURN(text::Vocab vocab, text::VocabFromGguf(*loaded->gguf_));
@@ -254,6 +257,34 @@ v1::ModelStats LoadedModel::Stats() const {
 
 absl::Time LoadedModel::last_used() const {
   return std::max(loaded_at_, scheduler_->Stats().last_finished);
+}
+
+LoadedModel::FileStamp LoadedModel::StampOf(const std::string& path) {
+  FileStamp stamp;
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return stamp;
+  stamp.device = static_cast<uint64_t>(st.st_dev);
+  stamp.inode = static_cast<uint64_t>(st.st_ino);
+  stamp.size = static_cast<int64_t>(st.st_size);
+  stamp.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  return stamp;
+}
+
+bool LoadedModel::FileChanged(std::string* how) const {
+  const FileStamp now = StampOf(path_);
+  if (now.size < 0 || stamp_.size < 0) return false;
+  std::string what;
+  if (now.device != stamp_.device || now.inode != stamp_.inode) {
+    what = "it was replaced by another file";
+  } else if (now.size != stamp_.size) {
+    what = absl::StrCat("its size changed from ", stamp_.size, " to ", now.size, " bytes");
+  } else if (now.mtime_ns != stamp_.mtime_ns) {
+    what = "it was rewritten (its modification time changed)";
+  } else {
+    return false;
+  }
+  if (how != nullptr) *how = absl::StrCat(path_, " changed since ", name_, " was loaded: ", what);
+  return true;
 }
 
 v1::MemoryPlan LoadedModel::Plan() const { return ToProto(*model_, plan_); }

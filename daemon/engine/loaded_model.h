@@ -53,6 +53,7 @@ class LoadedModel {
   ~LoadedModel();
 
   const std::string& name() const { return name_; }
+  const std::string& path() const { return path_; }
   const model::Model& model() const { return *model_; }
   const text::Tokenizer& tokenizer() const { return *tokenizer_; }
   const v1::ModelConfig& config() const { return config_; }
@@ -88,6 +89,12 @@ class LoadedModel {
   int active_requests() const;
   SchedulerStats SchedulerCounters() const { return scheduler_->Stats(); }
 
+  // True when the file at path() is no longer the one loaded: another file
+  // (replaced), or another size or modification time (truncated or
+  // rewritten in place). `how` (may be null) says what changed. A path that
+  // is gone counts as unchanged: the open file keeps serving. One stat(2).
+  bool FileChanged(std::string* how = nullptr) const;
+
   // The memory plan the model was loaded with.
   v1::MemoryPlan Plan() const;
 
@@ -99,8 +106,18 @@ class LoadedModel {
  private:
   LoadedModel() = default;
 
+  // What the model file was when loaded, for FileChanged.
+  struct FileStamp {
+    uint64_t device = 0;
+    uint64_t inode = 0;
+    int64_t size = -1;
+    int64_t mtime_ns = 0;
+  };
+  static FileStamp StampOf(const std::string& path);
+
   std::string name_;
   std::string path_;
+  FileStamp stamp_;
   v1::ModelConfig config_;
   int64_t context_length_ = 0;
   std::unique_ptr<storage::GgufFile> gguf_;

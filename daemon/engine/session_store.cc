@@ -15,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
+#include "daemon/engine/state_dir.h"
 
 namespace waste::engine {
 namespace {
@@ -143,7 +144,7 @@ absl::StatusOr<SavedSessionInfo> SessionStore::Save(const Session& session) {
   absl::StrAppend(&header, "id ", session.id, "\ntokens ", n, "\n");
 
   const std::string path = PathOf(session.id);
-  const std::string tmp = absl::StrCat(path, ".tmp");
+  const std::string tmp = TemporaryStatePath(path);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return absl::InternalError(absl::StrCat("creating ", tmp, ": ", ErrnoText()));
   Checksum sum;

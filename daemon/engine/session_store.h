@@ -7,8 +7,8 @@
 //   mtime and chunk layout; the KV cache's shape and type; the token
 //   count), the tokens, then per layer the first n positions of K (and V
 //   unless MLA shares them), and an FNV-1a checksum of everything before it.
-// Written to a temporary file, fsynced and renamed: a crash leaves the old
-// file or the new one, never half of one. A file whose identity or shape
+// Written to a temporary file (state_dir.h), fsynced and renamed: a crash
+// leaves the old file or the new one, never half of one. A file whose identity or shape
 // does not match the loaded model, or whose checksum fails, is refused
 // (FAILED_PRECONDITION / DATA_LOSS) and logged; the request then starts a
 // fresh session. The directory is bounded: after each save the least
