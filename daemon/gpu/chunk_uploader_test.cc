@@ -150,8 +150,8 @@ class PipelineTest : public ::testing::Test {
       ASSERT_TRUE(w.ok()) << w.status();
       device->Label(Stream::kCompute, "layer " + std::to_string(l));
       DeviceMatrix m{kType, kRows, kCols, *w, row_bytes_};
-      ASSERT_TRUE(device->MatMul(Stream::kCompute, m, *dx, kCols, 1, *dy + l * kRows * 4, kRows)
-                      .ok());
+      ASSERT_TRUE(
+          device->MatMul(Stream::kCompute, m, *dx, kCols, 1, *dy + l * kRows * 4, kRows).ok());
       ASSERT_TRUE((*uploader)->Done(*slot).ok());
       if (l + 1 < kLayers) {
         slot = (*uploader)->Upload(l + 1, layers_[l + 1].data(), layers_[l + 1].size());
@@ -204,8 +204,8 @@ TEST_F(PipelineTest, CopyOfTheNextLayerOverlapsComputeOfThisOne) {
   const double bytes = kRows * kernels::RowBytes(kType, kCols);
   options.copy_latency_seconds = 0;
   options.matmul_latency_seconds = 0;
-  options.h2d_bytes_per_second = bytes / 1.0;      // A copy: 1 s.
-  options.memory_bytes_per_second = bytes / 0.8;   // A product: 0.8 s.
+  options.h2d_bytes_per_second = bytes / 1.0;     // A copy: 1 s.
+  options.memory_bytes_per_second = bytes / 0.8;  // A product: 0.8 s.
   options.real_copy_delay_seconds = 0.001;
   FakeDevice device(options);
   RunLoop(&device);
@@ -229,8 +229,8 @@ TEST_F(PipelineTest, CopyOfTheNextLayerOverlapsComputeOfThisOne) {
   EXPECT_NEAR(elapsed_, 6.8, 0.01);
   // The compute stream waited 1 s for the first layer and 0.2 s for each
   // later one (copy 1 s, product 0.8 s).
-  EXPECT_NEAR(device.Stats().stream_wait_seconds[static_cast<int>(Stream::kCompute)],
-              1.0 + 5 * 0.2, 1e-9);
+  EXPECT_NEAR(device.Stats().stream_wait_seconds[static_cast<int>(Stream::kCompute)], 1.0 + 5 * 0.2,
+              1e-9);
   EXPECT_EQ(stats_.uploads, kLayers);
   EXPECT_EQ(stats_.h2d_bytes, kLayers * static_cast<int64_t>(bytes));
 }

@@ -5,9 +5,7 @@
 
 namespace waste::gpu {
 
-const char* StreamName(Stream stream) {
-  return stream == Stream::kCompute ? "compute" : "copy";
-}
+const char* StreamName(Stream stream) { return stream == Stream::kCompute ? "compute" : "copy"; }
 
 bool DeviceComputes(kernels::WeightType type) {
   switch (type) {
@@ -25,17 +23,16 @@ bool DeviceComputes(kernels::WeightType type) {
   }
 }
 
-absl::Status CheckMatMul(const DeviceMatrix& w, int64_t x_stride, int64_t batch,
-                         int64_t y_stride) {
+absl::Status CheckMatMul(const DeviceMatrix& w, int64_t x_stride, int64_t batch, int64_t y_stride) {
   const kernels::WeightTypeInfo info = kernels::GetWeightTypeInfo(w.type);
   if (!DeviceComputes(w.type)) {
     return absl::InvalidArgumentError(
         absl::StrCat("the device has no kernel for ", std::string(info.name), " weights"));
   }
   if (w.rows <= 0 || w.cols <= 0 || w.cols % info.block_elems != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("a ", w.rows, " x ", w.cols, " ", std::string(info.name),
-                                                   " matrix is not whole blocks of ",
-                                                   info.block_elems));
+    return absl::InvalidArgumentError(
+        absl::StrCat("a ", w.rows, " x ", w.cols, " ", std::string(info.name),
+                     " matrix is not whole blocks of ", info.block_elems));
   }
   if (w.row_stride_bytes < kernels::RowBytes(w.type, w.cols)) {
     return absl::InvalidArgumentError(absl::StrCat("row stride ", w.row_stride_bytes,

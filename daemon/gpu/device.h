@@ -122,8 +122,7 @@ class Device {
 };
 
 // Checks a product's shapes as every device must (shared by the backends).
-absl::Status CheckMatMul(const DeviceMatrix& w, int64_t x_stride, int64_t batch,
-                         int64_t y_stride);
+absl::Status CheckMatMul(const DeviceMatrix& w, int64_t x_stride, int64_t batch, int64_t y_stride);
 
 }  // namespace waste::gpu
 

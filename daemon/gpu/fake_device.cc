@@ -14,7 +14,9 @@ namespace {
 
 constexpr uint64_t kAlign = 256;  // As cudaMalloc's.
 
-uint64_t RoundUp(uint64_t bytes) { return (std::max<uint64_t>(bytes, 1) + kAlign - 1) / kAlign * kAlign; }
+uint64_t RoundUp(uint64_t bytes) {
+  return (std::max<uint64_t>(bytes, 1) + kAlign - 1) / kAlign * kAlign;
+}
 
 bool InBlocks(const std::map<uint64_t, uint64_t>& blocks, uint64_t addr, uint64_t bytes) {
   auto it = blocks.upper_bound(addr);
@@ -85,9 +87,9 @@ bool FakeDevice::InPinned(const void* ptr, uint64_t bytes) const {
 absl::StatusOr<DevicePtr> FakeDevice::Allocate(uint64_t bytes) {
   const uint64_t size = RoundUp(bytes);
   if (static_cast<uint64_t>(stats_.allocated_bytes) + size > options_.memory_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "fake device: ", size, " bytes more would exceed its ", options_.memory_bytes,
-        " bytes of memory (", stats_.allocated_bytes, " allocated)"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("fake device: ", size, " bytes more would exceed its ", options_.memory_bytes,
+                     " bytes of memory (", stats_.allocated_bytes, " allocated)"));
   }
   void* p = std::aligned_alloc(kAlign, size);
   if (p == nullptr) return absl::ResourceExhaustedError("fake device: host allocation failed");
@@ -171,8 +173,7 @@ void FakeDevice::DestroyEvent(Event event) {
 
 absl::Status FakeDevice::Record(Event event, Stream stream) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (event.id < 0 || event.id >= static_cast<int32_t>(events_.size()) ||
-      !events_[event.id].live) {
+  if (event.id < 0 || event.id >= static_cast<int32_t>(events_.size()) || !events_[event.id].live) {
     return absl::InvalidArgumentError("fake device: no such event");
   }
   EventState& e = events_[event.id];
@@ -218,8 +219,7 @@ absl::Status FakeDevice::StreamWait(Stream stream, Event event) {
 
 absl::Status FakeDevice::EventSynchronize(Event event) {
   std::unique_lock<std::mutex> lock(mu_);
-  if (event.id < 0 || event.id >= static_cast<int32_t>(events_.size()) ||
-      !events_[event.id].live) {
+  if (event.id < 0 || event.id >= static_cast<int32_t>(events_.size()) || !events_[event.id].live) {
     return absl::InvalidArgumentError("fake device: no such event");
   }
   const int64_t generation = events_[event.id].recorded;
@@ -239,8 +239,8 @@ absl::Status FakeDevice::StreamSynchronize(Stream stream) {
   return absl::OkStatus();
 }
 
-absl::Status FakeDevice::MatMul(Stream stream, const DeviceMatrix& w, DevicePtr x,
-                                int64_t x_stride, int64_t batch, DevicePtr y, int64_t y_stride) {
+absl::Status FakeDevice::MatMul(Stream stream, const DeviceMatrix& w, DevicePtr x, int64_t x_stride,
+                                int64_t batch, DevicePtr y, int64_t y_stride) {
   if (absl::Status status = CheckMatMul(w, x_stride, batch, y_stride); !status.ok()) {
     return status;
   }
@@ -260,9 +260,9 @@ absl::Status FakeDevice::MatMul(Stream stream, const DeviceMatrix& w, DevicePtr 
             static_cast<double>(weight_bytes) / options_.memory_bytes_per_second,
         [view, x, x_stride, batch, y, y_stride] {
           kernels::Scratch scratch(kernels::MatVecScratchBytes(view.type, view.cols, batch));
-          absl::Status status = kernels::MatMul(view, reinterpret_cast<const float*>(x.addr),
-                                                x_stride, batch, reinterpret_cast<float*>(y.addr),
-                                                y_stride, nullptr, &scratch);
+          absl::Status status =
+              kernels::MatMul(view, reinterpret_cast<const float*>(x.addr), x_stride, batch,
+                              reinterpret_cast<float*>(y.addr), y_stride, nullptr, &scratch);
           WCHECK(status.ok()) << "fake device: " << status;
         });
   return absl::OkStatus();

@@ -69,8 +69,7 @@ class FakeDevice : public Device {
   absl::StatusOr<void*> AllocatePinned(uint64_t bytes) override;
   void FreePinned(void* ptr) override;
 
-  absl::Status CopyToDevice(Stream stream, DevicePtr dst, const void* src,
-                            uint64_t bytes) override;
+  absl::Status CopyToDevice(Stream stream, DevicePtr dst, const void* src, uint64_t bytes) override;
   absl::Status CopyToHost(Stream stream, void* dst, DevicePtr src, uint64_t bytes) override;
 
   absl::StatusOr<Event> CreateEvent() override;
@@ -91,7 +90,9 @@ class FakeDevice : public Device {
   // The host's simulated clock (advanced by synchronization).
   double host_seconds() const { return host_clock_; }
   // Host memory behind a device address (tests read device memory).
-  const uint8_t* HostView(DevicePtr ptr) const { return reinterpret_cast<const uint8_t*>(ptr.addr); }
+  const uint8_t* HostView(DevicePtr ptr) const {
+    return reinterpret_cast<const uint8_t*>(ptr.addr);
+  }
 
  private:
   struct EventState {

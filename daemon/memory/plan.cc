@@ -54,8 +54,8 @@ void ComputeMoeSizes(const PlanInput& input, const PlanOptions& options, PlanSiz
       s->n_experts > 0 ? k * s->moe_layers * (expert_read_bytes / s->n_experts) : 0;
   s->largest_streamed_slot = s->expert_slot_bytes;
   const uint64_t fixed = s->kv_bytes + s->scratch_bytes + s->runtime_bytes;
-  s->floor_bytes = std::min(s->weight_bytes + fixed,
-                            s->trunk_bytes + fixed + 2 * k * s->expert_slot_bytes);
+  s->floor_bytes =
+      std::min(s->weight_bytes + fixed, s->trunk_bytes + fixed + 2 * k * s->expert_slot_bytes);
   s->recommended_bytes = s->all_resident_bytes;
   if (s->usable_bytes && s->all_resident_bytes > *s->usable_bytes) {
     // The trunk plus as many whole token working sets as usable RAM less a
@@ -137,7 +137,8 @@ void PlanMoe(const PlanInput& input, const PlanOptions& options, MemoryPlan* pla
 // Under the floor nothing is reserved (the plan is refused anyway).
 void ReserveSessions(MemoryPlan* plan) {
   const PlanSizes& s = plan->sizes;
-  const uint64_t above = plan->budget_bytes > s.floor_bytes ? plan->budget_bytes - s.floor_bytes : 0;
+  const uint64_t above =
+      plan->budget_bytes > s.floor_bytes ? plan->budget_bytes - s.floor_bytes : 0;
   const uint64_t more = s.kv_bytes > 0 ? above / s.kv_bytes : uint64_t{1} << 20;
   plan->sessions_that_fit = static_cast<int>(std::min<uint64_t>(1 + more, 1 << 20));
   plan->sessions = std::min(s.max_sessions, plan->sessions_that_fit);
@@ -160,8 +161,8 @@ PlanSizes TwoTierSizes(const PlanInput& input, const PlanOptions& options,
   s.max_sessions = std::max(1, input.max_sessions);
   const uint64_t fixed = s.kv_bytes + s.scratch_bytes + s.runtime_bytes;
   s.all_resident_bytes = s.weight_bytes + fixed + (s.max_sessions - 1) * s.kv_bytes;
-  s.floor_bytes = std::min(s.weight_bytes + fixed,
-                           s.global_bytes + fixed + 2 * s.largest_streamed_slot);
+  s.floor_bytes =
+      std::min(s.weight_bytes + fixed, s.global_bytes + fixed + 2 * s.largest_streamed_slot);
   s.recommended_bytes = s.all_resident_bytes;
   s.usable_bytes = usable_bytes;
   s.usable_source = usable_source;
@@ -359,10 +360,9 @@ void CountTiers(const PlanInput& input, MemoryPlan* plan) {
   const double k = std::max(0, input.experts_per_token);
   const bool experts_pinned = plan->streaming_slots == 0;
   const double cached =
-      experts_pinned ? 1.0
-      : ram_experts > 0
-          ? std::min(1.0, static_cast<double>(plan->streaming_slots) / ram_experts)
-          : 1.0;
+      experts_pinned    ? 1.0
+      : ram_experts > 0 ? std::min(1.0, static_cast<double>(plan->streaming_slots) / ram_experts)
+                        : 1.0;
   double vram_bytes = 0, ram_bytes = 0, disk_bytes = 0;
   for (const auto& [layer, e] : experts) {
     // k of n experts: k/n of the layer's bytes, split by where they live.
@@ -391,10 +391,10 @@ absl::StatusOr<MemoryPlan> PlanThreeTiers(const PlanInput& input, uint64_t budge
                                           const std::string& usable_source) {
   VramPlan vram = PlaceInVram(input, options);
   if (options.vram_budget_bytes < input.vram_scratch_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "a VRAM budget of ", Bytes(options.vram_budget_bytes),
-        " is under the device's step activations of ", Bytes(input.vram_scratch_bytes),
-        "; raise --vram-budget, or leave it unset (0) to run on the CPU"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("a VRAM budget of ", Bytes(options.vram_budget_bytes),
+                     " is under the device's step activations of ", Bytes(input.vram_scratch_bytes),
+                     "; raise --vram-budget, or leave it unset (0) to run on the CPU"));
   }
   const size_t n = input.chunks.size();
   std::vector<bool> in_vram(n, false);
@@ -463,8 +463,7 @@ absl::StatusOr<MemoryPlan> PlanMemory(const PlanInput& input, uint64_t budget_by
   if (input.chunks.empty()) return absl::InvalidArgumentError("the model has no weight chunks");
   MemoryPlan plan;
   if (options.vram_budget_bytes == 0) {
-    ASSIGN_OR_RETURN(plan,
-                     PlanTwoTiers(input, budget_bytes, options, usable_bytes, usable_source));
+    ASSIGN_OR_RETURN(plan, PlanTwoTiers(input, budget_bytes, options, usable_bytes, usable_source));
     plan.in_vram.assign(input.chunks.size(), false);
   } else {
     for (size_t i = 0; i < input.chunks.size(); ++i) {
@@ -532,9 +531,9 @@ void MemoryPlan::ExplainDense(std::string* out_ptr) const {
 void MemoryPlan::ExplainVram(std::string* out) const {
   absl::StrAppend(out, "VRAM budget:  ", Bytes(vram.budget_bytes), ": activations ",
                   Bytes(vram.scratch_bytes), ", weights ", Bytes(vram.weight_bytes), " in ",
-                  vram.chunks.size(), " of ", vram.eligible_chunks,
-                  " chunks the device computes (", vram.global ? "output head and embeddings, " : "",
-                  vram.trunk_layers, " of ", n_layers, " layers' ",
+                  vram.chunks.size(), " of ", vram.eligible_chunks, " chunks the device computes (",
+                  vram.global ? "output head and embeddings, " : "", vram.trunk_layers, " of ",
+                  n_layers, " layers' ",
                   sizes.moe || vram.experts > 0 ? "trunk" : "attention and FFN");
   if (vram.experts > 0) absl::StrAppend(out, ", ", vram.experts, " routed experts");
   absl::StrAppend(out, ")");
@@ -548,8 +547,7 @@ void MemoryPlan::ExplainVram(std::string* out) const {
 
 void MemoryPlan::ExplainTiers(std::string* out) const {
   absl::StrAppend(out, "tiers:        resident VRAM ", Bytes(resident.vram), ", RAM ",
-                  Bytes(resident.ram), " (pinned + slots), disk only ", Bytes(resident.disk),
-                  "\n");
+                  Bytes(resident.ram), " (pinned + slots), disk only ", Bytes(resident.disk), "\n");
   absl::StrAppend(out, "per token:    ", Bytes(token.total()), " of weights: VRAM ",
                   Bytes(token.vram), ", RAM ", Bytes(token.ram), ", disk ", Bytes(token.disk),
                   sizes.moe ? " (experts: uniform routing)" : "",
@@ -564,8 +562,8 @@ void MemoryPlan::ExplainSessions(std::string* out) const {
   absl::StrAppend(out, "sessions:     ", sessions, " run together (KV ", Bytes(kv_total_bytes()),
                   "; max_concurrent_requests asks ", s.max_sessions, ", this budget holds ",
                   sessions_that_fit, " at this context)\n");
-  absl::StrAppend(out, "scratch:      ", Bytes(s.scratch_bytes), " (one step of the batch), runtime ",
-                  Bytes(s.runtime_bytes), "\n");
+  absl::StrAppend(out, "scratch:      ", Bytes(s.scratch_bytes),
+                  " (one step of the batch), runtime ", Bytes(s.runtime_bytes), "\n");
 }
 
 void MemoryPlan::ExplainMoe(std::string* out) const {

@@ -45,8 +45,10 @@ class CudaDevice : public Device {
     for (api::Handle event : events_) {
       if (event != nullptr) api::EventDestroy(event);
     }
-    for (const WaitTiming& t : pending_waits_) api::EventDestroy(t.before), api::EventDestroy(t.after);
-    for (const WaitTiming& t : spare_waits_) api::EventDestroy(t.before), api::EventDestroy(t.after);
+    for (const WaitTiming& t : pending_waits_)
+      api::EventDestroy(t.before), api::EventDestroy(t.after);
+    for (const WaitTiming& t : spare_waits_)
+      api::EventDestroy(t.before), api::EventDestroy(t.after);
     for (const auto& [addr, bytes] : allocations_) api::Free(addr);
     for (const auto& [addr, bytes] : pinned_) api::HostFree(reinterpret_cast<void*>(addr));
     for (api::Handle stream : streams_) {
@@ -162,13 +164,15 @@ class CudaDevice : public Device {
       spare_waits_.pop_back();
     } else {
       absl::Status status = CudaStatus(api::EventCreate(&timing.before, true), "cudaEventCreate");
-      if (status.ok()) status = CudaStatus(api::EventCreate(&timing.after, true), "cudaEventCreate");
+      if (status.ok())
+        status = CudaStatus(api::EventCreate(&timing.after, true), "cudaEventCreate");
       if (!status.ok()) return status;
     }
     timing.stream = static_cast<int>(stream);
     absl::Status status = CudaStatus(api::EventRecord(timing.before, S(stream)), "cudaEventRecord");
     if (status.ok()) status = CudaStatus(api::StreamWaitEvent(S(stream), e), "cudaStreamWaitEvent");
-    if (status.ok()) status = CudaStatus(api::EventRecord(timing.after, S(stream)), "cudaEventRecord");
+    if (status.ok())
+      status = CudaStatus(api::EventRecord(timing.after, S(stream)), "cudaEventRecord");
     if (!status.ok()) {
       spare_waits_.push_back(timing);
       return status;
@@ -195,10 +199,10 @@ class CudaDevice : public Device {
     }
     ++stats_.matmuls;
     stats_.matmul_weight_bytes += w.rows * w.row_stride_bytes;
-    return CudaStatus(api::LaunchMatMul(static_cast<uint32_t>(w.type), w.rows, w.cols, w.data.addr,
-                                        w.row_stride_bytes, x.addr, x_stride, batch, y.addr,
-                                        y_stride, S(stream)),
-                      "matmul kernel launch");
+    return CudaStatus(
+        api::LaunchMatMul(static_cast<uint32_t>(w.type), w.rows, w.cols, w.data.addr,
+                          w.row_stride_bytes, x.addr, x_stride, batch, y.addr, y_stride, S(stream)),
+        "matmul kernel launch");
   }
 
   DeviceStats Stats() override {
@@ -269,8 +273,9 @@ absl::StatusOr<std::unique_ptr<Device>> OpenCudaDevice(int ordinal) {
   if (absl::Status s = CudaStatus(api::SetDevice(ordinal), "cudaSetDevice"); !s.ok()) return s;
   char name[256];
   int major = 0, minor = 0;
-  if (absl::Status s = CudaStatus(api::DeviceProperties(ordinal, name, sizeof(name), &major, &minor),
-                                  "cudaGetDeviceProperties");
+  if (absl::Status s =
+          CudaStatus(api::DeviceProperties(ordinal, name, sizeof(name), &major, &minor),
+                     "cudaGetDeviceProperties");
       !s.ok()) {
     return s;
   }

@@ -53,17 +53,16 @@ TEST(CudaDeviceOpenTest, SaysWhyThereIsNoDevice) {
   auto device = OpenCudaDevice();
   if (device.ok()) GTEST_SKIP() << "a CUDA device is present: " << (*device)->name();
   EXPECT_EQ(device.status().code(), absl::StatusCode::kUnavailable);
-  EXPECT_NE(device.status().message().find("no CUDA device"), std::string::npos)
-      << device.status();
+  EXPECT_NE(device.status().message().find("no CUDA device"), std::string::npos) << device.status();
 }
 
 TEST_F(CudaDeviceTest, EveryTypeMatchesTheDequantizedDot) {
   std::mt19937 rng(11);
   std::normal_distribution<float> normal;
   const int64_t rows = 97, cols = 1024;  // Rows not a multiple of the warps per block.
-  for (WeightType type : {WeightType::kF32, WeightType::kF16, WeightType::kBF16,
-                          WeightType::kQ4_0, WeightType::kQ8_0, WeightType::kQ4_K,
-                          WeightType::kQ5_K, WeightType::kQ6_K}) {
+  for (WeightType type :
+       {WeightType::kF32, WeightType::kF16, WeightType::kBF16, WeightType::kQ4_0, WeightType::kQ8_0,
+        WeightType::kQ4_K, WeightType::kQ5_K, WeightType::kQ6_K}) {
     ASSERT_TRUE(DeviceComputes(type));
     const std::string type_name(kernels::GetWeightTypeInfo(type).name);
     const int64_t row_bytes = kernels::RowBytes(type, cols);
@@ -175,18 +174,21 @@ TEST_F(CudaDeviceTest, UploaderPipelineDeliversChunksAndOverlapsCopies) {
     for (int64_t r = 0; r < rows; r += 511) {
       kernels::DequantizeRow(type, &layers[l][r * row_bytes], deq.data(), cols);
       double ref = 0, mag = 0;
-      for (int64_t c = 0; c < cols; ++c) ref += double(deq[c]) * x[c], mag += std::fabs(deq[c] * x[c]);
-      ASSERT_LE(std::fabs(y[l * rows + r] - ref), 1e-5 * mag + 1e-6) << "layer " << l << " row " << r;
+      for (int64_t c = 0; c < cols; ++c)
+        ref += double(deq[c]) * x[c], mag += std::fabs(deq[c] * x[c]);
+      ASSERT_LE(std::fabs(y[l * rows + r] - ref), 1e-5 * mag + 1e-6)
+          << "layer " << l << " row " << r;
     }
   }
   const DeviceStats stats = device_->Stats();
   const double mib = kLayers * o.slot_bytes / 1048576.0;
-  std::printf("pipeline: %d layers, %.0f MiB copied in %.2f ms (%.1f GB/s end to end); compute "
-              "stream waited %.2f ms for copies, copy stream %.2f ms for compute; host staging "
-              "wait %.2f ms\n",
-              kLayers, mib, seconds * 1e3, mib * 1048576.0 / seconds / 1e9,
-              stats.stream_wait_seconds[0] * 1e3, stats.stream_wait_seconds[1] * 1e3,
-              (*uploader)->stats().staging_wait_seconds * 1e3);
+  std::printf(
+      "pipeline: %d layers, %.0f MiB copied in %.2f ms (%.1f GB/s end to end); compute "
+      "stream waited %.2f ms for copies, copy stream %.2f ms for compute; host staging "
+      "wait %.2f ms\n",
+      kLayers, mib, seconds * 1e3, mib * 1048576.0 / seconds / 1e9,
+      stats.stream_wait_seconds[0] * 1e3, stats.stream_wait_seconds[1] * 1e3,
+      (*uploader)->stats().staging_wait_seconds * 1e3);
   EXPECT_EQ((*uploader)->stats().uploads, kLayers);
   device_->Free(dx);
   device_->Free(*dy);
