@@ -14,6 +14,7 @@ namespace waste::cache {
 StreamingStoreOptions StreamingStoreOptions::FromPlan(const memory::MemoryPlan& plan) {
   StreamingStoreOptions options;
   options.pinned = plan.is_pinned;
+  if (plan.vram.enabled()) options.elsewhere = plan.in_vram;
   options.n_slots = plan.streaming_slots;
   options.slot_bytes = plan.slot_bytes;
   options.prefetch_depth = plan.prefetch_depth;
@@ -45,6 +46,10 @@ absl::StatusOr<std::unique_ptr<StreamingChunkStore>> StreamingChunkStore::Create
     return absl::InvalidArgumentError(
         absl::StrCat("the pinned set names ", options.pinned.size(), " chunks; the model has ", n));
   }
+  if (!options.elsewhere.empty() && options.elsewhere.size() != n) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the set of chunks held elsewhere names ", options.elsewhere.size(), " chunks, not ", n));
+  }
   if (options.n_slots < 0 || options.max_read == 0 ||
       options.max_read % storage::kDirectIoAlignment != 0) {
     return absl::InvalidArgumentError(absl::StrCat("bad streaming options: ", options.n_slots,
@@ -69,6 +74,10 @@ absl::StatusOr<std::unique_ptr<StreamingChunkStore>> StreamingChunkStore::Create
       c.state = State::kPinned;
       c.pinned_offset = pinned_bytes;
       pinned_bytes += storage::AlignUp(chunk.slot_bytes, storage::kDirectIoAlignment);
+      continue;
+    }
+    if (!options.elsewhere.empty() && options.elsewhere[i]) {
+      c.elsewhere = true;
       continue;
     }
     if (options.n_slots == 0 || chunk.slot_bytes > options.slot_bytes) {
@@ -279,6 +288,10 @@ absl::Status StreamingChunkStore::ReadError(ChunkId id) const {
 absl::StatusOr<const uint8_t*> StreamingChunkStore::Acquire(ChunkId id) {
   WCHECK(id >= 0 && static_cast<size_t>(id) < state_.size()) << "chunk " << id;
   Chunk& c = state_[id];
+  if (c.elsewhere) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "chunk ", (*chunks_)[id].name, " is held by another tier (VRAM), not this store"));
+  }
   last_acquired_ = id;
   ++acquire_counts_[id];
   if (c.state == State::kPinned) {
@@ -327,7 +340,7 @@ void StreamingChunkStore::Prefetch(std::span<const ChunkId> upcoming) {
   // Walks the chunks needed next; false when no more reads should start.
   auto consider = [&](ChunkId id) {
     Chunk& c = state_[id];
-    if (c.state == State::kPinned) return true;
+    if (c.state == State::kPinned || c.elsewhere) return true;
     if (c.state != State::kAbsent) {
       c.protect_epoch = epoch_;  // Needed before anything read from here on.
       return true;
@@ -362,7 +375,7 @@ absl::StatusOr<int> StreamingChunkStore::Preload(std::span<const ChunkId> ids,
   for (size_t i = 0; i < ids.size() && !free_slots_.empty() && status.ok(); ++i) {
     const ChunkId id = ids[i];
     WCHECK(id >= 0 && static_cast<size_t>(id) < state_.size()) << "chunk " << id;
-    if (state_[id].state != State::kAbsent) continue;
+    if (state_[id].state != State::kAbsent || state_[id].elsewhere) continue;
     if (!uses.empty()) policy_->Seed(id, uses[i]);
     const int slot = free_slots_.back();
     free_slots_.pop_back();

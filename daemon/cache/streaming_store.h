@@ -50,6 +50,10 @@ namespace waste::cache {
 
 struct StreamingStoreOptions {
   std::vector<bool> pinned;  // By ChunkId; size = number of chunks.
+  // By ChunkId, or empty: chunks another tier holds (the plan's VRAM tier).
+  // The store never reads them; acquiring one is FAILED_PRECONDITION and a
+  // prefetch hint for one is ignored.
+  std::vector<bool> elsewhere;
   int n_slots = 0;
   uint64_t slot_bytes = 0;  // At least the largest unpinned chunk's slot.
   int prefetch_depth = 1;   // Chunks read ahead and not yet used, at most.
@@ -59,8 +63,9 @@ struct StreamingStoreOptions {
   uint64_t max_read = 4 << 20;        // Reads are split into pieces of at most this.
   memory::PoolOptions pool;
 
-  // Pinned set, slots and prefetch depth as `plan` says; for a MoE plan the
-  // expert policy (kDefaultExpertPolicy), else kDefaultPolicy.
+  // Pinned set, the chunks in VRAM, slots and prefetch depth as `plan`
+  // says; for a MoE plan the expert policy (kDefaultExpertPolicy), else
+  // kDefaultPolicy.
   static StreamingStoreOptions FromPlan(const memory::MemoryPlan& plan);
 };
 
@@ -123,6 +128,7 @@ class StreamingChunkStore final : public ChunkStore {
     uint64_t protect_epoch = 0;  // == epoch_: needed before what Prefetch reads.
     uint64_t pinned_offset = 0;  // In the pool's pinned region.
     absl::Status error;          // First failed piece of the read in flight.
+    bool elsewhere = false;      // Held by another tier (VRAM): never read here.
   };
 
   StreamingChunkStore(const std::vector<ChunkSpec>* chunks, const StreamingStoreOptions& options);

@@ -46,6 +46,7 @@ absl::Status ChunkBuilder::Bind(const std::string& name, int64_t cols, int64_t r
   *max_cols_ = std::max(*max_cols_, cols);
   tensors_.push_back(info);
   offsets_.push_back(&ref->place.slot_offset);
+  chunk_ids_.push_back(&ref->place.chunk);
   return absl::OkStatus();
 }
 
@@ -74,6 +75,7 @@ absl::Status ChunkBuilder::BindStacked(const std::string& name, int64_t cols, in
   if (whole) {
     tensors_.push_back(info);
     offsets_.push_back(&ref->place.slot_offset);
+    chunk_ids_.push_back(&ref->place.chunk);
   }
   if (info_out != nullptr) *info_out = info;
   return absl::OkStatus();
@@ -99,9 +101,11 @@ memory::ChunkId ChunkBuilder::Finish(std::string name, int layer, memory::ChunkK
   chunks_->push_back(memory::BuildChunkSpec(id, std::move(name), layer, kind, tensors_,
                                             gguf_.file_size(), &placements, merge_gap));
   for (size_t i = 0; i < offsets_.size(); ++i) *offsets_[i] = placements[i].slot_offset;
+  for (memory::ChunkId* chunk : chunk_ids_) *chunk = id;
   *weight_bytes_ += chunks_->back().tensor_bytes;
   tensors_.clear();
   offsets_.clear();
+  chunk_ids_.clear();
   slices_.clear();
   return id;
 }

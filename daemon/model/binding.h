@@ -56,8 +56,9 @@ class ChunkBuilder {
   uint64_t* weight_bytes_;
   int64_t* max_cols_;
   std::vector<const storage::TensorInfo*> tensors_;
-  std::vector<uint64_t*> offsets_;          // Where each tensor's slot offset goes.
-  std::deque<storage::TensorInfo> slices_;  // Stable addresses for tensors_.
+  std::vector<uint64_t*> offsets_;           // Where each tensor's slot offset goes.
+  std::vector<memory::ChunkId*> chunk_ids_;  // TensorRefs' place.chunk, set by Finish.
+  std::deque<storage::TensorInfo> slices_;   // Stable addresses for tensors_.
 };
 
 // deepseek2's attention block (MLA) of layer `l` into the open chunk.

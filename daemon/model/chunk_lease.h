@@ -1,31 +1,45 @@
-// Internal to daemon/model: a scoped Acquire/Release of one chunk.
+// Internal to daemon/model: a scoped Acquire/Release of one chunk, and
+// where the chunk lives: in host memory from the store, or on the device
+// (DeviceWeights), in which case nothing is acquired and slot() is the
+// chunk's host shadow (its vectors only; matrices go to the device).
 #ifndef WASTE_DAEMON_MODEL_CHUNK_LEASE_H_
 #define WASTE_DAEMON_MODEL_CHUNK_LEASE_H_
 
 #include "common/status_macros.h"
 #include "daemon/cache/chunk_store.h"
+#include "daemon/model/device_weights.h"
 
 namespace waste::model::internal {
 
 // Releases an acquired chunk when the scope ends, whatever the path.
 class ChunkLease {
  public:
-  ChunkLease(cache::ChunkStore* store, memory::ChunkId id) : store_(store), id_(id) {}
+  ChunkLease(cache::ChunkStore* store, memory::ChunkId id, DeviceWeights* device = nullptr)
+      : store_(store), id_(id), device_(device) {}
   ChunkLease(const ChunkLease&) = delete;
   ChunkLease& operator=(const ChunkLease&) = delete;
   ~ChunkLease() {
-    if (slot_ != nullptr) store_->Release(id_);
+    if (slot_ != nullptr && !on_device_) store_->Release(id_);
   }
   absl::Status Acquire() {
+    if (device_ != nullptr && device_->OnDevice(id_)) {
+      on_device_ = true;
+      slot_ = device_->HostSlot(id_);
+      return absl::OkStatus();
+    }
     ASSIGN_OR_RETURN(slot_, store_->Acquire(id_));
     return absl::OkStatus();
   }
   const uint8_t* slot() const { return slot_; }
+  memory::ChunkId id() const { return id_; }
+  bool on_device() const { return on_device_; }
 
  private:
   cache::ChunkStore* store_;
   memory::ChunkId id_;
+  DeviceWeights* device_;
   const uint8_t* slot_ = nullptr;
+  bool on_device_ = false;
 };
 
 }  // namespace waste::model::internal

@@ -9,6 +9,7 @@
 #include "daemon/kernels/ops/ops.h"
 #include "daemon/kernels/ops/rope.h"
 #include "daemon/model/chunk_lease.h"
+#include "daemon/model/device_weights.h"
 #include "daemon/model/step_workspace.h"
 
 namespace waste::model {
@@ -155,16 +156,16 @@ absl::Status Forward::Step(std::span<const SequenceStep> steps) {
   const bool decode = n == static_cast<int64_t>(steps.size());
   ws_->lookahead_layer = -1;
 
-  ChunkLease global(store_, model_->globals().chunk);
+  ChunkLease global(store_, model_->globals().chunk, device_);
   RETURN_IF_ERROR(global.Acquire());
-  Embed(steps, global.slot());
+  RETURN_IF_ERROR(Embed(steps, global));
   for (int64_t l = 0; l < hp.n_layer; ++l) {
     const LayerTensors& layer = model_->layers()[l];
     RETURN_IF_ERROR(hp.is_mla() ? MlaAttention(steps, layer, l, n) : Attention(steps, layer, l, n));
     RETURN_IF_ERROR(hp.IsMoeLayer(l) ? MoeFeedForward(layer, l, n, decode)
                                      : FeedForward(layer, l, n));
   }
-  RETURN_IF_ERROR(Head(steps, global.slot()));
+  RETURN_IF_ERROR(Head(steps, global));
   for (const SequenceStep& step : steps) {
     step.state->n_past_ += static_cast<int64_t>(step.tokens.size());
   }
@@ -182,10 +183,29 @@ void Forward::PrefetchAfter(int64_t l, bool ffn) {
     upcoming[n++] = layers[next].attn_chunk;
     if (n < 3) upcoming[n++] = layers[next].ffn_chunk;
   }
-  store_->Prefetch(std::span<const memory::ChunkId>(upcoming, n));
+  PrefetchChunks(upcoming, n);
 }
 
-void Forward::Embed(std::span<const SequenceStep> steps, const uint8_t* global) {
+void Forward::PrefetchChunks(memory::ChunkId* ids, size_t n) {
+  if (device_ != nullptr) {
+    n = static_cast<size_t>(
+        std::remove_if(ids, ids + n, [this](memory::ChunkId id) { return device_->OnDevice(id); }) -
+        ids);
+  }
+  store_->Prefetch(std::span<const memory::ChunkId>(ids, n));
+}
+
+absl::Status Forward::Product(const ChunkLease& chunk, const kernels::WeightView& w, const float* x,
+                              int64_t x_stride, int64_t n, float* y, int64_t y_stride) {
+  if (!chunk.on_device()) {
+    return kernels::MatMul(w, x, x_stride, n, y, y_stride, pool_, &ws_->matvec);
+  }
+  const uint64_t offset = static_cast<const uint8_t*>(w.data) - chunk.slot();
+  return device_->MatMul(chunk.id(), offset, w, x, x_stride, n, y, y_stride);
+}
+
+absl::Status Forward::Embed(std::span<const SequenceStep> steps, const ChunkLease& lease) {
+  const uint8_t* global = lease.slot();
   const HParams& hp = model_->hparams();
   const GlobalTensors& g = model_->globals();
   StepWorkspace& ws = *ws_;
@@ -197,16 +217,23 @@ void Forward::Embed(std::span<const SequenceStep> steps, const uint8_t* global) 
     for (size_t t = 0; t < step.tokens.size(); ++t) {
       // Each row at its own sequence's next position.
       const int64_t row = ws.first_row[i] + static_cast<int64_t>(t);
-      kernels::DequantizeRow(g.token_embd.type,
-                             g.token_embd.Data(global) + step.tokens[t] * g.token_embd.row_bytes,
-                             &ws.x[row * hp.n_embd], hp.n_embd);
+      const uint8_t* embedding =
+          g.token_embd.Data(global) + step.tokens[t] * g.token_embd.row_bytes;
+      if (lease.on_device()) {
+        // The row comes down from VRAM (the table stays there for the head).
+        ASSIGN_OR_RETURN(embedding,
+                         device_->ReadRow(lease.id(), embedding - global, g.token_embd.row_bytes));
+      }
+      kernels::DequantizeRow(g.token_embd.type, embedding, &ws.x[row * hp.n_embd], hp.n_embd);
       ops::RopeTableInit(rope, step.state->n_past_ + static_cast<int64_t>(t),
                          &ws.rope_table[row * table_floats]);
     }
   }
+  return absl::OkStatus();
 }
 
-absl::Status Forward::Head(std::span<const SequenceStep> steps, const uint8_t* global) {
+absl::Status Forward::Head(std::span<const SequenceStep> steps, const ChunkLease& lease) {
+  const uint8_t* global = lease.slot();
   const HParams& hp = model_->hparams();
   const GlobalTensors& g = model_->globals();
   StepWorkspace& ws = *ws_;
@@ -231,8 +258,7 @@ absl::Status Forward::Head(std::span<const SequenceStep> steps, const uint8_t* g
     }
     // One row goes straight to its caller.
     float* out = rows == 1 ? steps[ws.head_sequences[begin]].logits : ws.logits.data();
-    RETURN_IF_ERROR(
-        kernels::MatMul(output, ws.xb.data(), d, rows, out, n_vocab, pool_, &ws.matvec));
+    RETURN_IF_ERROR(Product(lease, output, ws.xb.data(), d, rows, out, n_vocab));
     ++last_step_.head_matmuls;
     if (rows > 1) {
       for (int64_t j = 0; j < rows; ++j) {
@@ -250,8 +276,7 @@ absl::Status Forward::Head(std::span<const SequenceStep> steps, const uint8_t* g
     for (int64_t b = 0; b < n; ++b) {
       ops::RmsNorm(&ws.x[(first + b) * d], norm, d, hp.rms_eps, &ws.xb[b * d]);
     }
-    RETURN_IF_ERROR(
-        kernels::MatMul(output, ws.xb.data(), d, n, step.logits, n_vocab, pool_, &ws.matvec));
+    RETURN_IF_ERROR(Product(lease, output, ws.xb.data(), d, n, step.logits, n_vocab));
     ++last_step_.head_matmuls;
   }
   return absl::OkStatus();
@@ -261,7 +286,7 @@ absl::Status Forward::Attention(std::span<const SequenceStep> steps, const Layer
                                 int64_t l, int64_t n) {
   const HParams& hp = model_->hparams();
   StepWorkspace& ws = *ws_;
-  ChunkLease chunk(store_, layer.attn_chunk);
+  ChunkLease chunk(store_, layer.attn_chunk, device_);
   RETURN_IF_ERROR(chunk.Acquire());
   PrefetchAfter(l, /*ffn=*/false);
   const uint8_t* slot = chunk.slot();
@@ -271,13 +296,11 @@ absl::Status Forward::Attention(std::span<const SequenceStep> steps, const Layer
     ops::RmsNorm(&ws.x[b * hp.n_embd], layer.attn_norm.F32(slot), hp.n_embd, hp.rms_eps,
                  &ws.xb[b * hp.n_embd]);
   }
-  kernels::Scratch* scratch = &ws.matvec;
-  RETURN_IF_ERROR(kernels::MatMul(layer.wq.View(slot), ws.xb.data(), hp.n_embd, n, ws.q.data(), qd,
-                                  pool_, scratch));
-  RETURN_IF_ERROR(kernels::MatMul(layer.wk.View(slot), ws.xb.data(), hp.n_embd, n, ws.k.data(), kvd,
-                                  pool_, scratch));
-  RETURN_IF_ERROR(kernels::MatMul(layer.wv.View(slot), ws.xb.data(), hp.n_embd, n, ws.v.data(), kvd,
-                                  pool_, scratch));
+  RETURN_IF_ERROR(Product(chunk, layer.wq.View(slot), ws.xb.data(), hp.n_embd, n, ws.q.data(), qd));
+  RETURN_IF_ERROR(
+      Product(chunk, layer.wk.View(slot), ws.xb.data(), hp.n_embd, n, ws.k.data(), kvd));
+  RETURN_IF_ERROR(
+      Product(chunk, layer.wv.View(slot), ws.xb.data(), hp.n_embd, n, ws.v.data(), kvd));
   const int64_t table_floats = ops::RopeTableFloats(hp.rope);
   for (int64_t b = 0; b < n; ++b) {
     float* q = &ws.q[b * qd];
@@ -312,8 +335,8 @@ absl::Status Forward::Attention(std::span<const SequenceStep> steps, const Layer
                      pool_->ParallelFor(count, body);
                    });
   }
-  RETURN_IF_ERROR(kernels::MatMul(layer.wo.View(slot), ws.att.data(), qd, n, ws.tmp.data(),
-                                  hp.n_embd, pool_, scratch));
+  RETURN_IF_ERROR(
+      Product(chunk, layer.wo.View(slot), ws.att.data(), qd, n, ws.tmp.data(), hp.n_embd));
   ops::Add(ws.x.data(), ws.tmp.data(), n * hp.n_embd, ws.x.data());
   return absl::OkStatus();
 }
@@ -321,7 +344,7 @@ absl::Status Forward::Attention(std::span<const SequenceStep> steps, const Layer
 absl::Status Forward::FeedForward(const LayerTensors& layer, int64_t l, int64_t n) {
   const HParams& hp = model_->hparams();
   StepWorkspace& ws = *ws_;
-  ChunkLease chunk(store_, layer.ffn_chunk);
+  ChunkLease chunk(store_, layer.ffn_chunk, device_);
   RETURN_IF_ERROR(chunk.Acquire());
   PrefetchAfter(l, /*ffn=*/true);
   const uint8_t* slot = chunk.slot();
@@ -329,22 +352,20 @@ absl::Status Forward::FeedForward(const LayerTensors& layer, int64_t l, int64_t 
     ops::RmsNorm(&ws.x[b * hp.n_embd], layer.ffn_norm.F32(slot), hp.n_embd, hp.rms_eps,
                  &ws.xb[b * hp.n_embd]);
   }
-  RETURN_IF_ERROR(SwiGluFfn(slot, layer.gate, layer.up, layer.down, n));
+  RETURN_IF_ERROR(SwiGluFfn(chunk, layer.gate, layer.up, layer.down, n));
   ops::Add(ws.x.data(), ws.tmp.data(), n * hp.n_embd, ws.x.data());
   return absl::OkStatus();
 }
 
-absl::Status Forward::SwiGluFfn(const uint8_t* slot, const TensorRef& gate, const TensorRef& up,
+absl::Status Forward::SwiGluFfn(const ChunkLease& chunk, const TensorRef& gate, const TensorRef& up,
                                 const TensorRef& down, int64_t n) {
+  const uint8_t* slot = chunk.slot();
   StepWorkspace& ws = *ws_;
   const int64_t d = model_->hparams().n_embd, ff = gate.rows;
-  kernels::Scratch* scratch = &ws.matvec;
-  RETURN_IF_ERROR(
-      kernels::MatMul(gate.View(slot), ws.xb.data(), d, n, ws.gate.data(), ff, pool_, scratch));
-  RETURN_IF_ERROR(
-      kernels::MatMul(up.View(slot), ws.xb.data(), d, n, ws.up.data(), ff, pool_, scratch));
+  RETURN_IF_ERROR(Product(chunk, gate.View(slot), ws.xb.data(), d, n, ws.gate.data(), ff));
+  RETURN_IF_ERROR(Product(chunk, up.View(slot), ws.xb.data(), d, n, ws.up.data(), ff));
   ops::SwiGlu(ws.gate.data(), ws.up.data(), n * ff, ws.gate.data());
-  return kernels::MatMul(down.View(slot), ws.gate.data(), ff, n, ws.tmp.data(), d, pool_, scratch);
+  return Product(chunk, down.View(slot), ws.gate.data(), ff, n, ws.tmp.data(), d);
 }
 
 }  // namespace waste::model

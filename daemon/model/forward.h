@@ -139,8 +139,11 @@ struct SequenceStep {
   bool all_logits = false;
 };
 
+class DeviceWeights;
+
 namespace internal {
 struct StepWorkspace;
+class ChunkLease;
 }  // namespace internal
 
 // Runs a model on a store with a thread pool; neither is owned. Owns the
@@ -198,13 +201,26 @@ class Forward {
   void set_router_lookahead(bool on) { router_lookahead_ = on; }
   bool router_lookahead() const { return router_lookahead_; }
 
+  // The VRAM tier: chunks on `weights`' device are not acquired from the
+  // store; their products run on the device (see device_weights.h). Null
+  // (the default): every chunk comes from the store and runs on the CPU.
+  // Not owned; must outlive the Forward or be reset first.
+  void set_device_weights(DeviceWeights* weights) { device_ = weights; }
+  DeviceWeights* device_weights() const { return device_; }
+
  private:
   absl::Status Validate(const SequenceState& s, std::span<const int32_t> tokens) const;
   // Checks a step and fills the workspace's first-row table; returns its
   // total rows.
   absl::StatusOr<int64_t> PlanStep(std::span<const SequenceStep> steps);
-  void Embed(std::span<const SequenceStep> steps, const uint8_t* global);
-  absl::Status Head(std::span<const SequenceStep> steps, const uint8_t* global);
+  absl::Status Embed(std::span<const SequenceStep> steps, const internal::ChunkLease& global);
+  absl::Status Head(std::span<const SequenceStep> steps, const internal::ChunkLease& global);
+  // y = W x for n rows, W in `chunk` (view made from chunk.slot()): on the
+  // device when the chunk lives there, else kernels::MatMul on the pool.
+  absl::Status Product(const internal::ChunkLease& chunk, const kernels::WeightView& w,
+                       const float* x, int64_t x_stride, int64_t n, float* y, int64_t y_stride);
+  // Prefetch hints for the store, less the chunks on the device.
+  void PrefetchChunks(memory::ChunkId* ids, size_t n);
   // Layer l over the step's n rows (attention per sequence).
   absl::Status Attention(std::span<const SequenceStep> steps, const LayerTensors& layer, int64_t l,
                          int64_t n);
@@ -218,8 +234,8 @@ class Forward {
   absl::Status PredictNextExperts(int64_t l, int64_t n);
   // The dense SwiGLU FFN y = down(silu(gate x) * up x) of n rows of xb into
   // tmp (dense layers and shared experts).
-  absl::Status SwiGluFfn(const uint8_t* slot, const TensorRef& gate, const TensorRef& up,
-                         const TensorRef& down, int64_t n);
+  absl::Status SwiGluFfn(const internal::ChunkLease& chunk, const TensorRef& gate,
+                         const TensorRef& up, const TensorRef& down, int64_t n);
   void PrefetchAfter(int64_t l, bool ffn);
 
   const Model* model_;
@@ -230,6 +246,7 @@ class Forward {
   MoeStats moe_stats_;
   StepStats last_step_;
   bool router_lookahead_ = false;
+  DeviceWeights* device_ = nullptr;
 };
 
 }  // namespace waste::model

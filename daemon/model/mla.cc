@@ -27,11 +27,10 @@ absl::Status Forward::MlaAttention(std::span<const SequenceStep> steps, const La
   const HParams& hp = model_->hparams();
   internal::StepWorkspace& ws = *ws_;
   const MlaParams& mla = hp.mla;
-  ChunkLease chunk(store_, layer.attn_chunk);
+  ChunkLease chunk(store_, layer.attn_chunk, device_);
   RETURN_IF_ERROR(chunk.Acquire());
   PrefetchAfter(l, /*ffn=*/false);
   const uint8_t* slot = chunk.slot();
-  kernels::Scratch* scratch = &ws.matvec;
   const int64_t d = hp.n_embd, n_head = hp.n_head;
   const int64_t q_head = mla.qk_nope + mla.qk_rope;  // Per-head query as projected.
   const int64_t row = hp.head_dim;                   // kv_lora_rank + rope: cached row.
@@ -43,19 +42,17 @@ absl::Status Forward::MlaAttention(std::span<const SequenceStep> steps, const La
   }
   if (layer.wq_a.present) {
     const int64_t r = mla.q_lora_rank;
-    RETURN_IF_ERROR(kernels::MatMul(layer.wq_a.View(slot), ws.xb.data(), d, n, ws.q_lora.data(), r,
-                                    pool_, scratch));
+    RETURN_IF_ERROR(Product(chunk, layer.wq_a.View(slot), ws.xb.data(), d, n, ws.q_lora.data(), r));
     for (int64_t b = 0; b < n; ++b) {
       ops::RmsNorm(&ws.q_lora[b * r], layer.q_a_norm.F32(slot), r, hp.rms_eps, &ws.q_lora[b * r]);
     }
-    RETURN_IF_ERROR(kernels::MatMul(layer.wq_b.View(slot), ws.q_lora.data(), r, n, ws.mla_q.data(),
-                                    q_stride, pool_, scratch));
+    RETURN_IF_ERROR(
+        Product(chunk, layer.wq_b.View(slot), ws.q_lora.data(), r, n, ws.mla_q.data(), q_stride));
   } else {
-    RETURN_IF_ERROR(kernels::MatMul(layer.wq.View(slot), ws.xb.data(), d, n, ws.mla_q.data(),
-                                    q_stride, pool_, scratch));
+    RETURN_IF_ERROR(
+        Product(chunk, layer.wq.View(slot), ws.xb.data(), d, n, ws.mla_q.data(), q_stride));
   }
-  RETURN_IF_ERROR(kernels::MatMul(layer.wkv_a_mqa.View(slot), ws.xb.data(), d, n, ws.k.data(), row,
-                                  pool_, scratch));
+  RETURN_IF_ERROR(Product(chunk, layer.wkv_a_mqa.View(slot), ws.xb.data(), d, n, ws.k.data(), row));
 
   // The cached row [norm(c) | rope(k_pe)], and each head's rope part of the
   // query moved into place behind its absorbed part.
@@ -74,8 +71,8 @@ absl::Status Forward::MlaAttention(std::span<const SequenceStep> steps, const La
   }
   // Absorb W_k_b into the query: q_h[:kv_lora] = W_k_b,h q_nope_h.
   for (int64_t h = 0; h < n_head; ++h) {
-    RETURN_IF_ERROR(kernels::MatMul(layer.wk_b.MatrixView(slot, h), &ws.mla_q[h * q_head], q_stride,
-                                    n, &ws.q[h * row], abs_stride, pool_, scratch));
+    RETURN_IF_ERROR(Product(chunk, layer.wk_b.MatrixView(slot, h), &ws.mla_q[h * q_head], q_stride,
+                            n, &ws.q[h * row], abs_stride));
   }
 
   // Each sequence's rows against its own cache.
@@ -98,11 +95,10 @@ absl::Status Forward::MlaAttention(std::span<const SequenceStep> steps, const La
   }
   // Decompress each head's latent mix: v_h = W_v_b,h (sum p c).
   for (int64_t h = 0; h < n_head; ++h) {
-    RETURN_IF_ERROR(kernels::MatMul(layer.wv_b.MatrixView(slot, h), &ws.att[h * row], abs_stride, n,
-                                    &ws.xb[h * mla.v_head], v_stride, pool_, scratch));
+    RETURN_IF_ERROR(Product(chunk, layer.wv_b.MatrixView(slot, h), &ws.att[h * row], abs_stride, n,
+                            &ws.xb[h * mla.v_head], v_stride));
   }
-  RETURN_IF_ERROR(kernels::MatMul(layer.wo.View(slot), ws.xb.data(), v_stride, n, ws.tmp.data(), d,
-                                  pool_, scratch));
+  RETURN_IF_ERROR(Product(chunk, layer.wo.View(slot), ws.xb.data(), v_stride, n, ws.tmp.data(), d));
   ops::Add(ws.x.data(), ws.tmp.data(), n * d, ws.x.data());
   return absl::OkStatus();
 }

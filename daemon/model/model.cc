@@ -65,4 +65,24 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const storage::GgufFile& gg
   return model;
 }
 
+void ForEachTensor(const Model& model, absl::FunctionRef<void(const TensorRef&)> fn) {
+  const GlobalTensors& g = model.globals();
+  for (const TensorRef* t : {&g.token_embd, &g.output_norm, &g.output, &g.rope_freqs}) {
+    if (t->present) fn(*t);
+  }
+  for (const LayerTensors& l : model.layers()) {
+    for (const TensorRef* t : {&l.attn_norm, &l.wq,          &l.wk,
+                               &l.wv,        &l.wo,          &l.bq,
+                               &l.bk,        &l.bv,          &l.q_norm,
+                               &l.k_norm,    &l.ffn_norm,    &l.gate,
+                               &l.up,        &l.down,        &l.wq_a,
+                               &l.q_a_norm,  &l.wq_b,        &l.wkv_a_mqa,
+                               &l.kv_a_norm, &l.wk_b,        &l.wv_b,
+                               &l.router,    &l.expert_bias, &l.gate_shexp,
+                               &l.up_shexp,  &l.down_shexp,  &l.gate_inp_shexp}) {
+      if (t->present) fn(*t);
+    }
+  }
+}
+
 }  // namespace waste::model

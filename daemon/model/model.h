@@ -14,6 +14,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "daemon/kernels/matvec.h"
 #include "daemon/memory/chunk_spec.h"
@@ -107,6 +108,12 @@ class Model {
   uint64_t weight_bytes_ = 0;
   int64_t max_cols_ = 0;
 };
+
+// Calls `fn` for every tensor of the model bound as a TensorRef in the
+// chunk its `place` names (globals, attention, FFN and MoE trunk, MLA), not
+// for the expert shape templates gate_exps/up_exps/down_exps (their bytes
+// are slices in the expert chunks). Absent tensors are skipped.
+void ForEachTensor(const Model& model, absl::FunctionRef<void(const TensorRef&)> fn);
 
 }  // namespace waste::model
 

@@ -1,5 +1,6 @@
 #include "daemon/model/model_plan.h"
 
+#include "daemon/model/device_weights.h"
 #include "daemon/model/forward.h"
 
 namespace waste::model {
@@ -16,6 +17,9 @@ memory::PlanInput PlanInputFor(const Model& model, int64_t n_ctx, kernels::ops::
       KvCache::Bytes(model.hparams(), n_ctx, kv_type) + model.hparams().n_vocab * sizeof(float);
   // One step's workspace serves every session of the batch.
   input.scratch_bytes = Forward::WorkspaceBytes(model);
+  // The VRAM tier (read only when the plan has a VRAM budget).
+  input.vram_eligible = DeviceWeights::Eligible(model);
+  input.vram_scratch_bytes = DeviceWeights::ScratchBytes(model, kMaxStepTokens);
   return input;
 }
 

@@ -92,10 +92,9 @@ absl::Status Forward::MoeFeedForward(const LayerTensors& layer, int64_t l, int64
   const MoeParams& moe = hp.moe;
   StepWorkspace& ws = *ws_;
   const int64_t d = hp.n_embd, k = moe.n_expert_used, ff = moe.n_ff_exp;
-  ChunkLease trunk(store_, layer.ffn_chunk);
+  ChunkLease trunk(store_, layer.ffn_chunk, device_);
   RETURN_IF_ERROR(trunk.Acquire());
   const uint8_t* slot = trunk.slot();
-  kernels::Scratch* scratch = &ws.matvec;
   for (int64_t b = 0; b < n; ++b) {
     ops::RmsNorm(&ws.x[b * d], layer.ffn_norm.F32(slot), d, hp.rms_eps, &ws.xb[b * d]);
   }
@@ -104,8 +103,8 @@ absl::Status Forward::MoeFeedForward(const LayerTensors& layer, int64_t l, int64
   // (expert, row) pairs by expert: each expert is then read once and
   // applied to all of its rows, and every row sums its experts in id order
   // whatever else is in the step.
-  RETURN_IF_ERROR(kernels::MatMul(layer.router.View(slot), ws.xb.data(), d, n, ws.router.data(),
-                                  moe.n_expert, pool_, scratch));
+  RETURN_IF_ERROR(
+      Product(trunk, layer.router.View(slot), ws.xb.data(), d, n, ws.router.data(), moe.n_expert));
   const float* bias = layer.expert_bias.present ? layer.expert_bias.F32(slot) : nullptr;
   for (int64_t b = 0; b < n; ++b) {
     RouteToken(moe, &ws.router[b * moe.n_expert], bias, ws.select.data(), &ws.route_ids[b * k],
@@ -156,7 +155,7 @@ absl::Status Forward::MoeFeedForward(const LayerTensors& layer, int64_t l, int64
     ws.expert_chunks[n_chunks++] = next.attn_chunk;
     ws.expert_chunks[n_chunks++] = next.ffn_chunk;
   }
-  store_->Prefetch(std::span<const memory::ChunkId>(ws.expert_chunks.data(), n_chunks));
+  PrefetchChunks(ws.expert_chunks.data(), n_chunks);
   moe_stats_.moe_tokens += n;
   moe_stats_.routed += n * k;
   last_step_.routed += n * k;
@@ -164,7 +163,7 @@ absl::Status Forward::MoeFeedForward(const LayerTensors& layer, int64_t l, int64
   // The shared expert needs no read: it runs while the experts load.
   float* out = ws.moe_out.data();
   if (layer.gate_shexp.present) {
-    RETURN_IF_ERROR(SwiGluFfn(slot, layer.gate_shexp, layer.up_shexp, layer.down_shexp, n));
+    RETURN_IF_ERROR(SwiGluFfn(trunk, layer.gate_shexp, layer.up_shexp, layer.down_shexp, n));
     if (layer.gate_inp_shexp.present) {  // qwen2moe: a sigmoid gate per token.
       const float* gw = layer.gate_inp_shexp.F32(slot);
       for (int64_t b = 0; b < n; ++b) {
@@ -187,7 +186,7 @@ absl::Status Forward::MoeFeedForward(const LayerTensors& layer, int64_t l, int64
       std::copy(&ws.xb[end->token * d], &ws.xb[(end->token + 1) * d], &ws.moe_x[rows * d]);
     }
     const ExpertRef& expert = layer.experts[e];
-    ChunkLease chunk(store_, expert.chunk);
+    ChunkLease chunk(store_, expert.chunk, device_);
     RETURN_IF_ERROR(chunk.Acquire());
     const uint8_t* base = chunk.slot();
     const int64_t bytes = model_->chunks()[expert.chunk].tensor_bytes;
@@ -195,13 +194,13 @@ absl::Status Forward::MoeFeedForward(const LayerTensors& layer, int64_t l, int64
     moe_stats_.expert_bytes += bytes;
     ++last_step_.expert_acquires;
     last_step_.expert_bytes += bytes;
-    RETURN_IF_ERROR(kernels::MatMul(layer.gate_exps.ViewAt(base + expert.gate_offset),
-                                    ws.moe_x.data(), d, rows, ws.gate.data(), ff, pool_, scratch));
-    RETURN_IF_ERROR(kernels::MatMul(layer.up_exps.ViewAt(base + expert.up_offset), ws.moe_x.data(),
-                                    d, rows, ws.up.data(), ff, pool_, scratch));
+    RETURN_IF_ERROR(Product(chunk, layer.gate_exps.ViewAt(base + expert.gate_offset),
+                            ws.moe_x.data(), d, rows, ws.gate.data(), ff));
+    RETURN_IF_ERROR(Product(chunk, layer.up_exps.ViewAt(base + expert.up_offset), ws.moe_x.data(),
+                            d, rows, ws.up.data(), ff));
     ops::SwiGlu(ws.gate.data(), ws.up.data(), rows * ff, ws.gate.data());
-    RETURN_IF_ERROR(kernels::MatMul(layer.down_exps.ViewAt(base + expert.down_offset),
-                                    ws.gate.data(), ff, rows, ws.tmp.data(), d, pool_, scratch));
+    RETURN_IF_ERROR(Product(chunk, layer.down_exps.ViewAt(base + expert.down_offset),
+                            ws.gate.data(), ff, rows, ws.tmp.data(), d));
     for (int64_t row = 0; r != end; ++r, ++row) {
       float* y = out + r->token * d;
       const float* e_out = &ws.tmp[row * d];
@@ -217,7 +216,7 @@ absl::Status Forward::PredictNextExperts(int64_t l, int64_t n) {
   StepWorkspace& ws = *ws_;
   const int64_t d = hp.n_embd, k = hp.moe.n_expert_used;
   const LayerTensors& next = model_->layers()[l + 1];
-  ChunkLease trunk(store_, next.ffn_chunk);
+  ChunkLease trunk(store_, next.ffn_chunk, device_);
   RETURN_IF_ERROR(trunk.Acquire());
   const uint8_t* slot = trunk.slot();
   // x is layer l's residual after its attention; router and select are free
@@ -225,8 +224,8 @@ absl::Status Forward::PredictNextExperts(int64_t l, int64_t n) {
   for (int64_t b = 0; b < n; ++b) {
     ops::RmsNorm(&ws.x[b * d], next.ffn_norm.F32(slot), d, hp.rms_eps, &ws.lookahead_x[b * d]);
   }
-  RETURN_IF_ERROR(kernels::MatMul(next.router.View(slot), ws.lookahead_x.data(), d, n,
-                                  ws.router.data(), hp.moe.n_expert, pool_, &ws.matvec));
+  RETURN_IF_ERROR(Product(trunk, next.router.View(slot), ws.lookahead_x.data(), d, n,
+                          ws.router.data(), hp.moe.n_expert));
   const float* bias = next.expert_bias.present ? next.expert_bias.F32(slot) : nullptr;
   for (int64_t b = 0; b < n; ++b) {
     RouteToken(hp.moe, &ws.router[b * hp.moe.n_expert], bias, ws.select.data(),

@@ -1,0 +1,220 @@
+// The forward pass with a VRAM tier on the fake device: the plan puts the
+// trunk (and, given room, experts) in VRAM, DeviceWeights uploads those
+// chunks, and Forward runs their products on the device while the rest
+// streams from the RAM pool. The fake device computes with the CPU kernels,
+// so the logits must equal the CPU-only run's to the bit, for dense, MoE and
+// MLA models; chunks in VRAM are never acquired from (nor prefetched into)
+// the store, and the device holds no more than the VRAM budget.
+#include <algorithm>
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "daemon/cache/streaming_store.h"
+#include "daemon/gpu/fake_device.h"
+#include "daemon/memory/plan.h"
+#include "daemon/model/device_weights.h"
+#include "daemon/model/forward.h"
+#include "daemon/model/model_plan.h"
+#include "daemon/model/test_models.h"
+#include "gtest/gtest.h"
+
+namespace waste::model {
+namespace {
+
+constexpr auto kKv = kernels::ops::KvType::kF16;
+constexpr int64_t kCtx = 64;
+constexpr int kDecode = 8;
+
+// Passes everything to a store and remembers which chunks were asked for.
+class RecordingStore : public cache::ChunkStore {
+ public:
+  explicit RecordingStore(cache::ChunkStore* inner) : inner_(inner) {}
+  absl::StatusOr<const uint8_t*> Acquire(memory::ChunkId id) override {
+    acquired.insert(id);
+    return inner_->Acquire(id);
+  }
+  void Release(memory::ChunkId id) override { inner_->Release(id); }
+  void Prefetch(std::span<const memory::ChunkId> ids) override {
+    prefetched.insert(ids.begin(), ids.end());
+    inner_->Prefetch(ids);
+  }
+  cache::ChunkStoreStats Stats() const override { return inner_->Stats(); }
+
+  std::set<memory::ChunkId> acquired, prefetched;
+
+ private:
+  cache::ChunkStore* inner_;
+};
+
+// A prompt, then greedy decoding: every position's logits and the tokens.
+struct Trace {
+  std::vector<int32_t> tokens;
+  std::vector<float> logits;
+};
+
+Trace RunModel(const Model& model, cache::ChunkStore* store, DeviceWeights* device) {
+  kernels::ThreadPool pool(2);
+  Forward forward(&model, store, &pool);
+  forward.set_device_weights(device);
+  const int64_t n_vocab = model.hparams().n_vocab;
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 11; ++i) prompt.push_back(static_cast<int32_t>((i * 37 + 5) % n_vocab));
+  const int64_t n = static_cast<int64_t>(prompt.size());
+  SequenceState state(model, kCtx, kKv);
+  Trace t{prompt, std::vector<float>((n + kDecode) * n_vocab)};
+  EXPECT_TRUE(forward.Run(&state, prompt, t.logits.data(), /*all_logits=*/true).ok());
+  auto argmax = [&](const float* l) {
+    return static_cast<int32_t>(std::max_element(l, l + n_vocab) - l);
+  };
+  t.tokens.push_back(argmax(&t.logits[(n - 1) * n_vocab]));
+  for (int64_t p = n; p < n + kDecode; ++p) {
+    float* logits = &t.logits[p * n_vocab];
+    absl::Status status = forward.Run(&state, {&t.tokens[p], 1}, logits);
+    EXPECT_TRUE(status.ok()) << status;
+    t.tokens.push_back(argmax(logits));
+  }
+  return t;
+}
+
+struct Case {
+  std::string name;
+  tools::SyntheticArch arch;
+  storage::GgmlType type;
+};
+
+class DeviceForwardTest : public ::testing::TestWithParam<Case> {
+ protected:
+  void SetUp() override {
+    tools::MkModelOptions o;
+    o.arch = GetParam().arch;
+    o.out = ::testing::TempDir() + "/device_forward_" + GetParam().name + ".gguf";
+    o.dim = 256;
+    o.layers = 4;
+    o.heads = 4;
+    o.kv_heads = 2;
+    o.ffn = 512;
+    o.vocab = 320;
+    o.ctx = kCtx;
+    o.type = GetParam().type;
+    o.threads = 2;
+    if (o.arch != tools::SyntheticArch::kLlama) {
+      o.experts = 8;
+      o.experts_used = 2;
+      o.expert_ffn = 256;
+    }
+    if (o.arch == tools::SyntheticArch::kDeepseek2) {
+      o.kv_heads = 0;
+      o.head_dim = 64;
+      o.rope_dim = 32;
+      o.kv_lora_rank = 128;
+    }
+    ASSERT_TRUE(testing::WriteModel(o, {}).ok());
+    auto loaded = testing::LoadModel(o.out);
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    m_ = *std::move(loaded);
+    cpu_ = RunModel(*m_.model, m_.store.get(), nullptr);
+  }
+
+  // Plans with `vram_share` of the weights' bytes (plus the activations)
+  // as VRAM budget and the RAM tier's floor as RAM budget, then runs with
+  // the fake device and the streaming store and compares with the CPU run.
+  void RunThreeTiers(double vram_share) {
+    const Model& model = *m_.model;
+    memory::PlanInput input = PlanInputFor(model, kCtx, kKv);
+    memory::PlanOptions options;
+    uint64_t weights = 0;
+    for (const memory::ChunkSpec& c : model.chunks()) weights += c.slot_bytes;
+    options.vram_budget_bytes =
+        input.vram_scratch_bytes + static_cast<uint64_t>(vram_share * static_cast<double>(weights));
+    const uint64_t floor = memory::ComputePlanSizes(input, options).floor_bytes;
+    auto plan = memory::PlanMemory(input, floor, options);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    SCOPED_TRACE(plan->Explain());
+    ASSERT_FALSE(plan->vram.chunks.empty());
+
+    gpu::FakeDeviceOptions device_options;
+    device_options.memory_bytes = options.vram_budget_bytes;  // The budget is all it has.
+    gpu::FakeDevice device(device_options);
+    auto weights_on_device =
+        DeviceWeights::Load(&device, model, *m_.file, plan->in_vram, kMaxStepTokens);
+    ASSERT_TRUE(weights_on_device.ok()) << weights_on_device.status();
+    EXPECT_EQ((*weights_on_device)->stats().chunks, static_cast<int>(plan->vram.chunks.size()));
+    EXPECT_EQ((*weights_on_device)->stats().resident_bytes, plan->vram.weight_bytes);
+
+    auto store =
+        cache::StreamingChunkStore::Create(storage::Env::Default(), *m_.file, model.chunks(),
+                                           cache::StreamingStoreOptions::FromPlan(*plan));
+    ASSERT_TRUE(store.ok()) << store.status();
+    RecordingStore recording(store->get());
+    const Trace gpu = RunModel(model, &recording, weights_on_device->get());
+
+    EXPECT_EQ(gpu.tokens, cpu_.tokens);
+    ASSERT_EQ(gpu.logits.size(), cpu_.logits.size());
+    EXPECT_EQ(std::memcmp(gpu.logits.data(), cpu_.logits.data(), gpu.logits.size() * 4), 0)
+        << "logits differ from the CPU run's";
+    for (memory::ChunkId id : plan->vram.chunks) {
+      EXPECT_EQ(recording.acquired.count(id), 0u) << model.chunks()[id].name;
+      EXPECT_EQ(recording.prefetched.count(id), 0u) << model.chunks()[id].name;
+    }
+    const DeviceWeightsStats& stats = (*weights_on_device)->stats();
+    EXPECT_GT(stats.products, 0);
+    EXPECT_GT(stats.product_bytes, 0);
+    EXPECT_EQ(device.Stats().matmuls, stats.products);
+    EXPECT_LE(static_cast<uint64_t>(device.Stats().peak_allocated_bytes),
+              options.vram_budget_bytes);
+    EXPECT_EQ(static_cast<uint64_t>(device.Stats().peak_allocated_bytes),
+              plan->vram.weight_bytes + plan->vram.scratch_bytes);
+    if (plan->vram.global) EXPECT_GT(stats.row_reads, 0);  // Embeddings came down.
+    acquired_ = recording.acquired.size();
+  }
+
+  testing::LoadedModel m_;
+  Trace cpu_;
+  size_t acquired_ = 0;
+};
+
+TEST_P(DeviceForwardTest, PartOfTheModelInVramGivesTheCpuLogits) { RunThreeTiers(0.4); }
+
+TEST_P(DeviceForwardTest, AllOfItInVramReadsNothingFromTheStore) {
+  RunThreeTiers(1.5);
+  EXPECT_EQ(acquired_, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Models, DeviceForwardTest,
+    ::testing::Values(
+        Case{"llama_q8_0", tools::SyntheticArch::kLlama, storage::GgmlType::kQ8_0},
+        Case{"llama_q4_k", tools::SyntheticArch::kLlama, storage::GgmlType::kQ4_K},
+        Case{"qwen3moe_q8_0", tools::SyntheticArch::kQwen3Moe, storage::GgmlType::kQ8_0},
+        Case{"deepseek2_q6_k", tools::SyntheticArch::kDeepseek2, storage::GgmlType::kQ6_K}),
+    [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+
+TEST(DeviceWeightsTest, TypesTheDeviceLacksStayOffIt) {
+  tools::MkModelOptions o;
+  o.arch = tools::SyntheticArch::kLlama;
+  o.out = ::testing::TempDir() + "/device_weights_iq.gguf";
+  o.dim = 256;
+  o.layers = 2;
+  o.heads = 4;
+  o.kv_heads = 2;
+  o.ffn = 512;
+  o.vocab = 320;
+  o.ctx = kCtx;
+  o.type = storage::GgmlType::kIQ4_XS;
+  o.threads = 2;
+  ASSERT_TRUE(testing::WriteModel(o, {}).ok());
+  auto m = testing::LoadModel(o.out);
+  ASSERT_TRUE(m.ok()) << m.status();
+  const std::vector<bool> eligible = DeviceWeights::Eligible(*m->model);
+  EXPECT_EQ(std::count(eligible.begin(), eligible.end(), true), 0);
+  gpu::FakeDevice device;
+  std::vector<bool> in_vram(m->model->chunks().size(), false);
+  in_vram[1] = true;
+  EXPECT_EQ(DeviceWeights::Load(&device, *m->model, *m->file, in_vram, 8).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace waste::model
