@@ -13,7 +13,12 @@ bool DeviceComputes(kernels::WeightType type) {
     case kernels::WeightType::kF16:
     case kernels::WeightType::kBF16:
     case kernels::WeightType::kQ4_0:
+    case kernels::WeightType::kQ4_1:
+    case kernels::WeightType::kQ5_0:
+    case kernels::WeightType::kQ5_1:
     case kernels::WeightType::kQ8_0:
+    case kernels::WeightType::kIQ4_NL:
+    case kernels::WeightType::kIQ4_XS:
     case kernels::WeightType::kQ4_K:
     case kernels::WeightType::kQ5_K:
     case kernels::WeightType::kQ6_K:

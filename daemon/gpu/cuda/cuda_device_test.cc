@@ -61,8 +61,9 @@ TEST_F(CudaDeviceTest, EveryTypeMatchesTheDequantizedDot) {
   std::normal_distribution<float> normal;
   const int64_t rows = 97, cols = 1024;  // Rows not a multiple of the warps per block.
   for (WeightType type :
-       {WeightType::kF32, WeightType::kF16, WeightType::kBF16, WeightType::kQ4_0, WeightType::kQ8_0,
-        WeightType::kQ4_K, WeightType::kQ5_K, WeightType::kQ6_K}) {
+       {WeightType::kF32, WeightType::kF16, WeightType::kBF16, WeightType::kQ4_0, WeightType::kQ4_1,
+        WeightType::kQ5_0, WeightType::kQ5_1, WeightType::kQ8_0, WeightType::kQ4_K,
+        WeightType::kQ5_K, WeightType::kQ6_K, WeightType::kIQ4_NL, WeightType::kIQ4_XS}) {
     ASSERT_TRUE(DeviceComputes(type));
     const std::string type_name(kernels::GetWeightTypeInfo(type).name);
     const int64_t row_bytes = kernels::RowBytes(type, cols);

@@ -1,5 +1,7 @@
 // Products of quantized weight matrices with f32 activations on the GPU:
-// y[b][r] = dot(row r of W, x[b]) for the types DeviceComputes() lists.
+// y[b][r] = dot(row r of W, x[b]) for the types DeviceComputes() lists:
+// F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_NL,
+// IQ4_XS (the codebook types IQ1..IQ3 and Q2_K/Q3_K stay on the CPU).
 //
 // The block layouts are ggml's (daemon/kernels/quant_blocks.h, mirrored
 // below by byte offsets; the device test checks every type against the CPU
@@ -8,7 +10,9 @@
 // block once, coalesced), dequantize each element and multiply it with up
 // to kBatchTile activation rows; a warp shuffle sums the lanes. Activations
 // stay f32 (no int8 rounding as on the CPU), so results match the
-// dequantized f32 dot to float rounding. This is the plain,
+// dequantized f32 dot to float rounding (elements are dequantized in
+// ggml's order of products, (d * scale) * code, as the CPU's DequantizeRow;
+// nvcc may contract a multiply-add into one rounding). This is the plain,
 // obviously-correct first kernel; it reads each weight byte once per
 // kBatchTile rows of the batch.
 #include <cuda_fp16.h>
@@ -25,8 +29,21 @@ constexpr int kWarpsPerBlock = 4;
 constexpr int kBatchTile = 8;
 
 // ggml type ids (kernels::WeightType).
-constexpr uint32_t kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ8_0 = 8, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14,
-                   kBF16 = 30;
+constexpr uint32_t kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8,
+                   kQ4_K = 12, kQ5_K = 13, kQ6_K = 14, kIQ4_NL = 20, kIQ4_XS = 23, kBF16 = 30;
+
+// The 16 levels of IQ4_NL and IQ4_XS (kernels::kIq4NlValues).
+__constant__ int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                      1,    13,   25,  38,  53,  69,  89,  113};
+
+// The 4-bit code of element j < 32 of a Q4_0-style nibble array: low
+// nibbles for j < 16, high nibbles of the same bytes for j >= 16.
+__device__ __forceinline__ int Nibble(const uint8_t* qs, int j) {
+  return j < 16 ? (qs[j] & 0xF) : (qs[j - 16] >> 4);
+}
+
+// Bit j of a little-endian uint32 at p (Q5_0/Q5_1's qh).
+__device__ __forceinline__ int Bit(const uint8_t* p, int j) { return (p[j >> 3] >> (j & 7)) & 1; }
 
 __device__ __forceinline__ float HalfAt(const uint8_t* p) {
   const unsigned short bits = static_cast<unsigned short>(p[0] | (p[1] << 8));
@@ -75,6 +92,53 @@ __device__ __forceinline__ float Element<kQ4_0>(const uint8_t* row, int64_t e) {
   return HalfAt(b) * static_cast<float>(q - 8);
 }
 
+// BlockQ4_1: d, m (f16), qs[16]; x = d * q + m.
+template <>
+__device__ __forceinline__ float Element<kQ4_1>(const uint8_t* row, int64_t e) {
+  const uint8_t* b = row + (e >> 5) * 20;
+  return HalfAt(b) * static_cast<float>(Nibble(b + 4, static_cast<int>(e & 31))) + HalfAt(b + 2);
+}
+
+// BlockQ5_0: d (f16), qh[4], qs[16]; bit 4 of element j is bit j of qh;
+// x = d * (q - 16).
+template <>
+__device__ __forceinline__ float Element<kQ5_0>(const uint8_t* row, int64_t e) {
+  const uint8_t* b = row + (e >> 5) * 22;
+  const int j = static_cast<int>(e & 31);
+  const int q = Nibble(b + 6, j) | (Bit(b + 2, j) << 4);
+  return HalfAt(b) * static_cast<float>(q - 16);
+}
+
+// BlockQ5_1: d, m (f16), qh[4], qs[16]; x = d * q + m.
+template <>
+__device__ __forceinline__ float Element<kQ5_1>(const uint8_t* row, int64_t e) {
+  const uint8_t* b = row + (e >> 5) * 24;
+  const int j = static_cast<int>(e & 31);
+  const int q = Nibble(b + 8, j) | (Bit(b + 4, j) << 4);
+  return HalfAt(b) * static_cast<float>(q) + HalfAt(b + 2);
+}
+
+// BlockIQ4_NL: d (f16), qs[16]; x = d * kIq4Values[q].
+template <>
+__device__ __forceinline__ float Element<kIQ4_NL>(const uint8_t* row, int64_t e) {
+  const uint8_t* b = row + (e >> 5) * 18;
+  return HalfAt(b) * static_cast<float>(kIq4Values[Nibble(b + 2, static_cast<int>(e & 31))]);
+}
+
+// BlockIQ4_XS: d (f16), scales_h (u16), scales_l[4], qs[128]. Group
+// g = i / 32: ls = low 4 bits from nibble g % 2 of scales_l[g / 2], high 2
+// bits at bit 2g of scales_h; codes qs[16g ..], nibbles as Q4_0;
+// x = d * (ls - 32) * kIq4Values[q].
+template <>
+__device__ __forceinline__ float Element<kIQ4_XS>(const uint8_t* row, int64_t e) {
+  const uint8_t* b = row + (e >> 8) * 136;
+  const int i = static_cast<int>(e & 255), g = i >> 5;
+  const int scales_h = b[2] | (b[3] << 8);
+  const int ls = ((b[4 + (g >> 1)] >> (4 * (g & 1))) & 0xF) | (((scales_h >> (2 * g)) & 3) << 4);
+  const int q = Nibble(b + 8 + 16 * g, i & 31);
+  return (HalfAt(b) * (ls - 32)) * static_cast<float>(kIq4Values[q]);
+}
+
 // BlockQ8_0: d (f16), qs[32] int8; x = d * q.
 template <>
 __device__ __forceinline__ float Element<kQ8_0>(const uint8_t* row, int64_t e) {
@@ -94,7 +158,7 @@ __device__ __forceinline__ float Element<kQ4_K>(const uint8_t* row, int64_t e) {
   const uint8_t* qs = b + 16;
   const int h = i >> 6, j = i & 63;
   const int q = j < 32 ? (qs[32 * h + j] & 0xF) : (qs[32 * h + j - 32] >> 4);
-  return HalfAt(b) * static_cast<float>(sc * q) - HalfAt(b + 2) * static_cast<float>(m);
+  return (HalfAt(b) * sc) * static_cast<float>(q) - HalfAt(b + 2) * static_cast<float>(m);
 }
 
 // BlockQ5_K: as Q4_K with qh[32] before qs: bit 4 of element i is bit
@@ -111,7 +175,7 @@ __device__ __forceinline__ float Element<kQ5_K>(const uint8_t* row, int64_t e) {
   const int h = i >> 6, j = i & 63;
   int q = j < 32 ? (qs[32 * h + j] & 0xF) : (qs[32 * h + j - 32] >> 4);
   q |= ((qh[i & 31] >> sub) & 1) << 4;
-  return HalfAt(b) * static_cast<float>(sc * q) - HalfAt(b + 2) * static_cast<float>(m);
+  return (HalfAt(b) * sc) * static_cast<float>(q) - HalfAt(b + 2) * static_cast<float>(m);
 }
 
 // BlockQ6_K: ql[128], qh[64], scales[16] (int8), d (f16). Element i: half
@@ -128,7 +192,7 @@ __device__ __forceinline__ float Element<kQ6_K>(const uint8_t* row, int64_t e) {
   const int high = (b[128 + 32 * h + l] >> (2 * k)) & 3;
   const int q = low | (high << 4);
   const int s = static_cast<int8_t>(b[192 + 8 * h + (l >> 4) + 2 * k]);
-  return HalfAt(b + 208) * static_cast<float>(s * (q - 32));
+  return (HalfAt(b + 208) * s) * static_cast<float>(q - 32);
 }
 
 template <uint32_t kType>
@@ -187,8 +251,18 @@ int LaunchMatMul(uint32_t type, int64_t rows, int64_t cols, uint64_t w, int64_t 
       return Launch<kBF16>(rows, cols, w, row_stride, x, x_stride, batch, y, y_stride, s);
     case kQ4_0:
       return Launch<kQ4_0>(rows, cols, w, row_stride, x, x_stride, batch, y, y_stride, s);
+    case kQ4_1:
+      return Launch<kQ4_1>(rows, cols, w, row_stride, x, x_stride, batch, y, y_stride, s);
+    case kQ5_0:
+      return Launch<kQ5_0>(rows, cols, w, row_stride, x, x_stride, batch, y, y_stride, s);
+    case kQ5_1:
+      return Launch<kQ5_1>(rows, cols, w, row_stride, x, x_stride, batch, y, y_stride, s);
     case kQ8_0:
       return Launch<kQ8_0>(rows, cols, w, row_stride, x, x_stride, batch, y, y_stride, s);
+    case kIQ4_NL:
+      return Launch<kIQ4_NL>(rows, cols, w, row_stride, x, x_stride, batch, y, y_stride, s);
+    case kIQ4_XS:
+      return Launch<kIQ4_XS>(rows, cols, w, row_stride, x, x_stride, batch, y, y_stride, s);
     case kQ4_K:
       return Launch<kQ4_K>(rows, cols, w, row_stride, x, x_stride, batch, y, y_stride, s);
     case kQ5_K:
