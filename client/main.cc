@@ -27,7 +27,7 @@ commands:
   generate [flags] PROMPT stream a continuation of PROMPT (see generate --help)
   chat [flags] MESSAGE    one chat turn through the model's template
   tokenize --model M TEXT token ids of TEXT
-  plan [--model M] [--ram-budget SIZE] [--ctx N] [--sessions N] [--json]
+  plan [--model M] [--ram-budget SIZE] [--vram-budget SIZE] [--ctx N] [--sessions N] [--json]
                           how a model fits a RAM budget (floor, recommended, bytes/token)
   load MODEL / unload [--force] MODEL
                           --force cancels the model's running requests
@@ -206,10 +206,11 @@ int Tokenize(WasteClient& client, const std::vector<std::string>& raw) {
 }
 
 int Plan(WasteClient& client, const std::vector<std::string>& raw) {
-  auto args = ParseArgs(raw, {{"model"}, {"ram-budget"}, {"ctx"}, {"sessions"}, {"json", false}});
+  auto args = ParseArgs(
+      raw, {{"model"}, {"ram-budget"}, {"vram-budget"}, {"ctx"}, {"sessions"}, {"json", false}});
   if (!args.ok() || !args->positional().empty()) {
-    std::cerr << "usage: waste-client plan [--model NAME] [--ram-budget SIZE] [--ctx N] "
-                 "[--sessions N]\n";
+    std::cerr << "usage: waste-client plan [--model NAME] [--ram-budget SIZE] "
+                 "[--vram-budget SIZE] [--ctx N] [--sessions N]\n";
     return 2;
   }
   v1::PlanRequest request;
@@ -221,6 +222,14 @@ int Plan(WasteClient& client, const std::vector<std::string>& raw) {
       return 2;
     }
     request.set_ram_budget_bytes(*bytes);
+  }
+  if (auto budget = args->Get("vram-budget")) {
+    auto bytes = ParseByteSize(*budget);
+    if (!bytes.ok()) {
+      std::cerr << "waste-client: --vram-budget: " << bytes.status().message() << "\n";
+      return 2;
+    }
+    request.set_vram_budget_bytes(*bytes);
   }
   auto ctx = args->GetInt("ctx", 0);
   if (!ctx.ok()) {
@@ -251,9 +260,25 @@ int Plan(WasteClient& client, const std::vector<std::string>& raw) {
       FormatBytes(plan.pool_bytes()), FormatBytes(plan.session_bytes()),
       plan.concurrent_sessions(), plan.max_sessions(), FormatBytes(plan.scratch_bytes()), FormatBytes(plan.bytes_read_per_token()),
       FormatBytes(plan.usable_ram_bytes()), plan.usable_ram_source());
+  if (plan.vram_budget_bytes() > 0) {
+    const v1::TierBytes& resident = plan.resident_bytes();
+    const v1::TierBytes& token = plan.bytes_per_token();
+    std::cout << absl::StrFormat(
+        "VRAM         %s: weights %s in %d of %d chunks, activations %s\n"
+        "resident     VRAM %s, RAM %s, disk only %s\n"
+        "per token    VRAM %s, RAM %s, disk %s\n",
+        FormatBytes(plan.vram_budget_bytes()), FormatBytes(plan.vram_weight_bytes()),
+        plan.vram_chunks(), plan.vram_eligible_chunks(), FormatBytes(plan.vram_scratch_bytes()),
+        FormatBytes(resident.vram()), FormatBytes(resident.ram()), FormatBytes(resident.disk()),
+        FormatBytes(token.vram()), FormatBytes(token.ram()), FormatBytes(token.disk()));
+  }
   for (const v1::PlanPart& part : plan.parts()) {
-    std::cout << absl::StrFormat("  %-12s %10s, %10s resident\n", part.part(),
+    std::cout << absl::StrFormat("  %-12s %10s, %10s resident", part.part(),
                                  FormatBytes(part.bytes()), FormatBytes(part.resident_bytes()));
+    if (plan.vram_budget_bytes() > 0) {
+      std::cout << absl::StrFormat(" (%s in VRAM)", FormatBytes(part.vram_bytes()));
+    }
+    std::cout << "\n";
   }
   std::cout << plan.explanation() << "\n";
   return plan.fits() ? 0 : 1;

@@ -50,6 +50,9 @@ flags (each overrides the config file):
 
 model defaults (the config's [model_defaults]; [models.NAME] still wins):
   --ram-budget SIZE    RAM per model: weights, pool, KV cache, scratch ("8GiB")
+  --vram-budget SIZE   GPU memory per model ("6GiB"): the trunk and hottest
+                       experts run there (needs a --config=cuda build and a
+                       GPU; otherwise logged and ignored)
   --ctx N              context window in tokens
   --prefetch-depth N   chunks read ahead of the computation
   --io-depth N         reads in flight
@@ -71,6 +74,11 @@ absl::Status ApplyModelFlags(const ParsedArgs& args, v1::ModelConfig* defaults) 
     absl::StatusOr<int64_t> bytes = ParseByteSize(*budget);
     if (!bytes.ok()) return bytes.status();
     defaults->set_ram_budget_bytes(*bytes);
+  }
+  if (auto budget = args.Get("vram-budget")) {
+    absl::StatusOr<int64_t> bytes = ParseByteSize(*budget);
+    if (!bytes.ok()) return bytes.status();
+    defaults->set_vram_budget_bytes(*bytes);
   }
   struct IntFlag {
     const char* name;
@@ -247,6 +255,7 @@ int RunServe(const std::vector<std::string>& raw_args) {
                                                          {"log-level"},
                                                          {"state-dir"},
                                                          {"ram-budget"},
+                                                         {"vram-budget"},
                                                          {"ctx"},
                                                          {"prefetch-depth"},
                                                          {"io-depth"},

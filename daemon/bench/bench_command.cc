@@ -14,6 +14,7 @@
 #include "common/format.h"
 #include "common/status_macros.h"
 #include "daemon/bench/commands.h"
+#include "daemon/bench/device_tier.h"
 #include "daemon/bench/memory_bandwidth.h"
 #include "daemon/bench/model_budget.h"
 #include "daemon/bench/sessions_bench.h"
@@ -37,6 +38,11 @@ per token, hit rate, I/O wait share and read GB/s, next to this machine's
 memory read bandwidth measured in the same run.
 
   --ram-budget SIZE       e.g. 8GiB (default: the plan's recommended size)
+  --vram-budget SIZE      GPU memory for the plan's VRAM tier: the trunk and
+                          the hottest experts (with --hotlist, its order)
+                          computed on the device; prints bytes per token per
+                          tier and each tier's bound (default: none)
+  --device D              cuda (default) or fake (the VRAM tier on the CPU)
   --ctx N                 KV cache positions (default: prompt + gen tokens)
   --kv-type f16|f32       (default f16)
   --prompt-tokens N       prefill length (default 16)
@@ -87,8 +93,14 @@ class TraceStore final : public cache::ChunkStore {
   absl::StatusOr<const uint8_t*> Acquire(memory::ChunkId id) override {
     if (recording_ && model_.chunks()[id].kind == memory::ChunkKind::kExpert)
       acquired_.push_back(id);
+    // What the CPU computes on: the global chunk's output head, not the
+    // embedding table (one row).
+    const model::GlobalTensors& g = model_.globals();
+    acquired_bytes_ += id == g.chunk ? g.output.rows * g.output.row_bytes
+                                     : static_cast<int64_t>(model_.chunks()[id].tensor_bytes);
     return base_->Acquire(id);
   }
+  int64_t acquired_bytes() const { return acquired_bytes_; }
   void Release(memory::ChunkId id) override { base_->Release(id); }
   void Prefetch(std::span<const memory::ChunkId> upcoming) override { base_->Prefetch(upcoming); }
   cache::ChunkStoreStats Stats() const override { return base_->Stats(); }
@@ -114,7 +126,17 @@ class TraceStore final : public cache::ChunkStore {
   const model::Model& model_;
   bool recording_ = false;
   std::vector<memory::ChunkId> acquired_;
+  int64_t acquired_bytes_ = 0;
 };
+
+TierCounters Counters(const DeviceTier& tier, const TraceStore& store,
+                      const cache::ChunkStoreStats& stats) {
+  TierCounters c;
+  if (tier.weights != nullptr) c.weights = tier.weights->stats();
+  c.acquired_bytes = store.acquired_bytes();
+  c.bytes_read = stats.bytes_read;
+  return c;
+}
 
 // Weight bytes a decode step streams through the cores: every layer chunk
 // but routed experts, top-k experts per MoE layer (at the mean expert size),
@@ -148,7 +170,7 @@ absl::StatusOr<storage::IoEngine> ParseEngine(const std::string& name) {
 }
 
 void Print(const BenchResult& r, const PlannedModel& pm, const memory::MemoryPlan& plan,
-           const cache::StreamingChunkStore& store, bool json) {
+           const cache::StreamingChunkStore& store, const TierReport* tiers, bool json) {
   const double decode_tps = r.gen_tokens / r.decode_seconds;
   const double prefill_tps = r.prompt_tokens / r.prefill_seconds;
   const int64_t bytes = r.after.bytes_read - r.before.bytes_read;
@@ -208,6 +230,7 @@ void Print(const BenchResult& r, const PlannedModel& pm, const memory::MemoryPla
       num("disk_bound_tokens_per_second",
           bytes_per_token > 0 ? read_gbps * 1e9 / bytes_per_token : 0);
     }
+    if (tiers != nullptr) AddTierJson(*tiers, &j);
     // A path need not be UTF-8: replace bad bytes rather than throw.
     std::cout << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
     return;
@@ -237,6 +260,7 @@ void Print(const BenchResult& r, const PlannedModel& pm, const memory::MemoryPla
       read_gbps, stream_gbps, FormatBytes(r.touched_bytes_per_token), touched_gbps, r.memory_gbps,
       100 * touched_gbps / r.memory_gbps, FormatBytes(r.peak_rss_bytes),
       100.0 * r.peak_rss_bytes / pm.budget_bytes);
+  if (tiers != nullptr) std::cout << TierText(*tiers);
   if (r.moe) {
     const double prefill_bytes = r.before.bytes_read - r.prefill_before.bytes_read;
     const int64_t la_routed = r.moe_after.lookahead_routed - r.moe_before.lookahead_routed;
@@ -277,11 +301,24 @@ absl::Status Bench(const ParsedArgs& args) {
   const bool batched = args.Has("sessions");
   // Every round's sessions hold their own context.
   ASSIGN_OR_RETURN(PlannedModel pm, OpenAndBudget(args.positional()[0], args, prompt + gen + 8));
+  const std::optional<std::string> hotlist_path = args.Get("hotlist");
+  if (pm.options.vram_budget_bytes > 0 && hotlist_path) {
+    // The hottest experts claim VRAM first.
+    storage::Env* env = storage::Env::Default();
+    absl::StatusOr<cache::ModelFileIdentity> id =
+        cache::IdentifyModelFile(env, pm.path, pm.model->chunks());
+    absl::StatusOr<std::vector<cache::HotlistEntry>> hot =
+        id.ok() ? cache::LoadHotlist(env, *hotlist_path, *id, pm.model->chunks()) : id.status();
+    if (hot.ok()) {
+      for (const cache::HotlistEntry& e : *hot) pm.input.expert_preference.push_back(e.chunk);
+    }
+  }
   ASSIGN_OR_RETURN(
       memory::MemoryPlan plan,
       memory::PlanMemory(pm.input, pm.budget_bytes, pm.options, pm.usable.bytes, pm.usable.source));
   BenchResult r;
   r.mode = plan.all_resident() ? "resident" : "streaming";
+  if (plan.vram.enabled()) r.mode += " + VRAM";
   r.prompt_tokens = prompt;
   r.gen_tokens = gen;
   r.touched_bytes_per_token = TouchedBytesPerToken(*pm.model);
@@ -314,8 +351,9 @@ absl::Status Bench(const ParsedArgs& args) {
   options.io.engine = engine;
   ASSIGN_OR_RETURN(std::unique_ptr<cache::StreamingChunkStore> store,
                    cache::StreamingChunkStore::Create(env, *file, pm.model->chunks(), options));
+  ASSIGN_OR_RETURN(DeviceTier tier,
+                   OpenDeviceTier(args.GetOr("device", "cuda"), *pm.model, *file, plan));
   r.moe = plan.sizes.moe;
-  const std::optional<std::string> hotlist_path = args.Get("hotlist");
   cache::ModelFileIdentity identity;
   std::vector<cache::HotlistEntry> previous;
   if (hotlist_path) {
@@ -330,6 +368,7 @@ absl::Status Bench(const ParsedArgs& args) {
   model::SequenceState state(*pm.model, pm.input.n_ctx, pm.kv_type);
   TraceStore trace_store(store.get(), *pm.model);
   model::Forward forward(pm.model.get(), &trace_store, &pool);
+  forward.set_device_weights(tier.weights.get());
   r.lookahead = args.Has("lookahead");
   forward.set_router_lookahead(r.lookahead);
   const int64_t n_vocab = pm.model->hparams().n_vocab;
@@ -352,6 +391,7 @@ absl::Status Bench(const ParsedArgs& args) {
   r.before = store->Stats();
   r.streaming_before = store->StreamingStats();
   r.moe_before = forward.moe_stats();
+  TierCounters tiers_before = Counters(tier, trace_store, r.before);
   trace_store.set_recording(true);
   start = absl::Now();
   for (int64_t i = 0; i < gen; ++i) {
@@ -363,6 +403,14 @@ absl::Status Bench(const ParsedArgs& args) {
   r.streaming_after = store->StreamingStats();
   r.moe_after = forward.moe_stats();
   r.peak_rss_bytes = PeakRssBytes();
+  std::optional<TierReport> tiers;
+  if (tier.weights != nullptr) {
+    const double busy = r.after.read_busy_seconds - r.before.read_busy_seconds;
+    const double read_gbps =
+        busy > 0 ? static_cast<double>(r.after.bytes_read - r.before.bytes_read) / busy / 1e9 : 0;
+    tiers = MakeTierReport(tier, tiers_before, Counters(tier, trace_store, r.after), gen,
+                           r.decode_seconds, r.memory_gbps, read_gbps, plan);
+  }
   if (hotlist_path) {
     RETURN_IF_ERROR(cache::SaveHotlist(env, *hotlist_path, identity, pm.model->chunks(),
                                        store->acquire_counts(), previous));
@@ -371,7 +419,7 @@ absl::Status Bench(const ParsedArgs& args) {
     RETURN_IF_ERROR(
         storage::WriteFileAtomically(env, *trace_path, cache::FormatTrace(trace_store.Trace())));
   }
-  Print(r, pm, plan, *store, args.Has("json"));
+  Print(r, pm, plan, *store, tiers ? &*tiers : nullptr, args.Has("json"));
   return absl::OkStatus();
 }
 
@@ -379,11 +427,11 @@ absl::Status Bench(const ParsedArgs& args) {
 
 int RunBench(const std::vector<std::string>& args) {
   std::vector<FlagDef> flags = {
-      {"json", false},         {"help", false},      {"buffered", false},
-      {"prompt-tokens", true}, {"gen-tokens", true}, {"threads", true},
-      {"policy", true},        {"io-engine", true},  {"mem-bench-bytes", true},
-      {"lookahead", false},    {"hotlist", true},    {"prefill-one-by-one", false},
-      {"trace-out", true},     {"prefill-chunk", true}};
+      {"json", false},         {"help", false},         {"buffered", false},
+      {"prompt-tokens", true}, {"gen-tokens", true},    {"threads", true},
+      {"policy", true},        {"io-engine", true},     {"mem-bench-bytes", true},
+      {"lookahead", false},    {"hotlist", true},       {"prefill-one-by-one", false},
+      {"trace-out", true},     {"prefill-chunk", true}, {"device", true}};
   AddBudgetFlags(&flags);
   absl::StatusOr<ParsedArgs> parsed = ParseArgs(args, flags);
   if (!parsed.ok()) {

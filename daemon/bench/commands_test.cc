@@ -66,6 +66,52 @@ TEST(BenchCommandTest, ResidentWhenEverythingFits) {
   EXPECT_NE(out.find("mode:           resident"), std::string::npos) << out;
 }
 
+TEST(PlanCommandTest, VramBudgetShowsThreeTiers) {
+  ::testing::internal::CaptureStdout();
+  EXPECT_EQ(RunPlan({Stories(), "--ram-budget", "65MiB", "--vram-budget", "1MiB", "--ctx", "256"}),
+            0);
+  std::string out = ::testing::internal::GetCapturedStdout();
+  for (const char* part : {"VRAM budget:  1.00 MiB", "RAM tier:", "tiers:", "per token:"}) {
+    EXPECT_NE(out.find(part), std::string::npos) << part << " not in:\n" << out;
+  }
+  ::testing::internal::CaptureStdout();
+  EXPECT_EQ(RunPlan({Stories(), "--ram-budget", "65MiB", "--vram-budget", "1MiB", "--ctx", "256",
+                     "--json"}),
+            0);
+  out = ::testing::internal::GetCapturedStdout();
+  const Json doc = Json::parse(out, nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(doc.is_discarded()) << out;
+  EXPECT_EQ(doc.at("vram_budget_bytes"), 1 << 20);
+  EXPECT_GT(doc.at("vram_chunks").get<int64_t>(), 0);
+  EXPECT_GT(doc.at("bytes_per_token").at("vram").get<int64_t>(), 0);
+}
+
+TEST(BenchCommandTest, VramTierOnTheFakeDeviceAndNoCudaSaysSo) {
+  ::testing::internal::CaptureStdout();
+  EXPECT_EQ(RunBench({Stories(), "--ram-budget", "64.9MiB", "--vram-budget", "1MiB", "--device",
+                      "fake", "--prompt-tokens", "8", "--gen-tokens", "8", "--mem-bench-bytes",
+                      "64MiB", "--json"}),
+            0);
+  std::string out = ::testing::internal::GetCapturedStdout();
+  const Json doc = Json::parse(out, nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(doc.is_discarded()) << out;
+  EXPECT_EQ(doc.at("device"), "fake");
+  EXPECT_NE(doc.at("mode").get<std::string>().find("VRAM"), std::string::npos) << out;
+  EXPECT_GT(doc.at("vram_bytes_per_token").get<double>(), 0);
+  EXPECT_GT(doc.at("device_products_per_token").get<double>(), 0);
+  EXPECT_TRUE(doc.at("bound_seconds_per_token").contains("hbm"));
+
+  // Without a GPU (or a CUDA build) the default device is refused clearly.
+  ::testing::internal::CaptureStderr();
+  const int code = RunBench({Stories(), "--ram-budget", "64.9MiB", "--vram-budget", "1MiB",
+                             "--gen-tokens", "2", "--mem-bench-bytes", "64MiB"});
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  if (code != 0) {
+    EXPECT_NE(err.find("no CUDA device"), std::string::npos) << err;
+    EXPECT_NE(err.find("--device fake"), std::string::npos) << err;
+  }
+}
+
 TEST(MemoryBandwidthTest, MeasuresSomething) {
   auto gbps = MeasureMemoryReadGbps(64 << 20, 2, 1);
   ASSERT_TRUE(gbps.ok()) << gbps.status();

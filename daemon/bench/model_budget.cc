@@ -15,7 +15,8 @@
 namespace waste::bench {
 
 void AddBudgetFlags(std::vector<FlagDef>* flags) {
-  for (const char* name : {"ram-budget", "ctx", "kv-type", "prefetch-depth", "sessions"}) {
+  for (const char* name : {"ram-budget", "vram-budget", "vram-copy-slots", "ctx", "kv-type",
+                           "prefetch-depth", "sessions"}) {
     flags->push_back({name, true});
   }
 }
@@ -66,6 +67,14 @@ absl::StatusOr<PlannedModel> OpenAndBudget(const std::string& path, const Parsed
   ASSIGN_OR_RETURN(int64_t depth, args.GetInt("prefetch-depth", pm.options.prefetch_depth));
   if (depth < 0) return absl::InvalidArgumentError("--prefetch-depth must not be negative");
   pm.options.prefetch_depth = static_cast<int>(depth);
+  if (std::optional<std::string> vram = args.Get("vram-budget")) {
+    ASSIGN_OR_RETURN(int64_t bytes, ParseByteSize(*vram));
+    if (bytes < 0) return absl::InvalidArgumentError("--vram-budget must not be negative");
+    pm.options.vram_budget_bytes = static_cast<uint64_t>(bytes);
+  }
+  ASSIGN_OR_RETURN(int64_t copy_slots, args.GetInt("vram-copy-slots", 0));
+  if (copy_slots < 0) return absl::InvalidArgumentError("--vram-copy-slots must not be negative");
+  pm.options.vram_copy_slots = static_cast<int>(copy_slots);
 
   ASSIGN_OR_RETURN(pm.gguf, storage::GgufFile::Open(storage::Env::Default(), path));
   ASSIGN_OR_RETURN(pm.model, model::Model::Create(*pm.gguf));

@@ -1,7 +1,7 @@
 // What `wasted plan` and `wasted bench` share: opening a model, reading the
-// budget flags (--ram-budget, --ctx, --kv-type, --prefetch-depth,
-// --sessions) and
-// planning, with usable RAM detected for the default budget.
+// budget flags (--ram-budget, --vram-budget, --vram-copy-slots, --ctx,
+// --kv-type, --prefetch-depth, --sessions) and planning, with usable RAM
+// detected for the default budget.
 #ifndef WASTE_DAEMON_BENCH_MODEL_BUDGET_H_
 #define WASTE_DAEMON_BENCH_MODEL_BUDGET_H_
 

@@ -20,6 +20,10 @@ reserve), and for the budget which chunks are pinned, how many streaming
 slots the pool has and how many bytes each token reads from disk.
 
   --ram-budget SIZE     e.g. 8GiB, 512MiB (default: the recommended size)
+  --vram-budget SIZE    GPU memory: a third tier above RAM for the trunk and
+                        the hottest experts (default: none)
+  --vram-copy-slots N   device buffers for chunks copied up per step
+                        (default 0: chunks not in VRAM compute on the CPU)
   --ctx N               context length the KV cache is sized for (default 4096)
   --kv-type f16|f32     KV cache element type (default f16)
   --prefetch-depth D    chunks read ahead (default 2)
@@ -61,6 +65,21 @@ void WriteJson(const PlannedModel& pm, const memory::PlanSizes& s,
     j["sessions"] = plan->sessions;
     j["sessions_that_fit"] = plan->sessions_that_fit;
     j["unused_bytes"] = plan->unused_bytes;
+    if (plan->vram.enabled()) {
+      j["vram_budget_bytes"] = plan->vram.budget_bytes;
+      j["vram_weight_bytes"] = plan->vram.weight_bytes;
+      j["vram_scratch_bytes"] = plan->vram.scratch_bytes;
+      j["vram_chunks"] = static_cast<int64_t>(plan->vram.chunks.size());
+      j["vram_eligible_chunks"] = plan->vram.eligible_chunks;
+      j["vram_trunk_layers"] = plan->vram.trunk_layers;
+      j["vram_experts"] = plan->vram.experts;
+      j["vram_copy_slots"] = plan->vram.copy_slots;
+      j["vram_unused_bytes"] = plan->vram.unused_bytes;
+    }
+    j["resident_bytes"] = {
+        {"vram", plan->resident.vram}, {"ram", plan->resident.ram}, {"disk", plan->resident.disk}};
+    j["bytes_per_token"] = {
+        {"vram", plan->token.vram}, {"ram", plan->token.ram}, {"disk", plan->token.disk}};
   }
   // A path need not be UTF-8: replace bad bytes rather than throw.
   std::cout << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";

@@ -186,6 +186,10 @@ absl::Status BenchSessions(const PlannedModel& pm, const memory::MemoryPlan& pla
                            int threads, const ParsedArgs& args, double memory_gbps) {
   v1::ModelConfig config;
   config.set_ram_budget_bytes(static_cast<int64_t>(pm.budget_bytes));
+  // The engine's VRAM tier (a CUDA device, else the CPU with a warning).
+  if (pm.options.vram_budget_bytes > 0) {
+    config.set_vram_budget_bytes(static_cast<int64_t>(pm.options.vram_budget_bytes));
+  }
   config.set_context_length(static_cast<int32_t>(pm.input.n_ctx));
   config.set_kv_cache_type(pm.kv_type == kernels::ops::KvType::kF32 ? v1::KV_CACHE_TYPE_F32
                                                                     : v1::KV_CACHE_TYPE_F16);

@@ -47,6 +47,7 @@ using google::protobuf::Reflection;
 // Friendlier names accepted in the file for some proto fields.
 absl::string_view FieldAlias(absl::string_view key) {
   if (key == "ram_budget") return "ram_budget_bytes";
+  if (key == "vram_budget") return "vram_budget_bytes";
   if (key == "keep_alive") return "keep_alive_seconds";
   if (key == "models_dir") return "models_dirs";
   return key;
@@ -68,8 +69,8 @@ absl::StatusOr<int64_t> TomlInt(const toml::node& node, const FieldDescriptor* f
       return static_cast<int64_t>(d);
     }
   }
-  if (field->name() == "ram_budget_bytes" || field->name() == "max_saved_sessions_bytes" ||
-      field->name() == "http_max_body_bytes") {
+  if (field->name() == "ram_budget_bytes" || field->name() == "vram_budget_bytes" ||
+      field->name() == "max_saved_sessions_bytes" || field->name() == "http_max_body_bytes") {
     if (auto s = node.value<std::string>()) {
       auto bytes = ParseByteSize(*s);
       if (!bytes.ok()) {

@@ -106,3 +106,24 @@ TEST(ApplyDaemonDefaultsTest, FillsSocketAndLogLevel) {
 
 }  // namespace
 }  // namespace waste
+
+namespace waste {
+namespace {
+
+TEST(ParseDaemonConfigTest, VramBudgetTakesASizeOrBytes) {
+  auto config = ParseDaemonConfig(R"(
+[model_defaults]
+vram_budget = "6GiB"
+
+[models.big]
+vram_budget_bytes = 1073741824
+)",
+                                  "test.toml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->model_defaults().vram_budget_bytes(), 6LL << 30);
+  EXPECT_EQ(config->models().at("big").vram_budget_bytes(), 1LL << 30);
+  EXPECT_FALSE(ParseDaemonConfig("[model_defaults]\nvram_budget = \"lots\"\n", "w.toml").ok());
+}
+
+}  // namespace
+}  // namespace waste

@@ -194,6 +194,7 @@ absl::StatusOr<v1::MemoryPlan> Engine::Plan(const v1::PlanRequest& request) {
   ASSIGN_OR_RETURN(std::unique_ptr<model::Model> model, model::Model::Create(*gguf));
   v1::ModelConfig config = ConfigFor(name);
   if (request.has_ram_budget_bytes()) config.set_ram_budget_bytes(request.ram_budget_bytes());
+  if (request.has_vram_budget_bytes()) config.set_vram_budget_bytes(request.vram_budget_bytes());
   if (request.has_context_length()) config.set_context_length(request.context_length());
   if (request.has_max_concurrent_requests()) {
     config.set_max_concurrent_requests(request.max_concurrent_requests());

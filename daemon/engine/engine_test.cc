@@ -125,5 +125,45 @@ TEST(EngineTest, AModelFileChangedWhileLoadedIsReloaded) {
   EXPECT_EQ(GenerateGreedy(**third, 256).ids, testing::StoriesGoldenIds());
 }
 
+// A VRAM budget plans a third tier (the Plan RPC shows it whether or not a
+// GPU is there); loading with it uses the GPU when one is usable, else logs
+// why and runs on the CPU with the two-tier plan. Either way the greedy
+// tokens are the CPU's.
+TEST(EngineTest, VramBudgetPlansThreeTiersAndRunsWithOrWithoutAGpu) {
+  ModelCatalog catalog({testing::ModelPath("stories260K")});
+  v1::DaemonConfig config;
+  config.mutable_model_defaults()->set_context_length(256);
+  config.mutable_model_defaults()->set_threads(1);
+  Engine cpu_engine(storage::Env::Default(), &catalog, config);
+  auto cpu = cpu_engine.Get("stories260K");
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  EXPECT_EQ((*cpu)->Plan().vram_budget_bytes(), 0);
+  const Result want = GenerateGreedy(**cpu, 12);
+  ASSERT_TRUE(want.status.ok()) << want.status;
+
+  config.mutable_model_defaults()->set_vram_budget_bytes(1 << 20);
+  Engine engine(storage::Env::Default(), &catalog, config);
+  v1::PlanRequest request;
+  request.set_model("stories260K");
+  auto plan = engine.Plan(request);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->vram_budget_bytes(), 1 << 20);
+  EXPECT_GT(plan->vram_chunks(), 0);
+  EXPECT_GT(plan->vram_weight_bytes(), 0);
+  EXPECT_GT(plan->bytes_per_token().vram(), 0);
+  EXPECT_TRUE(absl::StrContains(plan->explanation(), "VRAM budget")) << plan->explanation();
+  request.set_vram_budget_bytes(0);
+  auto two_tiers = engine.Plan(request);
+  ASSERT_TRUE(two_tiers.ok()) << two_tiers.status();
+  EXPECT_EQ(two_tiers->vram_budget_bytes(), 0);
+  EXPECT_EQ(two_tiers->bytes_per_token().vram(), 0);
+
+  auto loaded = engine.Get("stories260K");
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const Result got = GenerateGreedy(**loaded, 12);
+  ASSERT_TRUE(got.status.ok()) << got.status;
+  EXPECT_EQ(got.ids, want.ids) << "VRAM budget in use: " << (*loaded)->Plan().vram_budget_bytes();
+}
+
 }  // namespace
 }  // namespace waste::engine

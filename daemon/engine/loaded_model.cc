@@ -11,6 +11,7 @@
 #include "daemon/cache/streaming_store.h"
 #include "daemon/engine/planning.h"
 #include "daemon/engine/stats.h"
+#include "daemon/model/device_weights.h"
 #include "daemon/text/utf8.h"
 #include "daemon/text/vocab_gguf.h"
 
@@ -22,6 +23,21 @@ storage::IoEngine ParseIoEngine(const std::string& name) {
   if (name == "threads") return storage::IoEngine::kThreads;
   if (name == "pread") return storage::IoEngine::kSync;
   return storage::IoEngine::kAuto;
+}
+
+// The experts of the model's warm hotlist, hottest first, for the VRAM
+// tier; none when there is no hotlist or it does not match the model.
+std::vector<memory::ChunkId> HotExperts(storage::Env* env, const std::string& state_dir,
+                                        const std::string& path,
+                                        const std::vector<memory::ChunkSpec>& chunks) {
+  std::vector<memory::ChunkId> hot;
+  absl::StatusOr<cache::ModelFileIdentity> identity = cache::IdentifyModelFile(env, path, chunks);
+  if (!identity.ok()) return hot;
+  absl::StatusOr<std::vector<cache::HotlistEntry>> entries =
+      cache::LoadHotlist(env, cache::HotlistPathFor(state_dir, path), *identity, chunks);
+  if (!entries.ok()) return hot;
+  for (const cache::HotlistEntry& entry : *entries) hot.push_back(entry.chunk);
+  return hot;
 }
 
 }  // namespace
@@ -44,7 +60,32 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadedModel::Load(
   loaded->context_length_ = ContextLengthFor(hp, config);
   // The budget covers everything: pinned weights, streaming slots, the KV
   // cache and scratch. Under the floor the load is refused, never swapped.
-  absl::StatusOr<ModelPlan> planned = PlanModel(*loaded->model_, config, loaded->context_length_);
+  std::vector<memory::ChunkId> hot_experts;
+  if (config.vram_budget_bytes() > 0 && !state_dir.empty()) {
+    hot_experts = HotExperts(env, state_dir, path, loaded->model_->chunks());
+  }
+  absl::StatusOr<ModelPlan> planned =
+      PlanModel(*loaded->model_, config, loaded->context_length_, hot_experts);
+  if (planned.ok() && planned->plan.vram.enabled()) {
+    // The VRAM tier needs a GPU; without one the model runs on the CPU
+    // exactly as with no VRAM budget.
+    absl::StatusOr<std::unique_ptr<gpu::Device>> device = model::OpenDevice("cuda");
+    if (device.ok() && (*device)->memory_bytes() < planned->plan.vram.budget_bytes) {
+      device = absl::ResourceExhaustedError(absl::StrCat((*device)->name(), " has ",
+                                                         (*device)->memory_bytes(),
+                                                         " bytes free, less than the VRAM budget"));
+    }
+    if (device.ok()) {
+      loaded->device_ = *std::move(device);
+    } else {
+      WLOG(WARNING) << name << ": vram_budget " << config.vram_budget_bytes()
+                    << " bytes is not used: " << device.status().message()
+                    << "; running on the CPU";
+      v1::ModelConfig cpu_only = config;
+      cpu_only.clear_vram_budget_bytes();
+      planned = PlanModel(*loaded->model_, cpu_only, loaded->context_length_);
+    }
+  }
   if (planned.status().code() == absl::StatusCode::kResourceExhausted) {
     return absl::FailedPreconditionError(
         absl::StrCat("cannot load ", name, ": ", planned.status().message()));
@@ -71,6 +112,15 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadedModel::Load(
   ASSIGN_OR_RETURN(loaded->store_,
                    cache::StreamingChunkStore::Create(env, *loaded->file_, loaded->model_->chunks(),
                                                       store_options));
+  if (loaded->device_ != nullptr) {
+    ASSIGN_OR_RETURN(
+        loaded->device_weights_,
+        model::DeviceWeights::Load(loaded->device_.get(), *loaded->model_, *loaded->file_,
+                                   plan.in_vram, model::kMaxStepTokens));
+    WLOG(INFO) << name << ": " << plan.vram.chunks.size() << " chunks (" << plan.vram.weight_bytes
+               << " bytes) in VRAM on " << loaded->device_->name() << " in "
+               << loaded->device_weights_->stats().load_seconds << " s";
+  }
   loaded->env_ = env;
   bool has_experts = false;
   for (const cache::ChunkSpec& chunk : loaded->model_->chunks()) {
@@ -118,6 +168,7 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadedModel::Load(
   scheduling.session_capacity = static_cast<size_t>(plan.sessions);
   scheduling.kv_type = KvTypeFor(config);
   scheduling.router_lookahead = config.has_router_lookahead() && config.router_lookahead();
+  scheduling.device_weights = loaded->device_weights_.get();
   LoadedModel* raw = loaded.get();
   loaded->scheduler_ = std::make_unique<Scheduler>(
       loaded->model_.get(), loaded->store_.get(), loaded->pool_.get(), &loaded->text_, scheduling,

@@ -24,6 +24,7 @@
 #include "daemon/engine/planning.h"
 #include "daemon/engine/scheduler.h"
 #include "daemon/kernels/thread_pool.h"
+#include "daemon/model/device_weights.h"
 #include "daemon/model/model.h"
 #include "daemon/text/tokenizer.h"
 #include "storage/env.h"
@@ -127,6 +128,10 @@ class LoadedModel {
   std::unique_ptr<cache::StreamingChunkStore> store_;
   std::unique_ptr<kernels::ThreadPool> pool_;
   ModelPlan plan_;
+  // The VRAM tier when the plan has one and a GPU is there; the weights
+  // go before the device.
+  std::unique_ptr<gpu::Device> device_;
+  std::unique_ptr<model::DeviceWeights> device_weights_;
 
   // The warm hotlist of a MoE model's experts (empty path: not kept).
   // Called on the scheduler thread when the batch empties, and at unload.

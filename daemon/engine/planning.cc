@@ -31,7 +31,8 @@ kernels::ops::KvType KvTypeFor(const v1::ModelConfig& config) {
 }
 
 absl::StatusOr<ModelPlan> PlanModel(const model::Model& model, const v1::ModelConfig& config,
-                                    int64_t n_ctx) {
+                                    int64_t n_ctx,
+                                    const std::vector<memory::ChunkId>& hot_experts) {
   if (n_ctx <= 0) {
     return absl::InvalidArgumentError(absl::StrCat("context_length must be positive, is ", n_ctx));
   }
@@ -41,6 +42,10 @@ absl::StatusOr<ModelPlan> PlanModel(const model::Model& model, const v1::ModelCo
       model::PlanInputFor(model, n_ctx, KvTypeFor(config), MaxConcurrentRequests(config));
   memory::PlanOptions options;
   if (config.has_prefetch_depth()) options.prefetch_depth = config.prefetch_depth();
+  if (config.vram_budget_bytes() > 0) {
+    options.vram_budget_bytes = static_cast<uint64_t>(config.vram_budget_bytes());
+    input.expert_preference = hot_experts;
+  }
   memory::PlanSizes sizes =
       memory::ComputePlanSizes(input, options, planned.usable.bytes, planned.usable.source);
   uint64_t budget = config.has_ram_budget_bytes()
@@ -71,18 +76,39 @@ v1::MemoryPlan ToProto(const model::Model& model, const ModelPlan& planned) {
   out.set_concurrent_sessions(plan.sessions);
   out.set_max_sessions(plan.sessions_that_fit);
   out.set_session_bytes(static_cast<int64_t>(plan.sizes.kv_bytes));
-  // Bytes and resident bytes by kind of chunk.
-  std::map<std::string, std::pair<int64_t, int64_t>> parts;
-  for (const memory::ChunkSpec& chunk : model.chunks()) {
-    auto& [bytes, resident] = parts[memory::ChunkKindName(chunk.kind)];
-    bytes += static_cast<int64_t>(chunk.tensor_bytes);
-    if (plan.is_pinned[chunk.id]) resident += static_cast<int64_t>(chunk.tensor_bytes);
+  if (plan.vram.enabled()) {
+    out.set_vram_budget_bytes(static_cast<int64_t>(plan.vram.budget_bytes));
+    out.set_vram_weight_bytes(static_cast<int64_t>(plan.vram.weight_bytes));
+    out.set_vram_scratch_bytes(static_cast<int64_t>(plan.vram.scratch_bytes));
+    out.set_vram_chunks(static_cast<int32_t>(plan.vram.chunks.size()));
+    out.set_vram_eligible_chunks(plan.vram.eligible_chunks);
   }
-  for (const auto& [name, bytes] : parts) {
+  auto tiers = [](const memory::TierBytes& t, v1::TierBytes* out) {
+    out->set_vram(static_cast<int64_t>(t.vram));
+    out->set_ram(static_cast<int64_t>(t.ram));
+    out->set_disk(static_cast<int64_t>(t.disk));
+  };
+  tiers(plan.resident, out.mutable_resident_bytes());
+  tiers(plan.token, out.mutable_bytes_per_token());
+  // Bytes and resident bytes by kind of chunk.
+  struct Part {
+    int64_t bytes = 0, resident = 0, vram = 0;
+  };
+  std::map<std::string, Part> parts;
+  for (const memory::ChunkSpec& chunk : model.chunks()) {
+    Part& part = parts[memory::ChunkKindName(chunk.kind)];
+    const int64_t bytes = static_cast<int64_t>(chunk.tensor_bytes);
+    const bool in_vram = plan.in_vram[chunk.id];
+    part.bytes += bytes;
+    if (plan.is_pinned[chunk.id] || in_vram) part.resident += bytes;
+    if (in_vram) part.vram += bytes;
+  }
+  for (const auto& [name, p] : parts) {
     v1::PlanPart* part = out.add_parts();
     part->set_part(name);
-    part->set_bytes(bytes.first);
-    part->set_resident_bytes(bytes.second);
+    part->set_bytes(p.bytes);
+    part->set_resident_bytes(p.resident);
+    part->set_vram_bytes(p.vram);
   }
   return out;
 }

@@ -5,6 +5,7 @@
 #define WASTE_DAEMON_ENGINE_PLANNING_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "daemon/kernels/ops/attention.h"
@@ -33,14 +34,17 @@ int MaxQueuedRequests(const v1::ModelConfig& config);
 kernels::ops::KvType KvTypeFor(const v1::ModelConfig& config);
 
 // The plan for `model` under the config's budget (default: the recommended
-// size for usable RAM). A budget under the floor is RESOURCE_EXHAUSTED with
-// the plan's numbers and a pointer to `wasted plan`.
+// size for usable RAM), with a VRAM tier when the config has a
+// vram_budget_bytes (the hottest experts first when `hot_experts`, hottest
+// first, is given). A budget under the floor is RESOURCE_EXHAUSTED with the
+// plan's numbers and a pointer to `wasted plan`.
 struct ModelPlan {
   memory::MemoryPlan plan;
   memory::UsableRam usable;
 };
 absl::StatusOr<ModelPlan> PlanModel(const model::Model& model, const v1::ModelConfig& config,
-                                    int64_t n_ctx);
+                                    int64_t n_ctx,
+                                    const std::vector<memory::ChunkId>& hot_experts = {});
 
 // The API's view of a plan.
 v1::MemoryPlan ToProto(const model::Model& model, const ModelPlan& planned);

@@ -34,6 +34,7 @@ Scheduler::Scheduler(const model::Model* model, cache::ChunkStore* store,
       forward_(model, store, pool),
       sessions_(options.session_capacity) {
   forward_.set_router_lookahead(options.router_lookahead);
+  forward_.set_device_weights(options.device_weights);
   sessions_.set_on_evict([this](const Session& session) { SaveKept(session); });
   {
     absl::MutexLock lock(&mu_);

@@ -60,6 +60,8 @@ struct SchedulerOptions {
   absl::Duration stalled_client_limit = absl::Seconds(30);
   // Where sessions are saved and restored from (null: not kept). Borrowed.
   SessionStore* session_store = nullptr;
+  // The VRAM tier: weights on a GPU (null: everything on the CPU). Borrowed.
+  model::DeviceWeights* device_weights = nullptr;
 };
 
 // Counters and gauges of a scheduler.

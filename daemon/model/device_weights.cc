@@ -8,6 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "daemon/gpu/cuda/cuda_device.h"
+#include "daemon/gpu/fake_device.h"
 
 namespace waste::model {
 namespace {
@@ -36,6 +38,17 @@ void ProductSizes(const Model& model, int64_t* max_cols, int64_t* max_out) {
 }
 
 }  // namespace
+
+absl::StatusOr<std::unique_ptr<gpu::Device>> OpenDevice(const std::string& kind,
+                                                        uint64_t fake_memory_bytes) {
+  if (kind == "cuda") return gpu::OpenCudaDevice(0);
+  if (kind == "fake") {
+    gpu::FakeDeviceOptions options;
+    if (fake_memory_bytes > 0) options.memory_bytes = fake_memory_bytes;
+    return std::unique_ptr<gpu::Device>(std::make_unique<gpu::FakeDevice>(options));
+  }
+  return absl::InvalidArgumentError(absl::StrCat("device '", kind, "' is not cuda or fake"));
+}
 
 uint64_t DeviceWeights::ScratchBytes(const Model& model, int64_t max_step_tokens) {
   int64_t max_cols = 0, max_out = 0;

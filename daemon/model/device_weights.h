@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -28,6 +29,15 @@
 #include "storage/env.h"
 
 namespace waste::model {
+
+// Opens the device a VRAM tier runs on: "cuda" (CUDA device 0;
+// UNAVAILABLE, saying why, when the binary was built without --config=cuda
+// or the machine has no usable GPU) or "fake" (gpu::FakeDevice with
+// `fake_memory_bytes`: the CPU computing as a GPU would, for tests and for
+// trying a plan's placement on a machine without one). The engine and the
+// bench open devices here, so nothing above model/ names CUDA.
+absl::StatusOr<std::unique_ptr<gpu::Device>> OpenDevice(const std::string& kind,
+                                                        uint64_t fake_memory_bytes = 0);
 
 struct DeviceWeightsStats {
   int chunks = 0;                // Resident on the device.
