@@ -18,3 +18,11 @@ if command -v npm > /dev/null && [[ ! -d tests/openai/node_modules/openai ]]; th
   npm ci --prefix tests/openai --no-audit --no-fund
 fi
 bazel test //... --test_env=WASTE_TEST_MODELS="$models" "$@"
+# The CUDA backend compiles wherever the toolkit is (a compile check: its
+# tests SKIP without a GPU; tests/gpu/run_device_check.sh runs them on one).
+nvcc="${CUDA_HOME:-/usr/local/cuda}/bin/nvcc"
+[[ -x "$nvcc" ]] || nvcc="$(command -v nvcc || true)"
+if [[ -n "$nvcc" && -x "$nvcc" ]]; then
+  bazel build --config=cuda --define=cuda_home="$(dirname "$(dirname "$(realpath "$nvcc")")")" \
+    //daemon/gpu/... //daemon/model:gpu_forward_test //daemon:wasted
+fi

@@ -494,9 +494,9 @@ std::string MemoryPlan::Explain() const {
 void MemoryPlan::ExplainDense(std::string* out_ptr) const {
   const PlanSizes& s = sizes;
   std::string& out = *out_ptr;
-  absl::StrAppend(&out, "weights:      ", Bytes(s.weight_bytes), " in ", is_pinned.size(),
-                  " chunks (global ", Bytes(s.global_bytes), ", largest layer chunk ",
-                  Bytes(s.largest_streamed_slot), ")\n");
+  absl::StrAppend(&out, "weights:      ", Bytes(s.weight_bytes), " in ",
+                  is_pinned.size() - vram.chunks.size(), " chunks (global ", Bytes(s.global_bytes),
+                  ", largest layer chunk ", Bytes(s.largest_streamed_slot), ")\n");
   ExplainSessions(&out);
   absl::StrAppend(&out, "floor:        ", Bytes(s.floor_bytes),
                   " (global + one session's KV + scratch + runtime + 2 streaming slots)\n");
@@ -568,8 +568,8 @@ void MemoryPlan::ExplainSessions(std::string* out) const {
 
 void MemoryPlan::ExplainMoe(std::string* out) const {
   const PlanSizes& s = sizes;
-  absl::StrAppend(out, "weights:      ", Bytes(s.weight_bytes), " in ", is_pinned.size(),
-                  " chunks: trunk ", Bytes(s.trunk_bytes),
+  absl::StrAppend(out, "weights:      ", Bytes(s.weight_bytes), " in ",
+                  is_pinned.size() - vram.chunks.size(), " chunks: trunk ", Bytes(s.trunk_bytes),
                   " (embeddings, output, attention, routers, shared experts), routed experts ",
                   Bytes(s.expert_bytes), " (", s.n_experts, " of ", Bytes(s.expert_slot_bytes),
                   " in ", s.moe_layers, " MoE layers)\n");

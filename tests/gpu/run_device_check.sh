@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# The GPU tier's device check (issue 13), run on a machine with an NVIDIA GPU
+# from the repository root, with gpu-check/ from build_device_check.sh (it
+# builds nothing). Under 8 minutes:
+#   1. CudaDevice's kernels against the CPU's dequantization, for every
+#      type the device takes, batch 1..64; streams, events, the uploader.
+#   2. The forward pass on the GPU against the CPU: stories260K's greedy
+#      tokens equal the golden ones; synthetic llama / mixtral / qwen3moe /
+#      deepseek2 logits within tolerance; the engine with a VRAM budget
+#      gives the CPU's greedy tokens.
+#   3. wasted bench on a dense model (llama 7B-shaped, Q4_K, ~3.9 GB) and on
+#      a MoE model larger than its VRAM and RAM budgets together (deepseek2,
+#      Q4_K, ~30 GB; --vram-budget 6GiB --ram-budget 10GiB), each CPU-only
+#      and with the VRAM tier under the same RAM budget: tok/s, bytes per
+#      token per tier, share of the HBM / PCIe / RAM / disk bound, speedup.
+# Everything is printed and written to $OUT (or ./gpu-check-out).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+start=$SECONDS
+gc=gpu-check
+out=${OUT:-gpu-check-out}
+work=${WASTE_GPU_CHECK_DIR:-/tmp/waste-gpu-check}
+mkdir -p "$out" "$work"
+log="$out/device_check.txt"
+exec > >(tee -a "$log") 2>&1
+export LD_LIBRARY_PATH="$PWD/$gc/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export WASTE_TEST_MODELS="$PWD/$gc/models"
+W="$gc/bin/wasted"
+
+step() { echo; echo "=== [$((SECONDS - start)) s] $*"; }
+left() { echo $((460 - (SECONDS - start))); }  # Seconds left of the 8 minutes, less a margin.
+
+step "machine"
+echo "commit: $(cat $gc/commit 2>/dev/null)"
+nvidia-smi --query-gpu=name,memory.total,memory.free,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv 2>&1 || echo "no nvidia-smi"
+nproc; free -g | head -2; df -h "$work" | tail -1
+for b in "$gc"/bin/*; do
+  if ldd "$b" | grep -q "not found"; then echo "MISSING LIBRARIES for $b:"; ldd "$b" | grep "not found"; fi
+done
+
+step "1. CudaDevice kernels, streams, uploader vs the CPU"
+timeout 120 "$gc/bin/cuda_device_test"; echo "cuda_device_test exit $?"
+
+step "2a. forward pass on the GPU vs the CPU"
+timeout 120 "$gc/bin/gpu_forward_test"; echo "gpu_forward_test exit $?"
+step "2b. engine with a VRAM budget: the CPU's greedy tokens"
+timeout 60 "$gc/bin/engine_test" --gtest_filter='*Vram*'; echo "engine_test exit $?"
+
+bench() {  # NAME MODEL ARGS...: one bench run, text and JSON.
+  local name=$1 model=$2; shift 2
+  if [ "$(left)" -lt 40 ]; then echo "SKIPPED $name: out of time"; return; fi
+  echo "--- $name: wasted bench $model $*"
+  timeout "$(left)" "$W" bench "$model" --threads "$(nproc)" --json "$@" > "$out/$name.json"
+  local rc=$?
+  echo "exit $rc"
+  [ $rc -eq 0 ] && python3 - "$out/$name.json" <<'PY' || cat "$out/$name.json"
+import json, sys
+j = json.load(open(sys.argv[1]))
+keys = ["mode", "decode_tokens_per_second", "prefill_tokens_per_second", "read_bytes_per_token",
+        "io_wait_share", "read_busy_gbps", "memory_read_gbps", "device",
+        "vram_bytes_per_token", "ram_bytes_per_token", "disk_bytes_per_token",
+        "planned_bytes_per_token", "device_products_per_token",
+        "device_product_seconds_per_token", "bound_seconds_per_token", "peak_rss_bytes"]
+for k in keys:
+    if k in j: print(f"  {k}: {j[k]}")
+tps = j.get("decode_tokens_per_second") or 0
+b = j.get("bound_seconds_per_token")
+if b and tps:
+    t = 1 / tps
+    print("  share of the token: " + ", ".join(f"{k} {100 * v / t:.1f}%" for k, v in b.items()))
+PY
+}
+speedup() {  # CPU_JSON GPU_JSON
+  python3 - "$out/$1.json" "$out/$2.json" <<'PY' 2>/dev/null || echo "  (no speedup: a run failed)"
+import json, sys
+c, g = (json.load(open(p))["decode_tokens_per_second"] for p in sys.argv[1:3])
+print(f"  decode speedup with the VRAM tier: {g / c:.2f}x ({c:.3f} -> {g:.3f} tok/s; target >= 3x)")
+PY
+}
+
+step "3a. dense model: llama 7B-shaped Q4_K"
+dense="$work/llama7b_q4k.gguf"
+[ -f "$dense" ] || timeout 120 "$W" mkmodel --arch llama --type q4_k --dim 4096 --layers 32 \
+  --heads 32 --kv-heads 32 --ffn 11008 --ctx 4096 --out "$dense" --threads "$(nproc)"
+ls -la "$dense"
+"$W" plan "$dense" --ram-budget 2GiB --vram-budget 6GiB --ctx 64 --sessions 1 | tail -4
+bench dense_cpu "$dense" --ram-budget 2GiB --prompt-tokens 8 --gen-tokens 8
+bench dense_gpu "$dense" --ram-budget 2GiB --vram-budget 6GiB --prompt-tokens 8 --gen-tokens 16
+speedup dense_cpu dense_gpu
+
+step "3b. MoE larger than VRAM + RAM: deepseek2 Q4_K ~30 GB, 6 GiB VRAM, 10 GiB RAM"
+moe="$work/deepseek2_30g_q4k.gguf"
+[ -f "$moe" ] || timeout "$(left)" "$W" mkmodel --arch deepseek2 --type q4_k --dim 4096 \
+  --layers 30 --heads 32 --head-dim 128 --rope-dim 64 --q-lora-rank 1536 --kv-lora-rank 512 \
+  --experts 96 --experts-used 6 --expert-ffn 1536 --shared-experts 2 --dense-layers 1 \
+  --ffn 11008 --ctx 4096 --out "$moe" --threads "$(nproc)"
+ls -la "$moe"
+"$W" plan "$moe" --ram-budget 10GiB --vram-budget 6GiB --ctx 64 --sessions 1
+bench moe_cpu "$moe" --ram-budget 10GiB --prompt-tokens 8 --gen-tokens 8
+bench moe_gpu "$moe" --ram-budget 10GiB --vram-budget 6GiB --prompt-tokens 8 --gen-tokens 16
+speedup moe_cpu moe_gpu
+
+step "done in $((SECONDS - start)) s; output in $out"
