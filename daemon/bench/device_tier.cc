@@ -100,11 +100,14 @@ TierReport MakeTierReport(const DeviceTier& tier, const TierCounters& before,
   TierReport r;
   const double n = static_cast<double>(tokens);
   r.device = tier.device != nullptr ? tier.device->name() : "none";
+  r.h2d_gbps = tier.h2d_gbps;
+  r.product_gbps = tier.product_gbps;
   r.vram_bytes = (after.weights.product_bytes - before.weights.product_bytes) / n;
   r.disk_bytes = (after.bytes_read - before.bytes_read) / n;
   r.ram_bytes = std::max(0.0, (after.acquired_bytes - before.acquired_bytes) / n - r.disk_bytes);
   r.activation_bytes = (after.weights.activation_bytes - before.weights.activation_bytes) / n;
   r.products = (after.weights.products - before.weights.products) / n;
+  r.synchronizations = (after.weights.synchronizations - before.weights.synchronizations) / n;
   r.product_seconds = (after.weights.product_seconds - before.weights.product_seconds) / n;
   r.token_seconds = decode_seconds / n;
   auto bound = [](double bytes, double gbps) { return gbps > 0 ? bytes / (gbps * 1e9) : 0; };
@@ -120,26 +123,31 @@ std::string TierText(const TierReport& r) {
   auto bytes = [](double b) { return FormatBytes(static_cast<int64_t>(b)); };
   auto share = [&](double s) { return r.token_seconds > 0 ? 100 * s / r.token_seconds : 0; };
   return absl::StrFormat(
-      "device:         %s: %.1f products per token, %.3f ms of each token in them (%.1f%%), "
-      "%s of activations over PCIe\n"
+      "device:         %s: host to device %.2f GB/s, products read weights at %.1f GB/s; "
+      "%.1f products (%.1f waits) per token, %.3f ms of each token in them (%.1f%%), %s of "
+      "activations over PCIe\n"
       "tiers:          per token VRAM %s, RAM %s, disk %s (planned VRAM %s, RAM %s, disk %s)\n"
       "bounds:         per token HBM %.3f ms (%.1f%% of the token), PCIe %.3f ms (%.1f%%), "
       "RAM %.3f ms (%.1f%%), disk %.3f ms (%.1f%%); token %.3f ms\n",
-      r.device, r.products, 1e3 * r.product_seconds, share(r.product_seconds),
-      bytes(r.activation_bytes), bytes(r.vram_bytes), bytes(r.ram_bytes), bytes(r.disk_bytes),
-      bytes(r.planned.vram), bytes(r.planned.ram), bytes(r.planned.disk), 1e3 * r.hbm_seconds,
-      share(r.hbm_seconds), 1e3 * r.pcie_seconds, share(r.pcie_seconds), 1e3 * r.ram_seconds,
-      share(r.ram_seconds), 1e3 * r.disk_seconds, share(r.disk_seconds), 1e3 * r.token_seconds);
+      r.device, r.h2d_gbps, r.product_gbps, r.products, r.synchronizations, 1e3 * r.product_seconds,
+      share(r.product_seconds), bytes(r.activation_bytes), bytes(r.vram_bytes), bytes(r.ram_bytes),
+      bytes(r.disk_bytes), bytes(r.planned.vram), bytes(r.planned.ram), bytes(r.planned.disk),
+      1e3 * r.hbm_seconds, share(r.hbm_seconds), 1e3 * r.pcie_seconds, share(r.pcie_seconds),
+      1e3 * r.ram_seconds, share(r.ram_seconds), 1e3 * r.disk_seconds, share(r.disk_seconds),
+      1e3 * r.token_seconds);
 }
 
 void AddTierJson(const TierReport& r, nlohmann::ordered_json* j) {
   (*j)["device"] = r.device;
+  (*j)["device_h2d_gbps"] = r.h2d_gbps;
+  (*j)["device_product_gbps"] = r.product_gbps;
   (*j)["vram_bytes_per_token"] = r.vram_bytes;
   (*j)["ram_bytes_per_token"] = r.ram_bytes;
   (*j)["disk_bytes_per_token"] = r.disk_bytes;
   (*j)["planned_bytes_per_token"] = {
       {"vram", r.planned.vram}, {"ram", r.planned.ram}, {"disk", r.planned.disk}};
   (*j)["device_products_per_token"] = r.products;
+  (*j)["device_synchronizations_per_token"] = r.synchronizations;
   (*j)["device_product_seconds_per_token"] = r.product_seconds;
   (*j)["pcie_activation_bytes_per_token"] = r.activation_bytes;
   (*j)["bound_seconds_per_token"] = {{"hbm", r.hbm_seconds},

@@ -46,6 +46,8 @@ struct TierReport {
   double vram_bytes = 0, ram_bytes = 0, disk_bytes = 0;  // Per token.
   double activation_bytes = 0;                           // Per token, over PCIe.
   double products = 0;                                   // Per token.
+  double h2d_gbps = 0, product_gbps = 0;                 // Measured (DeviceTier).
+  double synchronizations = 0;                           // Per token: host waits.
   double product_seconds = 0;                            // Per token, host time.
   double token_seconds = 0;
   // Per-token lower bounds: bytes over each tier's measured bandwidth.

@@ -42,6 +42,30 @@ class ChunkLease {
   bool on_device_ = false;
 };
 
+// Independent products on a device chunk issued as one batch (see
+// DeviceWeights::BeginBatch): End() delivers them and says how it went; a
+// scope left early (an error) still ends the batch.
+class ProductBatch {
+ public:
+  ProductBatch(DeviceWeights* device, const ChunkLease& chunk)
+      : device_(chunk.on_device() ? device : nullptr) {
+    if (device_ != nullptr) device_->BeginBatch();
+  }
+  ProductBatch(const ProductBatch&) = delete;
+  ProductBatch& operator=(const ProductBatch&) = delete;
+  ~ProductBatch() {
+    if (device_ != nullptr) device_->EndBatch().IgnoreError();
+  }
+  absl::Status End() {
+    DeviceWeights* device = device_;
+    device_ = nullptr;
+    return device != nullptr ? device->EndBatch() : absl::OkStatus();
+  }
+
+ private:
+  DeviceWeights* device_;
+};
+
 }  // namespace waste::model::internal
 
 #endif  // WASTE_DAEMON_MODEL_CHUNK_LEASE_H_

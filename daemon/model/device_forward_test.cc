@@ -162,6 +162,8 @@ class DeviceForwardTest : public ::testing::TestWithParam<Case> {
     EXPECT_GT(stats.products, 0);
     EXPECT_GT(stats.product_bytes, 0);
     EXPECT_EQ(device.Stats().matmuls, stats.products);
+    // Independent products (q, k, v; gate and up; MLA's heads) wait once.
+    EXPECT_LT(stats.synchronizations, stats.products);
     EXPECT_LE(static_cast<uint64_t>(device.Stats().peak_allocated_bytes),
               options.vram_budget_bytes);
     EXPECT_EQ(static_cast<uint64_t>(device.Stats().peak_allocated_bytes),

@@ -216,24 +216,58 @@ absl::Status DeviceWeights::MatMul(memory::ChunkId id, uint64_t offset,
   }
   const auto start = std::chrono::steady_clock::now();
   const int64_t cols = shape.cols, rows = shape.rows;
+  // The staging buffers hold the batch's products one after another; one
+  // that does not fit behind the others waits for them first.
+  if (x_used_ + n * cols > max_rows_ * max_cols_ || y_used_ + n * rows > max_rows_ * max_out_) {
+    RETURN_IF_ERROR(Flush());
+  }
+  float* x_stage = x_host_ + x_used_;
   for (int64_t b = 0; b < n; ++b) {
-    std::memcpy(x_host_ + b * cols, x + b * x_stride, cols * sizeof(float));
+    std::memcpy(x_stage + b * cols, x + b * x_stride, cols * sizeof(float));
   }
   const uint64_t x_bytes = n * cols * sizeof(float), y_bytes = n * rows * sizeof(float);
-  RETURN_IF_ERROR(device_->CopyToDevice(gpu::Stream::kCompute, x_, x_host_, x_bytes));
+  const gpu::DevicePtr dx = x_ + x_used_ * sizeof(float), dy = y_ + y_used_ * sizeof(float);
+  RETURN_IF_ERROR(device_->CopyToDevice(gpu::Stream::kCompute, dx, x_stage, x_bytes));
   const gpu::DeviceMatrix m{shape.type, rows, cols, chunks_[id].base + offset,
                             shape.row_stride_bytes};
-  RETURN_IF_ERROR(device_->MatMul(gpu::Stream::kCompute, m, x_, cols, n, y_, rows));
-  RETURN_IF_ERROR(device_->CopyToHost(gpu::Stream::kCompute, y_host_, y_, y_bytes));
-  RETURN_IF_ERROR(device_->StreamSynchronize(gpu::Stream::kCompute));
-  for (int64_t b = 0; b < n; ++b) {
-    std::memcpy(y + b * y_stride, y_host_ + b * rows, rows * sizeof(float));
-  }
+  RETURN_IF_ERROR(device_->MatMul(gpu::Stream::kCompute, m, dx, cols, n, dy, rows));
+  RETURN_IF_ERROR(device_->CopyToHost(gpu::Stream::kCompute, y_host_ + y_used_, dy, y_bytes));
+  pending_.push_back({y, y_stride, n, rows, y_used_});
+  x_used_ += n * cols;
+  y_used_ += n * rows;
   ++stats_.products;
   stats_.product_bytes += rows * shape.row_stride_bytes;
   stats_.activation_bytes += static_cast<int64_t>(x_bytes + y_bytes);
+  absl::Status status = batch_depth_ > 0 ? absl::OkStatus() : Flush();
   stats_.product_seconds += Since(start);
-  return absl::OkStatus();
+  return status;
+}
+
+absl::Status DeviceWeights::Flush() {
+  if (pending_.empty()) return absl::OkStatus();
+  absl::Status status = device_->StreamSynchronize(gpu::Stream::kCompute);
+  ++stats_.synchronizations;
+  if (status.ok()) {
+    for (const Pending& p : pending_) {
+      for (int64_t b = 0; b < p.n; ++b) {
+        std::memcpy(p.y + b * p.y_stride, y_host_ + p.y_offset + b * p.rows,
+                    p.rows * sizeof(float));
+      }
+    }
+  }
+  pending_.clear();
+  x_used_ = y_used_ = 0;
+  return status;
+}
+
+void DeviceWeights::BeginBatch() { ++batch_depth_; }
+
+absl::Status DeviceWeights::EndBatch() {
+  if (batch_depth_ > 0 && --batch_depth_ > 0) return absl::OkStatus();
+  const auto start = std::chrono::steady_clock::now();
+  absl::Status status = Flush();
+  stats_.product_seconds += Since(start);
+  return status;
 }
 
 absl::StatusOr<const uint8_t*> DeviceWeights::ReadRow(memory::ChunkId id, uint64_t offset,

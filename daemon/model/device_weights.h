@@ -48,6 +48,7 @@ struct DeviceWeightsStats {
   int64_t activation_bytes = 0;  // Activations up and results down.
   double product_seconds = 0;    // Host time in device products (issue to result).
   int64_t row_reads = 0;         // Embedding rows fetched from the device.
+  int64_t synchronizations = 0;  // Host waits for product results.
 };
 
 class DeviceWeights {
@@ -79,9 +80,19 @@ class DeviceWeights {
   const uint8_t* HostSlot(memory::ChunkId id) const { return chunks_[id].shadow; }
 
   // y = W x on the device, W the matrix `shape` describes at `offset` in
-  // chunk `id`'s slot; x, y host memory as kernels::MatMul's.
+  // chunk `id`'s slot; x, y host memory as kernels::MatMul's. x is read
+  // before it returns; y is written before it returns, or inside a batch
+  // at its EndBatch.
   absl::Status MatMul(memory::ChunkId id, uint64_t offset, const kernels::WeightView& shape,
                       const float* x, int64_t x_stride, int64_t n, float* y, int64_t y_stride);
+
+  // Products between BeginBatch and EndBatch are issued without waiting for
+  // each result: one synchronization for all of them (a batch too big for
+  // the staging buffers takes more). For independent products only (q, k, v;
+  // gate and up; MLA's per-head products): a product's input must not be an
+  // earlier one's output. Nests; EndBatch of the outermost delivers.
+  void BeginBatch();
+  absl::Status EndBatch();
   // `bytes` at `offset` of chunk `id`'s slot (an embedding row), copied to
   // a host buffer of this object, valid until the next ReadRow.
   absl::StatusOr<const uint8_t*> ReadRow(memory::ChunkId id, uint64_t offset, uint64_t bytes);
@@ -95,7 +106,15 @@ class DeviceWeights {
     uint8_t* shadow = nullptr;
     uint64_t shadow_bytes = 0;
   };
+  // A product issued and not yet delivered to its y.
+  struct Pending {
+    float* y;
+    int64_t y_stride, n, rows;
+    int64_t y_offset;  // Floats into y_host_.
+  };
   explicit DeviceWeights(gpu::Device* device) : device_(device) {}
+  // Waits for the issued products and delivers their results.
+  absl::Status Flush();
 
   gpu::Device* device_;
   std::vector<Chunk> chunks_;  // By ChunkId; base null when not on the device.
@@ -105,7 +124,10 @@ class DeviceWeights {
   gpu::DevicePtr x_, y_;       // Device activations.
   float* x_host_ = nullptr;    // Pinned staging for them.
   float* y_host_ = nullptr;
-  uint8_t* row_host_ = nullptr;  // Pinned, for Read.
+  uint8_t* row_host_ = nullptr;  // Pinned, for ReadRow.
+  int batch_depth_ = 0;
+  std::vector<Pending> pending_;
+  int64_t x_used_ = 0, y_used_ = 0;  // Floats of the staging taken by pending_.
   uint64_t row_bytes_ = 0;
   uint8_t* shadow_map_ = nullptr;  // Every chunk's shadow, one mapping.
   uint64_t shadow_map_bytes_ = 0;

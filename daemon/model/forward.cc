@@ -296,11 +296,13 @@ absl::Status Forward::Attention(std::span<const SequenceStep> steps, const Layer
     ops::RmsNorm(&ws.x[b * hp.n_embd], layer.attn_norm.F32(slot), hp.n_embd, hp.rms_eps,
                  &ws.xb[b * hp.n_embd]);
   }
+  internal::ProductBatch qkv(device_, chunk);
   RETURN_IF_ERROR(Product(chunk, layer.wq.View(slot), ws.xb.data(), hp.n_embd, n, ws.q.data(), qd));
   RETURN_IF_ERROR(
       Product(chunk, layer.wk.View(slot), ws.xb.data(), hp.n_embd, n, ws.k.data(), kvd));
   RETURN_IF_ERROR(
       Product(chunk, layer.wv.View(slot), ws.xb.data(), hp.n_embd, n, ws.v.data(), kvd));
+  RETURN_IF_ERROR(qkv.End());
   const int64_t table_floats = ops::RopeTableFloats(hp.rope);
   for (int64_t b = 0; b < n; ++b) {
     float* q = &ws.q[b * qd];
@@ -362,8 +364,10 @@ absl::Status Forward::SwiGluFfn(const ChunkLease& chunk, const TensorRef& gate, 
   const uint8_t* slot = chunk.slot();
   StepWorkspace& ws = *ws_;
   const int64_t d = model_->hparams().n_embd, ff = gate.rows;
+  internal::ProductBatch gate_up(device_, chunk);
   RETURN_IF_ERROR(Product(chunk, gate.View(slot), ws.xb.data(), d, n, ws.gate.data(), ff));
   RETURN_IF_ERROR(Product(chunk, up.View(slot), ws.xb.data(), d, n, ws.up.data(), ff));
+  RETURN_IF_ERROR(gate_up.End());
   ops::SwiGlu(ws.gate.data(), ws.up.data(), n * ff, ws.gate.data());
   return Product(chunk, down.View(slot), ws.gate.data(), ff, n, ws.tmp.data(), d);
 }

@@ -69,11 +69,14 @@ absl::Status Forward::MlaAttention(std::span<const SequenceStep> steps, const La
                      &ws.q[b * abs_stride + h * row + mla.kv_lora_rank]);
     }
   }
-  // Absorb W_k_b into the query: q_h[:kv_lora] = W_k_b,h q_nope_h.
+  // Absorb W_k_b into the query: q_h[:kv_lora] = W_k_b,h q_nope_h. The
+  // heads are independent: on a device, one batch.
+  internal::ProductBatch absorb(device_, chunk);
   for (int64_t h = 0; h < n_head; ++h) {
     RETURN_IF_ERROR(Product(chunk, layer.wk_b.MatrixView(slot, h), &ws.mla_q[h * q_head], q_stride,
                             n, &ws.q[h * row], abs_stride));
   }
+  RETURN_IF_ERROR(absorb.End());
 
   // Each sequence's rows against its own cache.
   ops::AttentionParams params;
@@ -94,10 +97,12 @@ absl::Status Forward::MlaAttention(std::span<const SequenceStep> steps, const La
                    });
   }
   // Decompress each head's latent mix: v_h = W_v_b,h (sum p c).
+  internal::ProductBatch decompress(device_, chunk);
   for (int64_t h = 0; h < n_head; ++h) {
     RETURN_IF_ERROR(Product(chunk, layer.wv_b.MatrixView(slot, h), &ws.att[h * row], abs_stride, n,
                             &ws.xb[h * mla.v_head], v_stride));
   }
+  RETURN_IF_ERROR(decompress.End());
   RETURN_IF_ERROR(Product(chunk, layer.wo.View(slot), ws.xb.data(), v_stride, n, ws.tmp.data(), d));
   ops::Add(ws.x.data(), ws.tmp.data(), n * d, ws.x.data());
   return absl::OkStatus();

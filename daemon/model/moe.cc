@@ -194,10 +194,12 @@ absl::Status Forward::MoeFeedForward(const LayerTensors& layer, int64_t l, int64
     moe_stats_.expert_bytes += bytes;
     ++last_step_.expert_acquires;
     last_step_.expert_bytes += bytes;
+    internal::ProductBatch gate_up(device_, chunk);
     RETURN_IF_ERROR(Product(chunk, layer.gate_exps.ViewAt(base + expert.gate_offset),
                             ws.moe_x.data(), d, rows, ws.gate.data(), ff));
     RETURN_IF_ERROR(Product(chunk, layer.up_exps.ViewAt(base + expert.up_offset), ws.moe_x.data(),
                             d, rows, ws.up.data(), ff));
+    RETURN_IF_ERROR(gate_up.End());
     ops::SwiGlu(ws.gate.data(), ws.up.data(), rows * ff, ws.gate.data());
     RETURN_IF_ERROR(Product(chunk, layer.down_exps.ViewAt(base + expert.down_offset),
                             ws.gate.data(), ff, rows, ws.tmp.data(), d));

@@ -14,6 +14,8 @@
 #      and with the VRAM tier under the same RAM budget: tok/s, bytes per
 #      token per tier, share of the HBM / PCIe / RAM / disk bound, speedup.
 # Everything is printed and written to $OUT (or ./gpu-check-out).
+# A dry run of this script on a machine without a GPU (the tests SKIP):
+#   WASTE_GPU_CHECK_DEVICE=fake WASTE_GPU_CHECK_SMALL=1 tests/gpu/run_device_check.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 start=$SECONDS
@@ -23,9 +25,10 @@ work=${WASTE_GPU_CHECK_DIR:-/tmp/waste-gpu-check}
 mkdir -p "$out" "$work"
 log="$out/device_check.txt"
 exec > >(tee -a "$log") 2>&1
-export LD_LIBRARY_PATH="$PWD/$gc/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export WASTE_TEST_MODELS="$PWD/$gc/models"
 W="$gc/bin/wasted"
+dev=${WASTE_GPU_CHECK_DEVICE:-cuda}
+small=${WASTE_GPU_CHECK_SMALL:-}
 
 step() { echo; echo "=== [$((SECONDS - start)) s] $*"; }
 left() { echo $((460 - (SECONDS - start))); }  # Seconds left of the 8 minutes, less a margin.
@@ -34,6 +37,11 @@ step "machine"
 echo "commit: $(cat $gc/commit 2>/dev/null)"
 nvidia-smi --query-gpu=name,memory.total,memory.free,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv 2>&1 || echo "no nvidia-smi"
 nproc; free -g | head -2; df -h "$work" | tail -1
+if ldd "$gc"/bin/* | grep -q "not found" && [ -f "$gc/lib.tar.xz" ]; then
+  echo "unpacking the carried shared libraries"
+  mkdir -p "$work/lib" && tar -C "$work" -xJf "$gc/lib.tar.xz"
+  export LD_LIBRARY_PATH="$work/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
 for b in "$gc"/bin/*; do
   if ldd "$b" | grep -q "not found"; then echo "MISSING LIBRARIES for $b:"; ldd "$b" | grep "not found"; fi
 done
@@ -58,6 +66,7 @@ import json, sys
 j = json.load(open(sys.argv[1]))
 keys = ["mode", "decode_tokens_per_second", "prefill_tokens_per_second", "read_bytes_per_token",
         "io_wait_share", "read_busy_gbps", "memory_read_gbps", "device",
+        "device_h2d_gbps", "device_product_gbps", "device_synchronizations_per_token",
         "vram_bytes_per_token", "ram_bytes_per_token", "disk_bytes_per_token",
         "planned_bytes_per_token", "device_products_per_token",
         "device_product_seconds_per_token", "bound_seconds_per_token", "peak_rss_bytes"]
@@ -80,24 +89,32 @@ PY
 
 step "3a. dense model: llama 7B-shaped Q4_K"
 dense="$work/llama7b_q4k.gguf"
-[ -f "$dense" ] || timeout 120 "$W" mkmodel --arch llama --type q4_k --dim 4096 --layers 32 \
-  --heads 32 --kv-heads 32 --ffn 11008 --ctx 4096 --out "$dense" --threads "$(nproc)"
+dense_shape=(--dim 4096 --layers 32 --heads 32 --kv-heads 32 --ffn 11008)
+[ -n "$small" ] && dense="$work/llama_small.gguf" &&
+  dense_shape=(--dim 1024 --layers 8 --heads 8 --kv-heads 8 --ffn 2816)
+[ -f "$dense" ] || timeout 120 "$W" mkmodel --arch llama --type q4_k "${dense_shape[@]}" \
+  --ctx 4096 --out "$dense" --threads "$(nproc)"
 ls -la "$dense"
 "$W" plan "$dense" --ram-budget 2GiB --vram-budget 6GiB --ctx 64 --sessions 1 | tail -4
 bench dense_cpu "$dense" --ram-budget 2GiB --prompt-tokens 8 --gen-tokens 8
-bench dense_gpu "$dense" --ram-budget 2GiB --vram-budget 6GiB --prompt-tokens 8 --gen-tokens 16
+bench dense_gpu "$dense" --ram-budget 2GiB --vram-budget 6GiB --device "$dev" --prompt-tokens 8 \
+  --gen-tokens 16
 speedup dense_cpu dense_gpu
 
 step "3b. MoE larger than VRAM + RAM: deepseek2 Q4_K ~30 GB, 6 GiB VRAM, 10 GiB RAM"
 moe="$work/deepseek2_30g_q4k.gguf"
-[ -f "$moe" ] || timeout "$(left)" "$W" mkmodel --arch deepseek2 --type q4_k --dim 4096 \
-  --layers 30 --heads 32 --head-dim 128 --rope-dim 64 --q-lora-rank 1536 --kv-lora-rank 512 \
-  --experts 96 --experts-used 6 --expert-ffn 1536 --shared-experts 2 --dense-layers 1 \
-  --ffn 11008 --ctx 4096 --out "$moe" --threads "$(nproc)"
+moe_shape=(--dim 4096 --layers 30 --experts 96 --expert-ffn 1536 --ffn 11008)
+[ -n "$small" ] && moe="$work/deepseek2_small.gguf" &&
+  moe_shape=(--dim 1024 --layers 4 --experts 16 --expert-ffn 512 --ffn 2816)
+[ -f "$moe" ] || timeout "$(left)" "$W" mkmodel --arch deepseek2 --type q4_k "${moe_shape[@]}" \
+  --heads 32 --head-dim 128 --rope-dim 64 --q-lora-rank 1536 --kv-lora-rank 512 \
+  --experts-used 6 --shared-experts 2 --dense-layers 1 --ctx 4096 --out "$moe" \
+  --threads "$(nproc)"
 ls -la "$moe"
 "$W" plan "$moe" --ram-budget 10GiB --vram-budget 6GiB --ctx 64 --sessions 1
 bench moe_cpu "$moe" --ram-budget 10GiB --prompt-tokens 8 --gen-tokens 8
-bench moe_gpu "$moe" --ram-budget 10GiB --vram-budget 6GiB --prompt-tokens 8 --gen-tokens 16
+bench moe_gpu "$moe" --ram-budget 10GiB --vram-budget 6GiB --device "$dev" --prompt-tokens 8 \
+  --gen-tokens 16
 speedup moe_cpu moe_gpu
 
 step "done in $((SECONDS - start)) s; output in $out"
