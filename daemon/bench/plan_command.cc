@@ -22,8 +22,9 @@ slots the pool has and how many bytes each token reads from disk.
   --ram-budget SIZE     e.g. 8GiB, 512MiB (default: the recommended size)
   --vram-budget SIZE    GPU memory: a third tier above RAM for the trunk and
                         the hottest experts (default: none)
-  --vram-copy-slots N   device buffers for chunks copied up per step
-                        (default 0: chunks not in VRAM compute on the CPU)
+  --vram-copy-slots N   device buffers for chunks copied up per step (default
+                        0: chunks not in VRAM compute on the CPU; planned only,
+                        the forward pass does not copy chunks up yet)
   --ctx N               context length the KV cache is sized for (default 4096)
   --kv-type f16|f32     KV cache element type (default f16)
   --prefetch-depth D    chunks read ahead (default 2)

@@ -85,7 +85,9 @@ struct PlanOptions {
   // Device buffers that chunks not resident in VRAM are copied up into for
   // a step (one in use, one being copied: 2 double-buffers). 0: such chunks
   // are computed on the CPU where they are (RAM pool or stream). Reserved
-  // only when the budget holds them after the activations.
+  // only when the budget holds them after the activations. (gpu/
+  // ChunkUploader schedules such copies; the forward pass does not use it
+  // yet, so the engine plans with 0.)
   int vram_copy_slots = 0;
 };
 
