@@ -11,11 +11,13 @@
 #include "absl/strings/str_cat.h"
 #include "common/cli_args.h"
 #include "common/logging.h"
+#include "common/process_memory.h"
 #include "daemon/config/config.h"
 #include "daemon/engine/model_catalog.h"
 #include "daemon/http/auth.h"
 #include "daemon/http/server.h"
 #include "daemon/metrics/request_metrics.h"
+#include "daemon/read_faults.h"
 #include "daemon/service/sd_notify.h"
 #include "daemon/service/server.h"
 #include "daemon/service/version.h"
@@ -66,6 +68,11 @@ model defaults (the config's [model_defaults]; [models.NAME] still wins):
   --max-queued-requests N      requests that may wait; more are refused
                        with RESOURCE_EXHAUSTED (default 64)
   --prefill-chunk N    prompt tokens per step (default 32, at most 64)
+
+testing only:
+  --inject-read-faults RATE[:SEED]  make that fraction of model file reads
+                       fail (EIO, some past every retry), come back short or
+                       slow; the counts are logged at exit
 )";
 
 // Applies the model-default flags to `defaults`.
@@ -243,6 +250,7 @@ void Reload(const ParsedArgs& args, engine::Engine* engine) {
 }  // namespace
 
 int RunServe(const std::vector<std::string>& raw_args) {
+  ConfigureDaemonHeap();  // Before any thread: RSS that follows use over days.
   absl::StatusOr<ParsedArgs> args = ParseArgs(raw_args, {{"config"},
                                                          {"socket"},
                                                          {"models-dir"},
@@ -267,6 +275,7 @@ int RunServe(const std::vector<std::string>& raw_args) {
                                                          {"max-concurrent-requests"},
                                                          {"max-queued-requests"},
                                                          {"prefill-chunk"},
+                                                         {"inject-read-faults"},
                                                          {"help", false}});
   if (!args.ok()) {
     std::cerr << "wasted serve: " << args.status().message() << "\n\n" << kServeUsage;
@@ -313,7 +322,18 @@ int RunServe(const std::vector<std::string>& raw_args) {
 
   // Declared before the servers, so it outlives everything that feeds it.
   metrics::RequestMetrics request_metrics;
-  engine::Engine engine(storage::Env::Default(), &catalog, *config);
+  // Declared before the engine, so it outlives every read.
+  std::unique_ptr<ReadFaultInjection> read_faults;
+  if (std::optional<std::string> spec = args->Get("inject-read-faults")) {
+    absl::StatusOr<storage::RandomFaults> faults = ParseReadFaults(*spec);
+    if (!faults.ok()) {
+      std::cerr << "wasted serve: " << faults.status().message() << "\n";
+      return 2;
+    }
+    read_faults = std::make_unique<ReadFaultInjection>(storage::Env::Default(), *faults);
+  }
+  engine::Engine engine(read_faults != nullptr ? read_faults->env() : storage::Env::Default(),
+                        &catalog, *config);
   WasteService service(&engine, {.metrics = &request_metrics, .api_key = *api_key});
   absl::StatusOr<std::unique_ptr<Server>> server =
       Server::Start({.socket_path = config->socket(),

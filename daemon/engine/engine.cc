@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
+#include "common/process_memory.h"
 #include "common/status_macros.h"
 #include "daemon/engine/state_dir.h"
 #include "daemon/model/layout.h"
@@ -38,11 +39,14 @@ Engine::~Engine() {
 
 void Engine::ReapLoop() {
   absl::MutexLock lock(&reaper_mu_);
-  while (!stopping_) {
+  for (int tick = 1; !stopping_; ++tick) {
     reaper_mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::Seconds(1));
     if (stopping_) break;
     reaper_mu_.Unlock();
     UnloadIdle(absl::Now());
+    // Freed models, KV caches and call buffers go back to the system, so
+    // RSS follows what is in use (common/process_memory.h).
+    if (tick % 10 == 0) ReleaseFreeHeapMemory();
     reaper_mu_.Lock();
   }
 }
@@ -106,7 +110,7 @@ absl::StatusOr<std::shared_ptr<LoadedModel>> Engine::Get(const std::string& requ
     if (!slot->model->FileChanged(&how)) return slot->model;
     // Requests running on the old copy finish on it (they hold it).
     WLOG(WARNING) << how << "; reloading it";
-    slot->model.reset();
+    Drop(*slot);
   }
   ASSIGN_OR_RETURN(ModelFile file, catalog_->Find(name));
   ASSIGN_OR_RETURN(
@@ -115,6 +119,12 @@ absl::StatusOr<std::shared_ptr<LoadedModel>> Engine::Get(const std::string& requ
                         static_cast<uint64_t>(config().max_saved_sessions_bytes())));
   slot->model = std::move(loaded);
   return slot->model;
+}
+
+void Engine::Drop(Slot& slot) {
+  if (slot.model == nullptr) return;
+  slot.model->Retire();
+  slot.model.reset();
 }
 
 std::shared_ptr<LoadedModel> Engine::TryGetLoaded(const std::string& requested) {
@@ -155,7 +165,7 @@ absl::StatusOr<std::shared_ptr<LoadedModel>> Engine::Load(const std::string& req
   }
   if (!how.empty()) WLOG(WARNING) << how << "; reloading it";
   // Free the old copy first so both never hold their budget at once.
-  slot->model.reset();
+  Drop(*slot);
   ASSIGN_OR_RETURN(std::unique_ptr<LoadedModel> loaded,
                    LoadedModel::Load(env_, file.name, file.path, config, this->config().state_dir(),
                                      static_cast<uint64_t>(this->config().max_saved_sessions_bytes())));
@@ -174,6 +184,9 @@ absl::Status Engine::Unload(const std::string& name, bool force) {
   if (slot != nullptr) {
     absl::MutexLock lock(&slot->mu);
     model = std::move(slot->model);
+    // Under the lock: a request that loads the model again finds the
+    // sessions this copy kept on disk.
+    if (model != nullptr) model->Retire();
   }
   if (model != nullptr) {
     if (force) model->CancelAll(absl::StrCat("model ", name, " was unloaded (forced)"));

@@ -86,6 +86,10 @@ class Engine {
     std::shared_ptr<LoadedModel> model ABSL_GUARDED_BY(mu);
   };
 
+  // Retires the slot's model (its kept sessions go to disk) and lets go of
+  // it; requests running on it finish there.
+  static void Drop(Slot& slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+
   absl::StatusOr<std::string> ResolveName(const std::string& name) const;
   std::shared_ptr<Slot> SlotFor(const std::string& name);
 

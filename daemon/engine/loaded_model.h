@@ -75,6 +75,10 @@ class LoadedModel {
   // Cancels every running and queued generation (a forced unload).
   void CancelAll(const std::string& reason) { scheduler_->CancelAll(reason); }
 
+  // The engine drops this copy of the model: its kept sessions go to disk
+  // for the next copy (see Scheduler::Retire).
+  void Retire() { scheduler_->Retire(); }
+
   // Saves an open session to the state directory (see Scheduler).
   absl::StatusOr<SavedSessionInfo> SaveSession(const std::string& session_id) {
     return scheduler_->SaveSession(session_id);

@@ -52,6 +52,29 @@ Scheduler::~Scheduler() {
   for (const Session& session : sessions_.sessions()) SaveKept(session);
 }
 
+void Scheduler::Retire() {
+  absl::Notification done;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return;  // The destructor saves them.
+    tasks_.push_back([&] {
+      retiring_ = true;
+      for (Session& session : sessions_.sessions()) {
+        if (!session.busy) SaveRetired(session);
+      }
+      done.Notify();
+    });
+  }
+  done.WaitForNotification();
+}
+
+void Scheduler::SaveRetired(Session& session) {
+  SaveKept(session);
+  // Saved once: a copy that lives on must not overwrite a newer save by the
+  // model's next copy (a request of this session queued here keeps it again).
+  session.keep = false;
+}
+
 void Scheduler::SaveKept(const Session& session) {
   if (!session.keep || options_.session_store == nullptr) return;
   absl::StatusOr<SavedSessionInfo> saved = options_.session_store->Save(session);
@@ -442,6 +465,7 @@ void Scheduler::End(Running* run, const absl::Status& status, v1::FinishReason f
   // The KV cache holds exactly the session's tokens whatever happened: a
   // failed step advanced nothing.
   run->session->busy = false;
+  if (retiring_) SaveRetired(*run->session);
   ended_since_idle_ = true;
   {
     // Counted before the sink hears of it, so a client that asks for stats

@@ -124,6 +124,13 @@ class Scheduler {
   // store.
   absl::StatusOr<SavedSessionInfo> SaveSession(const std::string& id);
 
+  // The model is being dropped (unloaded, reloaded, replaced): saves every
+  // idle kept session now and each busy one as its request ends (before the
+  // client hears of the end), so a newer copy of the model finds them on
+  // disk whenever the conversation continues there. Waits for the idle ones
+  // (one step at most). Requests still queued here run as usual.
+  void Retire();
+
  private:
   // A request in the batch.
   struct Running {
@@ -168,6 +175,7 @@ class Scheduler {
   void RunTasks();
   // Saves a kept session; failures are logged.
   void SaveKept(const Session& session);
+  void SaveRetired(Session& session);
 
   const model::Model* model_;
   cache::ChunkStore* store_;
@@ -187,6 +195,7 @@ class Scheduler {
   SessionTable sessions_;
   std::vector<std::unique_ptr<Running>> running_;  // In admission order.
   bool ended_since_idle_ = false;
+  bool retiring_ = false;  // Retire(): kept sessions are saved as they idle.
 
   std::thread thread_;  // Last: starts once everything above exists.
 };

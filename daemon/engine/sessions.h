@@ -48,6 +48,7 @@ class SessionTable {
   }
   // Every session, most recently used first.
   const std::list<Session>& sessions() const { return sessions_; }
+  std::list<Session>& sessions() { return sessions_; }
   void Erase(const std::string& id);
   size_t size() const { return sessions_.size(); }
   size_t capacity() const { return capacity_; }
