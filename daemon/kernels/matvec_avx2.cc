@@ -12,7 +12,7 @@
 
 #include "daemon/kernels/dequantize.h"
 #include "daemon/kernels/fp16.h"
-#include "daemon/kernels/iq_decode.h"
+#include "daemon/kernels/matvec_avx2_internal.h"
 #include "daemon/kernels/matvec_internal.h"
 
 namespace waste::kernels::internal {
@@ -208,53 +208,6 @@ void DotQ6K(const uint8_t* row, int64_t groups, const QuantizedActs* acts, float
   for (int k = 0; k < NB; ++k) out[k] = HorizontalSum(acc[k]) + bias[k];
 }
 
-// Q2_K and Q3_K: group j of a super-block is one 2-bit field of 32
-// consecutive qs bytes (for Q3_K plus bit j of hmask as bit 2); a scale per
-// 16 elements. Q2_K subtracts a min per 16; Q3_K's codes 0..7 stand for q - 4.
-template <bool kQ3, int NB>
-void DotQ23K(const uint8_t* row, int64_t groups, const QuantizedActs* acts, float* out) {
-  using Block = std::conditional_t<kQ3, BlockQ3_K, BlockQ2_K>;
-  __m256 acc[NB];
-  float bias[NB];
-#pragma GCC unroll 8
-  for (int k = 0; k < NB; ++k) acc[k] = _mm256_setzero_ps(), bias[k] = 0;
-  const __m256i m2 = _mm256_set1_epi8(0x03);
-  for (int64_t sb = 0; sb < groups / 8; ++sb) {
-    const Block* b = reinterpret_cast<const Block*>(row) + sb;
-    const float d = F16ToF32(b->d);
-    float wscale[16], coef[16];
-    __m256i hbits;
-    if constexpr (kQ3) {
-      hbits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->hmask));
-      for (int k = 0; k < 16; ++k) {
-        wscale[k] = d * UnpackScaleQ3K(k, b->scales);
-        coef[k] = -4 * wscale[k];
-      }
-    } else {
-      const float dmin = F16ToF32(b->dmin);
-      for (int k = 0; k < 16; ++k) {
-        wscale[k] = d * (b->scales[k] & 0xF);
-        coef[k] = -dmin * (b->scales[k] >> 4);
-      }
-    }
-#pragma GCC unroll 8
-    for (int j = 0; j < 8; ++j) {
-      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs + 32 * (j / 4)));
-      __m256i codes = _mm256_and_si256(_mm256_srli_epi16(q, 2 * (j % 4)), m2);
-      if constexpr (kQ3) {
-        const __m256i bit = _mm256_and_si256(_mm256_srli_epi16(hbits, j), _mm256_set1_epi8(1));
-        codes = _mm256_or_si256(codes, _mm256_slli_epi16(bit, 2));
-      }
-      const GroupV g{codes,
-                     _mm256_setr_m128(_mm_set1_ps(wscale[2 * j]), _mm_set1_ps(wscale[2 * j + 1])),
-                     {coef[2 * j], coef[2 * j + 1]}};
-      Accumulate<false, NB>(g, 8 * sb + j, acts, acc, bias);
-    }
-  }
-#pragma GCC unroll 8
-  for (int k = 0; k < NB; ++k) out[k] = HorizontalSum(acc[k]) + bias[k];
-}
-
 // The IQ4 grid values of 32 nibbles (Q4_0 placement) as signed int8: one
 // vpshufb of the 16-entry table, so they take Q8_0's signed path.
 inline __m256i Iq4Codes(const uint8_t* qs) {
@@ -283,31 +236,6 @@ void DotIQ4XS(const uint8_t* row, int64_t groups, const QuantizedActs* acts, flo
 #pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) {
       const GroupV g{Iq4Codes(b->qs + 16 * j), _mm256_set1_ps(d * UnpackScaleIQ4XS(j, *b)), {0, 0}};
-      Accumulate<true, NB>(g, 8 * sb + j, acts, acc, bias);
-    }
-  }
-#pragma GCC unroll 8
-  for (int k = 0; k < NB; ++k) out[k] = HorizontalSum(acc[k]) + bias[k];
-}
-
-// The codebook types: each group decoded to int8 codes in 4 words
-// (iq_decode.h), which become the ymm directly; signed, as Q8_0.
-template <WeightType kType, int NB>
-void DotGrid(const uint8_t* row, int64_t groups, const QuantizedActs* acts, float* out) {
-  constexpr int kBlockBytes = GetWeightTypeInfo(kType).block_bytes;
-  __m256 acc[NB];
-  float bias[NB];
-#pragma GCC unroll 8
-  for (int k = 0; k < NB; ++k) acc[k] = _mm256_setzero_ps(), bias[k] = 0;
-  for (int64_t sb = 0; sb < groups / 8; ++sb) {
-    const uint8_t* block = row + sb * kBlockBytes;
-#pragma GCC unroll 8
-    for (int j = 0; j < 8; ++j) {
-      const IqGroup r = DecodeIqGroup<kType>(block, j);
-      const GroupV g{_mm256_set_epi64x(static_cast<int64_t>(r.q[3]), static_cast<int64_t>(r.q[2]),
-                                       static_cast<int64_t>(r.q[1]), static_cast<int64_t>(r.q[0])),
-                     _mm256_setr_m128(_mm_set1_ps(r.scale[0]), _mm_set1_ps(r.scale[1])),
-                     {0, 0}};
       Accumulate<true, NB>(g, 8 * sb + j, acts, acc, bias);
     }
   }
@@ -385,28 +313,20 @@ void DotRow(const RowsTask& t, const uint8_t* row, int64_t b0, float* out) {
       return DotQ45K<true, NB>(row, g, a, out);
     case WeightType::kQ6_K:
       return DotQ6K<NB>(row, g, a, out);
-    case WeightType::kQ2_K:
-      return DotQ23K<false, NB>(row, g, a, out);
-    case WeightType::kQ3_K:
-      return DotQ23K<true, NB>(row, g, a, out);
     case WeightType::kIQ4_NL:
       return DotLegacy<IQ4_NL, NB>(row, g, a, out);
     case WeightType::kIQ4_XS:
       return DotIQ4XS<NB>(row, g, a, out);
+    case WeightType::kQ2_K:
+    case WeightType::kQ3_K:
     case WeightType::kIQ2_XXS:
-      return DotGrid<WeightType::kIQ2_XXS, NB>(row, g, a, out);
     case WeightType::kIQ2_XS:
-      return DotGrid<WeightType::kIQ2_XS, NB>(row, g, a, out);
     case WeightType::kIQ2_S:
-      return DotGrid<WeightType::kIQ2_S, NB>(row, g, a, out);
     case WeightType::kIQ3_XXS:
-      return DotGrid<WeightType::kIQ3_XXS, NB>(row, g, a, out);
     case WeightType::kIQ3_S:
-      return DotGrid<WeightType::kIQ3_S, NB>(row, g, a, out);
     case WeightType::kIQ1_S:
-      return DotGrid<WeightType::kIQ1_S, NB>(row, g, a, out);
     case WeightType::kIQ1_M:
-      return DotGrid<WeightType::kIQ1_M, NB>(row, g, a, out);
+      return avx2::DotLowBit<NB>(t.w.type, row, t.w.cols, a, out);
   }
 }
 

@@ -2,8 +2,17 @@
 // on AVX-512: a decoder per type fills a Unit for DotQuantized
 // (matvec_avx512_internal.h). The bit layouts are the ones iq_decode.h
 // spells out per group; here a whole block is taken apart at once:
-//   - the 32 codebook indices (64 for IQ3's 4-value entries) are assembled
-//     in int32 lanes and fetched with 4 gathers (one zmm of codes each);
+//   - the IQ2 and IQ3 codebooks are held packed, an entry's values as 2-bit
+//     (IQ2: 8, 25, 43) or 3-bit (IQ3: 8 levels) level codes in one 16-bit
+//     word: 256 to 1024 words, 8 to 32 zmm. The block's 32 (IQ3: 64) indices
+//     in 16-bit lanes look their entries up with one vpermi2w per 64 entries
+//     and a tree of blends on the index's high bits (gathers, one load per
+//     lane, cost several times as much); vpermw puts each entry in the
+//     qword of its 8 (IQ3: two entries per qword) elements, vpmultishiftqb
+//     moves each element's level code to its byte and a vpermb on a 64-byte
+//     table turns codes into values;
+//   - IQ1's 2048-entry codebook is too large for that: its entries are read
+//     with scalar-indexed 8-byte loads into xmm halves;
 //   - sign bytes, one per 8 elements, are 64-bit masks per zmm (bit 8p + j:
 //     element j of piece p), applied with one masked subtract; the 7-bit
 //     sign indices of IQ2_XXS, IQ2_XS and IQ3_XXS become sign bytes through
@@ -16,6 +25,7 @@
 
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 
 #include "daemon/kernels/fp16.h"
 #include "daemon/kernels/iq_grids.h"
@@ -54,13 +64,6 @@ inline __m512i SignBytes7(__m512i idx7) {
                                   _mm512_loadu_si512(kIqSigns7.data() + 64));
 }
 
-// Codes for vpdpbusd: grid values negated where `negative` has a bit, + 128.
-inline __m512i SignedCodes(__m512i grid, uint64_t negative) {
-  const __m512i v =
-      _mm512_mask_sub_epi8(grid, _cvtu64_mask64(negative), _mm512_setzero_si512(), grid);
-  return _mm512_xor_si512(v, _mm512_set1_epi8(static_cast<char>(0x80)));
-}
-
 // IQ1: grid bytes g (-1, 0, 1) to 8g + delta (delta bytes +-1), + 128.
 inline __m512i Iq1Codes(__m512i grid, __m512i delta) {
   const __m512i eight =
@@ -71,11 +74,6 @@ inline __m512i Iq1Codes(__m512i grid, __m512i delta) {
 // +-1 bytes, -1 in the pieces (8 bytes each) whose bit is set in `negative`.
 inline __m512i Iq1Delta(__mmask8 negative) {
   return _mm512_or_si512(_mm512_movm_epi64(negative), _mm512_set1_epi8(1));
-}
-
-// The int32 indices of pieces 8z .. 8z+7 out of two zmm of 16.
-inline __m256i Pieces8(const __m512i idx[2], int z) {
-  return z % 2 ? _mm512_extracti64x4_epi64(idx[z / 2], 1) : _mm512_castsi512_si256(idx[z / 2]);
 }
 
 // (2s + 1) * mult for 8 or 16 small integer scale codes s.
@@ -99,6 +97,107 @@ inline __m512 Iq2Scales(const uint8_t* scales, float d) {
   return OddScales16(_mm512_cvtepu8_epi32(s), d * 0.125f);
 }
 
+// An IQ2 (8 values, 2 bits each) or IQ3 (4 values, 3 bits each) codebook
+// packed into words of level codes: entry i's element e is `levels`[code] for
+// the code at bits (2 or 3) * e of word i.
+template <typename T, size_t N>
+std::array<uint16_t, N> PackGrid(const T (&grid)[N], std::initializer_list<int> levels) {
+  constexpr int kElems = sizeof(T);
+  constexpr int kBits = kElems == 8 ? 2 : 3;
+  std::array<uint16_t, N> packed{};
+  for (size_t i = 0; i < N; ++i) {
+    for (int e = 0; e < kElems; ++e) {
+      const int value = static_cast<int>((uint64_t{grid[i]} >> (8 * e)) & 0xFF);
+      int code = 0;
+      for (int level : levels) {
+        if (level == value) break;
+        ++code;
+      }
+      packed[i] |= static_cast<uint16_t>(code << (kBits * e));
+    }
+  }
+  return packed;
+}
+
+constexpr std::initializer_list<int> kIq2Levels = {8, 25, 43};
+constexpr std::initializer_list<int> kIq3XxsLevels = {4, 12, 20, 28, 36, 44, 52, 62};
+constexpr std::initializer_list<int> kIq3SLevels = {1, 3, 5, 7, 9, 11, 13, 15};
+
+// The grids are constant-initialized, so they are there before these.
+alignas(64) const std::array<uint16_t, 256> kIq2XxsPacked = PackGrid(kIq2XxsGrid, kIq2Levels);
+alignas(64) const std::array<uint16_t, 512> kIq2XsPacked = PackGrid(kIq2XsGrid, kIq2Levels);
+alignas(64) const std::array<uint16_t, 1024> kIq2SPacked = PackGrid(kIq2SGrid, kIq2Levels);
+alignas(64) const std::array<uint16_t, 256> kIq3XxsPacked = PackGrid(kIq3XxsGrid, kIq3XxsLevels);
+alignas(64) const std::array<uint16_t, 512> kIq3SPacked = PackGrid(kIq3SGrid, kIq3SLevels);
+
+// vpermb's table from a byte whose low bits are a level code to the level +
+// 128 (vpdpbusd's unsigned operand); `levels` has 3 or 8 entries.
+constexpr std::array<uint8_t, 64> LevelTable(std::initializer_list<int> levels) {
+  std::array<uint8_t, 64> t{};
+  const int n = levels.size() > 4 ? 8 : 4;
+  for (int b = 0; b < 64; ++b) {
+    const int code = b % n;
+    t[b] = static_cast<uint8_t>(
+        (code < static_cast<int>(levels.size()) ? levels.begin()[code] : 0) + 128);
+  }
+  return t;
+}
+alignas(64) constexpr std::array<uint8_t, 64> kIq2Table = LevelTable(kIq2Levels);
+alignas(64) constexpr std::array<uint8_t, 64> kIq3XxsTable = LevelTable(kIq3XxsLevels);
+alignas(64) constexpr std::array<uint8_t, 64> kIq3STable = LevelTable(kIq3SLevels);
+
+// The packed entries table[idx] for 32 word indices (< kEntries): one
+// vpermi2w per 64 entries, then blends on bits 6, 7, ... of the index.
+template <size_t kEntries>
+inline __m512i Lookup32(const std::array<uint16_t, kEntries>& table, __m512i idx) {
+  constexpr int kWindows = kEntries / 64;
+  __m512i r[kWindows];
+#pragma GCC unroll 16
+  for (int w = 0; w < kWindows; ++w) {
+    r[w] = _mm512_permutex2var_epi16(_mm512_load_si512(table.data() + 64 * w), idx,
+                                     _mm512_load_si512(table.data() + 64 * w + 32));
+  }
+#pragma GCC unroll 4
+  for (int n = kWindows, bit = 64; n > 1; n /= 2, bit *= 2) {
+    const __mmask32 high =
+        _mm512_test_epi16_mask(idx, _mm512_set1_epi16(static_cast<int16_t>(bit)));
+#pragma GCC unroll 8
+    for (int i = 0; i < n / 2; ++i) r[i] = _mm512_mask_blend_epi16(high, r[2 * i], r[2 * i + 1]);
+  }
+  return r[0];
+}
+
+// Codes (+ 128) of elements 64z .. 64z+63 from an IQ2 block's 32 packed
+// entries (piece p = entry p), negated where `negative` has a bit.
+inline __m512i ExpandIq2(__m512i entries, int z, uint64_t negative) {
+  // Qword i takes entry 8z + i; byte j of it the code at bits 2j.
+  const __m512i place =
+      _mm512_add_epi16(_mm512_set1_epi16(static_cast<int16_t>(8 * z)),
+                       _mm512_setr_epi64(0, 0x0001000100010001, 0x0002000200020002,
+                                         0x0003000300030003, 0x0004000400040004, 0x0005000500050005,
+                                         0x0006000600060006, 0x0007000700070007));
+  const __m512i codes = _mm512_multishift_epi64_epi8(_mm512_set1_epi64(0x0E0C0A0806040200),
+                                                     _mm512_permutexvar_epi16(place, entries));
+  const __m512i v = _mm512_permutexvar_epi8(codes, _mm512_load_si512(kIq2Table.data()));
+  return _mm512_mask_sub_epi8(v, _cvtu64_mask64(negative), _mm512_setzero_si512(), v);
+}
+
+// As ExpandIq2 for IQ3's 64 entries of 4 elements (entries[0]: 0-31,
+// entries[1]: 32-63) and its level table.
+inline __m512i ExpandIq3(const __m512i entries[2], int z, uint64_t negative,
+                         const std::array<uint8_t, 64>& table) {
+  // Qword i takes entries 16z + 2i (bits 0-11) and 16z + 2i + 1 (bits 16-27).
+  const __m512i place =
+      _mm512_add_epi16(_mm512_set1_epi16(static_cast<int16_t>(16 * (z % 2))),
+                       _mm512_setr_epi64(0x0000000000010000, 0x0000000000030002, 0x0000000000050004,
+                                         0x0000000000070006, 0x0000000000090008, 0x00000000000B000A,
+                                         0x00000000000D000C, 0x00000000000F000E));
+  const __m512i codes = _mm512_multishift_epi64_epi8(
+      _mm512_set1_epi64(0x1916131009060300), _mm512_permutexvar_epi16(place, entries[z / 2]));
+  const __m512i v = _mm512_permutexvar_epi8(codes, _mm512_load_si512(table.data()));
+  return _mm512_mask_sub_epi8(v, _cvtu64_mask64(negative), _mm512_setzero_si512(), v);
+}
+
 // Per group (one 64-bit lane: 4 index bytes, then a word of four 7-bit sign
 // indices and the scale in bits 28-31).
 struct Iq2Xxs : GridDecoder<WeightType::kIQ2_XXS> {
@@ -106,19 +205,23 @@ struct Iq2Xxs : GridDecoder<WeightType::kIQ2_XXS> {
     const float d = F16ToF32(LoadU16(p));
     const __m512i q = _mm512_loadu_si512(p + 2);
     const __m512i first4 = _mm512_load_si512(kFirst4OfEachQword.data());
-    const __m512i idx8 = _mm512_permutexvar_epi8(first4, q);
+    // Word i: index byte i (byte 2i of first4's order, zero-extended).
+    alignas(64) static constexpr std::array<uint8_t, 64> kIndexWords = [] {
+      std::array<uint8_t, 64> t{};
+      for (int i = 0; i < 32; ++i) t[2 * i] = static_cast<uint8_t>(8 * (i / 4) + i % 4);
+      return t;
+    }();
+    const __m512i idx =
+        _mm512_maskz_permutexvar_epi8(0x5555555555555555, _mm512_load_si512(kIndexWords.data()), q);
     // Bytes 0-3 of each lane: bits 32 + 7l ..; byte 4: bits 60 .. (the scale).
     const __m512i fields = _mm512_multishift_epi64_epi8(_mm512_set1_epi64(0x3C352E2720), q);
     const __m512i s7 =
         _mm512_and_si512(_mm512_permutexvar_epi8(first4, fields), _mm512_set1_epi8(0x7F));
     alignas(64) uint64_t signs[8];
     _mm512_store_si512(signs, SignBytes7(s7));
-    const __m512i idx[2] = {_mm512_cvtepu8_epi32(_mm512_castsi512_si128(idx8)),
-                            _mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(idx8, 1))};
+    const __m512i entries = Lookup32(kIq2XxsPacked, idx);
 #pragma GCC unroll 4
-    for (int z = 0; z < 4; ++z) {
-      u->codes[z] = SignedCodes(_mm512_i32gather_epi64(Pieces8(idx, z), kIq2XxsGrid, 8), signs[z]);
-    }
+    for (int z = 0; z < 4; ++z) u->codes[z] = ExpandIq2(entries, z, signs[z]);
     const __m256i sc = _mm512_cvtepi64_epi32(
         _mm512_and_si512(_mm512_srli_epi64(fields, 32), _mm512_set1_epi64(0xF)));
     u->wsc = Dup8To16(OddScales8(sc, d * 0.125f));
@@ -130,16 +233,12 @@ struct Iq2Xs : GridDecoder<WeightType::kIQ2_XS> {
   static void Load(const uint8_t* p, Unit* u) {
     const float d = F16ToF32(LoadU16(p));
     const __m512i q = _mm512_loadu_si512(p + 2);
-    const __m512i index = _mm512_and_si512(q, _mm512_set1_epi16(511));
-    const __m512i idx[2] = {_mm512_cvtepu16_epi32(_mm512_castsi512_si256(index)),
-                            _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(index, 1))};
     const __m256i s7 = _mm512_cvtepi16_epi8(_mm512_srli_epi16(q, 9));
     alignas(64) uint64_t signs[8];
     _mm512_store_si512(signs, SignBytes7(_mm512_zextsi256_si512(s7)));
+    const __m512i entries = Lookup32(kIq2XsPacked, _mm512_and_si512(q, _mm512_set1_epi16(511)));
 #pragma GCC unroll 4
-    for (int z = 0; z < 4; ++z) {
-      u->codes[z] = SignedCodes(_mm512_i32gather_epi64(Pieces8(idx, z), kIq2XsGrid, 8), signs[z]);
-    }
+    for (int z = 0; z < 4; ++z) u->codes[z] = ExpandIq2(entries, z, signs[z]);
     u->wsc = Iq2Scales(p + offsetof(BlockIQ2_XS, scales), d);
   }
 };
@@ -149,25 +248,27 @@ struct Iq2Xs : GridDecoder<WeightType::kIQ2_XS> {
 struct Iq2S : GridDecoder<WeightType::kIQ2_S> {
   static void Load(const uint8_t* p, Unit* u) {
     const float d = F16ToF32(LoadU16(p));
-    const __m256i low = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2));
-    const uint64_t qh = LoadU64(p + offsetof(BlockIQ2_S, qh));
-    const __m512i shifts =
-        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    __m512i idx[2];
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) {
-      const __m512i high = _mm512_and_si512(
-          _mm512_srlv_epi32(_mm512_set1_epi32(static_cast<int>(qh >> (32 * h))), shifts),
-          _mm512_set1_epi32(3));
-      const __m128i bytes = h ? _mm256_extracti128_si256(low, 1) : _mm256_castsi256_si128(low);
-      idx[h] = _mm512_or_si512(_mm512_cvtepu8_epi32(bytes), _mm512_slli_epi32(high, 8));
-    }
+    const __m512i low =
+        _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2)));
+    // Word i: qh[i / 4] in its high byte, shifted right by 2 (i % 4).
+    alignas(64) static constexpr std::array<uint8_t, 64> kQhHigh = [] {
+      std::array<uint8_t, 64> t{};
+      for (int i = 0; i < 32; ++i) t[2 * i + 1] = static_cast<uint8_t>(i / 4);
+      return t;
+    }();
+    const __m512i qh = _mm512_maskz_permutexvar_epi8(
+        0xAAAAAAAAAAAAAAAA, _mm512_load_si512(kQhHigh.data()),
+        _mm512_castsi128_si512(
+            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + offsetof(BlockIQ2_S, qh)))));
+    const __m512i shifts = _mm512_setr_epi64(
+        0x0006000400020000, 0x0006000400020000, 0x0006000400020000, 0x0006000400020000,
+        0x0006000400020000, 0x0006000400020000, 0x0006000400020000, 0x0006000400020000);
+    const __m512i idx = _mm512_or_si512(
+        low, _mm512_and_si512(_mm512_srlv_epi16(qh, shifts), _mm512_set1_epi16(0x300)));
+    const __m512i entries = Lookup32(kIq2SPacked, idx);
     const uint8_t* signs = p + 2 + kQK_K / 8;
 #pragma GCC unroll 4
-    for (int z = 0; z < 4; ++z) {
-      u->codes[z] = SignedCodes(_mm512_i32gather_epi64(Pieces8(idx, z), kIq2SGrid, 8),
-                                LoadU64(signs + 8 * z));
-    }
+    for (int z = 0; z < 4; ++z) u->codes[z] = ExpandIq2(entries, z, LoadU64(signs + 8 * z));
     u->wsc = Iq2Scales(p + offsetof(BlockIQ2_S, scales), d);
   }
 };
@@ -186,12 +287,15 @@ struct Iq3Xxs : GridDecoder<WeightType::kIQ3_XXS> {
         _mm512_set1_epi8(0x7F));
     alignas(64) uint64_t signs[8];
     _mm512_store_si512(signs, SignBytes7(s7));
-#pragma GCC unroll 4
-    for (int z = 0; z < 4; ++z) {
-      const __m512i idx =
-          _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + 16 * z)));
-      u->codes[z] = SignedCodes(_mm512_i32gather_epi32(idx, kIq3XxsGrid, 4), signs[z]);
+    __m512i entries[2];
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      entries[h] = Lookup32(
+          kIq3XxsPacked,
+          _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * h))));
     }
+#pragma GCC unroll 4
+    for (int z = 0; z < 4; ++z) u->codes[z] = ExpandIq3(entries, z, signs[z], kIq3XxsTable);
     const __m256i sc = _mm512_cvtepi64_epi32(
         _mm512_and_si512(_mm512_srli_epi64(fields, 32), _mm512_set1_epi64(0xF)));
     u->wsc = Dup8To16(OddScales8(sc, d * 0.25f));
@@ -206,13 +310,18 @@ struct Iq3S : GridDecoder<WeightType::kIQ3_S> {
     const uint8_t* qs = p + offsetof(BlockIQ3_S, qs);
     const uint64_t qh = LoadU64(p + offsetof(BlockIQ3_S, qh));
     const uint8_t* signs = p + offsetof(BlockIQ3_S, signs);
+    __m512i entries[2];
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      __m512i idx =
+          _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * h)));
+      idx = _mm512_mask_add_epi16(idx, static_cast<__mmask32>(qh >> (32 * h)), idx,
+                                  _mm512_set1_epi16(256));
+      entries[h] = Lookup32(kIq3SPacked, idx);
+    }
 #pragma GCC unroll 4
     for (int z = 0; z < 4; ++z) {
-      __m512i idx =
-          _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + 16 * z)));
-      idx = _mm512_mask_or_epi32(idx, static_cast<__mmask16>(qh >> (16 * z)), idx,
-                                 _mm512_set1_epi32(256));
-      u->codes[z] = SignedCodes(_mm512_i32gather_epi32(idx, kIq3SGrid, 4), LoadU64(signs + 8 * z));
+      u->codes[z] = ExpandIq3(entries, z, LoadU64(signs + 8 * z), kIq3STable);
     }
     const __m256i sc = _mm256_and_si256(
         _mm256_srlv_epi32(
@@ -222,6 +331,19 @@ struct Iq3S : GridDecoder<WeightType::kIQ3_S> {
     u->wsc = Dup8To16(OddScales8(sc, d));
   }
 };
+
+// IQ1's codebook entries idx[0..7] (8 bytes each) in one zmm, through
+// scalar-indexed loads into xmm halves.
+inline __m128i Iq1Entries2(uint32_t i0, uint32_t i1) {
+  const __m128d lo =
+      _mm_castsi128_pd(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(kIq1SGrid + i0)));
+  return _mm_castpd_si128(_mm_loadh_pd(lo, reinterpret_cast<const double*>(kIq1SGrid + i1)));
+}
+inline __m512i Iq1Entries8(const uint32_t idx[8]) {
+  const __m256i lo = _mm256_set_m128i(Iq1Entries2(idx[2], idx[3]), Iq1Entries2(idx[0], idx[1]));
+  const __m256i hi = _mm256_set_m128i(Iq1Entries2(idx[6], idx[7]), Iq1Entries2(idx[4], idx[5]));
+  return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
 
 // Piece 4g + l: index qs[4g + l] plus bits 3l .. 3l+2 of qh[g] as bits 8-10;
 // qh[g] bits 12-14: the scale, bit 15: the shift's sign.
@@ -243,14 +365,16 @@ struct Iq1S : GridDecoder<WeightType::kIQ1_S> {
       const __m128i bytes = h ? _mm256_extracti128_si256(low, 1) : _mm256_castsi256_si128(low);
       idx[h] = _mm512_or_si512(_mm512_cvtepu8_epi32(bytes), _mm512_slli_epi32(high, 8));
     }
+    alignas(64) uint32_t ix[32];
+    _mm512_store_si512(ix, idx[0]);
+    _mm512_store_si512(ix + 16, idx[1]);
     // Bit g: group g's shift is negative.
     const unsigned negative = _mm256_movepi32_mask(_mm256_slli_epi32(qh, 16));
 #pragma GCC unroll 4
     for (int z = 0; z < 4; ++z) {
       const unsigned pair = (negative >> (2 * z)) & 3;
       const __mmask8 pieces = static_cast<__mmask8>((pair & 1 ? 0x0F : 0) | (pair & 2 ? 0xF0 : 0));
-      u->codes[z] =
-          Iq1Codes(_mm512_i32gather_epi64(Pieces8(idx, z), kIq1SGrid, 8), Iq1Delta(pieces));
+      u->codes[z] = Iq1Codes(Iq1Entries8(ix + 8 * z), Iq1Delta(pieces));
     }
     const __m256i sc = _mm256_and_si256(_mm256_srli_epi32(qh, 12), _mm256_set1_epi32(7));
     u->wsc = Dup8To16(OddScales8(sc, d * 0.125f));
@@ -288,11 +412,13 @@ struct Iq1M : GridDecoder<WeightType::kIQ1_M> {
           _mm512_or_si512(_mm512_cvtepu8_epi32(bytes),
                           _mm512_slli_epi32(_mm512_and_si512(nibble, _mm512_set1_epi32(7)), 8));
     }
+    alignas(64) uint32_t ix[32];
+    _mm512_store_si512(ix, idx[0]);
+    _mm512_store_si512(ix + 16, idx[1]);
 #pragma GCC unroll 4
     for (int z = 0; z < 4; ++z) {
       const __mmask8 pieces = static_cast<__mmask8>(negative[z / 2] >> (8 * (z % 2)));
-      u->codes[z] =
-          Iq1Codes(_mm512_i32gather_epi64(Pieces8(idx, z), kIq1SGrid, 8), Iq1Delta(pieces));
+      u->codes[z] = Iq1Codes(Iq1Entries8(ix + 8 * z), Iq1Delta(pieces));
     }
     const __m512i words = _mm512_permutexvar_epi32(
         _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),

@@ -1,0 +1,578 @@
+// AVX2 loops of the 1-3 bit types: Q2_K, Q3_K and the codebook types (IQ1_S,
+// IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S). Compiled with AVX2_COPTS.
+//
+// A super-block (256 elements, 8 groups of 32) at a time. A type's decoder
+// takes apart what the whole block shares once (Prepare: scales, sign bytes)
+// and then yields each group's 32 codes (Group<j>); each activation vector of
+// the tile multiplies them with vpmaddubsw and vpmaddwd:
+//   - codes are unsigned bytes. The codebook types give the magnitudes (grid
+//     values are >= 0) and move the signs onto the activation with vpsignb,
+//     as the other operand of vpmaddubsw must be signed anyway;
+//   - a scale per 16 elements that is a small integer (Q2_K's, Q3_K's, the
+//     IQ2/IQ1_M (2s + 1)) is the int16 multiplier of vpmaddwd, so a group's
+//     dot is exact in int32;
+//   - the 8 groups' int32 vectors are summed horizontally in one tree of
+//     vphaddd into one vector of 8 group sums, converted once and scaled by
+//     [activation d of each group] x [weight scale of each group] in one fma.
+//     No loop-carried chain is longer than one fma per super-block.
+// Zero points and mins (Q2_K's min, Q3_K's -4, IQ1_S's shift) fold into an
+// fma per 8 or 16 elements against the activation's block sums.
+//
+// The codebooks are read with scalar-indexed 8-byte (IQ3: 4-byte) loads into
+// xmm halves: AVX2 gathers are slower than that on the AMD cores and on
+// Intel cores with the gather-data-sampling fix. The codebook's sign bits are
+// expanded to bytes with one vpshufb and a compare per group, from a vector
+// holding the whole block's sign bytes; the parity bit that the 7-bit sign
+// indices leave out is computed for all 32 at once with two nibble lookups.
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+#include <utility>
+
+#include "daemon/kernels/fp16.h"
+#include "daemon/kernels/iq_grids.h"
+#include "daemon/kernels/matvec_avx2_internal.h"
+#include "daemon/kernels/matvec_internal.h"
+
+namespace waste::kernels::internal::avx2 {
+namespace {
+
+// How far ahead of the block being decoded the weight stream is prefetched
+// (as in the AVX-512 loops).
+constexpr int kPrefetchBytes = 2048;
+
+template <typename F, int... J>
+inline void UnrollImpl(F&& f, std::integer_sequence<int, J...>) {
+  (f(std::integral_constant<int, J>()), ...);
+}
+// Calls f(std::integral_constant<int, j>()) for j < N, so that j is a
+// compile-time constant in f's body (immediate shifts, constant shuffles).
+template <int N, typename F>
+inline void Unroll(F&& f) {
+  UnrollImpl(f, std::make_integer_sequence<int, N>());
+}
+
+inline uint16_t LoadU16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+inline uint32_t LoadU32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+inline __m256i Load256(const void* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+
+inline float HorizontalSum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// Codebook entries i0..i3 (8 bytes each), in order.
+inline __m128i Lookup2x64(const uint64_t* t, uint32_t i0, uint32_t i1) {
+  const __m128d lo = _mm_castsi128_pd(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(t + i0)));
+  return _mm_castpd_si128(_mm_loadh_pd(lo, reinterpret_cast<const double*>(t + i1)));
+}
+inline __m256i Lookup4x64(const uint64_t* t, uint32_t i0, uint32_t i1, uint32_t i2, uint32_t i3) {
+  return _mm256_set_m128i(Lookup2x64(t, i2, i3), Lookup2x64(t, i0, i1));
+}
+
+// Codebook entries idx[0..7] (4 bytes each), in order.
+inline __m128i Lookup4x32(const uint32_t* t, const uint32_t* idx) {
+  __m128i v = _mm_cvtsi32_si128(static_cast<int>(t[idx[0]]));
+  v = _mm_insert_epi32(v, static_cast<int>(t[idx[1]]), 1);
+  v = _mm_insert_epi32(v, static_cast<int>(t[idx[2]]), 2);
+  return _mm_insert_epi32(v, static_cast<int>(t[idx[3]]), 3);
+}
+inline __m256i Lookup8x32(const uint32_t* t, const uint32_t* idx) {
+  return _mm256_set_m128i(Lookup4x32(t, idx + 4), Lookup4x32(t, idx));
+}
+
+// The 32 sign bytes of a block (byte 4g + l: the signs of elements
+// 8l .. 8l+7 of group g, bit i for element 8l + i) rearranged so that one
+// in-lane vpshufb serves a group: the low 128 bits hold pieces 0 and 1 of
+// groups 0..7 (byte 2g + l), the high 128 bits pieces 2 and 3 (byte 2g + l - 2),
+// matching the elements' halves of the activation's ymm.
+inline __m256i SignLayout(__m256i group_major) {
+  const __m256i even_words_first =
+      _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15,  //
+                       0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
+  return _mm256_permute4x64_epi64(_mm256_shuffle_epi8(group_major, even_words_first), 0xD8);
+}
+
+// Group J's signs from SignLayout's vector as vpsignb's operand: -1 bytes
+// where the element is negative, +1 elsewhere.
+template <int J>
+inline __m256i SignsOfGroup(__m256i layout) {
+  const __m256i spread =
+      _mm256_setr_epi8(2 * J, 2 * J, 2 * J, 2 * J, 2 * J, 2 * J, 2 * J, 2 * J, 2 * J + 1, 2 * J + 1,
+                       2 * J + 1, 2 * J + 1, 2 * J + 1, 2 * J + 1, 2 * J + 1, 2 * J + 1, 2 * J,
+                       2 * J, 2 * J, 2 * J, 2 * J, 2 * J, 2 * J, 2 * J, 2 * J + 1, 2 * J + 1,
+                       2 * J + 1, 2 * J + 1, 2 * J + 1, 2 * J + 1, 2 * J + 1, 2 * J + 1);
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201));
+  const __m256i set = _mm256_and_si256(_mm256_shuffle_epi8(layout, spread), bit);
+  return _mm256_or_si256(_mm256_cmpeq_epi8(set, bit), _mm256_set1_epi8(1));
+}
+
+// 7-bit sign indices (bytes 0..127) to ggml's sign bytes: bit 7 makes the
+// count of set bits even (kIqSigns7), from two 16-entry parity lookups.
+inline __m256i SignsFrom7(__m256i idx7) {
+  constexpr char kOdd = static_cast<char>(0x80);
+  const __m256i parity =
+      _mm256_setr_epi8(0, kOdd, kOdd, 0, kOdd, 0, 0, kOdd, kOdd, 0, 0, kOdd, 0, kOdd, kOdd, 0, 0,
+                       kOdd, kOdd, 0, kOdd, 0, 0, kOdd, kOdd, 0, 0, kOdd, 0, kOdd, kOdd, 0);
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  const __m256i lo = _mm256_and_si256(idx7, m4);
+  const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(idx7, 4), m4);
+  return _mm256_or_si256(
+      idx7, _mm256_xor_si256(_mm256_shuffle_epi8(parity, lo), _mm256_shuffle_epi8(parity, hi)));
+}
+
+// Per int32 lane: its four 7-bit fields at bits 0, 7, 14, 21 as bytes.
+inline __m256i Fields7(__m256i w) {
+  const __m256i two =
+      _mm256_or_si256(_mm256_and_si256(w, _mm256_set1_epi32(0x3FFF)),
+                      _mm256_and_si256(_mm256_slli_epi32(w, 2), _mm256_set1_epi32(0x3FFF0000)));
+  return _mm256_or_si256(_mm256_and_si256(two, _mm256_set1_epi16(0x7F)),
+                         _mm256_and_si256(_mm256_slli_epi16(two, 1), _mm256_set1_epi16(0x7F00)));
+}
+
+// Group J's multipliers for vpmaddwd from 16 scale bytes (byte k: elements
+// 16k .. 16k+15): int16 lanes 0-7 scale 2J, lanes 8-15 scale 2J + 1.
+template <int J, bool kSignedScale>
+inline __m256i Scales16(__m128i scales) {
+  const __m128i spread =
+      _mm_setr_epi8(2 * J, 2 * J, 2 * J, 2 * J, 2 * J, 2 * J, 2 * J, 2 * J, 2 * J + 1, 2 * J + 1,
+                    2 * J + 1, 2 * J + 1, 2 * J + 1, 2 * J + 1, 2 * J + 1, 2 * J + 1);
+  const __m128i s = _mm_shuffle_epi8(scales, spread);
+  return kSignedScale ? _mm256_cvtepi8_epi16(s) : _mm256_cvtepu8_epi16(s);
+}
+
+// (2s + 1) * mult for 8 int32 scale codes.
+inline __m256 OddScales(__m256i s, float mult) {
+  return _mm256_mul_ps(
+      _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_add_epi32(s, s), _mm256_set1_epi32(1))),
+      _mm256_set1_ps(mult));
+}
+
+// The two nibbles of 8 scale bytes, in order, as 2s + 1 (IQ2_XS, IQ2_S).
+inline __m128i OddNibbleScales(const uint8_t* p) {
+  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+  const __m128i m4 = _mm_set1_epi8(0x0F);
+  const __m128i s =
+      _mm_unpacklo_epi8(_mm_and_si128(b, m4), _mm_and_si128(_mm_srli_epi16(b, 4), m4));
+  return _mm_add_epi8(_mm_add_epi8(s, s), _mm_set1_epi8(1));
+}
+
+// Where a type's zero point or min goes: nowhere, an fma per 16 elements
+// against s16, or one per group against s32.
+enum class Bias { kNone, kPer16, kPer32 };
+
+// One group's codes for the dot (see the file comment).
+struct GroupCodes {
+  __m256i codes;  // u8.
+  __m256i sign;   // kSigned: the activation's vpsignb operand.
+  __m256i scale;  // kPer16: int16 multipliers, 8 per half.
+};
+
+// Q2_K: group j is bits 2(j % 4) of qs[32 (j / 4) ..]; x = d sc q - dmin m.
+struct Q2K {
+  static constexpr int kBlockBytes = sizeof(BlockQ2_K);
+  static constexpr bool kSigned = false, kPer16 = true;
+  static constexpr Bias kBias = Bias::kPer16;
+  struct Prep {
+    __m256i q[2];
+    __m128i scales;
+    __m256 wscale;
+    __m256 coef[2];
+  };
+  static Prep Prepare(const uint8_t* p) {
+    const auto* b = reinterpret_cast<const BlockQ2_K*>(p);
+    Prep r;
+    r.q[0] = Load256(b->qs);
+    r.q[1] = Load256(b->qs + 32);
+    const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->scales));
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    r.scales = _mm_and_si128(s, m4);
+    const __m128i mins = _mm_and_si128(_mm_srli_epi16(s, 4), m4);
+    const __m256 dmin = _mm256_set1_ps(-F16ToF32(b->dmin));
+    r.coef[0] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(mins)), dmin);
+    r.coef[1] = _mm256_mul_ps(
+        _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(mins, mins))), dmin);
+    r.wscale = _mm256_set1_ps(F16ToF32(b->d));
+    return r;
+  }
+  template <int J>
+  static GroupCodes Group(const uint8_t*, const Prep& r) {
+    return {_mm256_and_si256(_mm256_srli_epi16(r.q[J / 4], 2 * (J % 4)), _mm256_set1_epi8(3)),
+            _mm256_setzero_si256(), Scales16<J, false>(r.scales)};
+  }
+};
+
+// Q3_K: Q2_K's 2 bits plus bit j of hmask as bit 2 (codes 0..7 for q - 4),
+// signed 6-bit scales; the -4 goes to the bias.
+struct Q3K {
+  static constexpr int kBlockBytes = sizeof(BlockQ3_K);
+  static constexpr bool kSigned = false, kPer16 = true;
+  static constexpr Bias kBias = Bias::kPer16;
+  struct Prep {
+    __m256i q[2];
+    __m256i hmask;
+    __m128i scales;
+    __m256 wscale;
+    __m256 coef[2];
+  };
+  static Prep Prepare(const uint8_t* p) {
+    const auto* b = reinterpret_cast<const BlockQ3_K*>(p);
+    Prep r;
+    r.q[0] = Load256(b->qs);
+    r.q[1] = Load256(b->qs + 32);
+    r.hmask = Load256(b->hmask);
+    // In 64-bit integer arithmetic: scales 0-7 and 8-15 as bytes, each a
+    // nibble of bytes 0-7 plus 2 bits of bytes 8-11 (UnpackScaleQ3K).
+    uint64_t w01;
+    std::memcpy(&w01, b->scales, 8);
+    const uint64_t w2 = LoadU32(b->scales + 8);
+    constexpr uint64_t kNib = 0x0F0F0F0F0F0F0F0F, kTwo = 0x0303030303030303;
+    const uint64_t lo = (w01 & kNib) | (((w2 | ((w2 >> 2) << 32)) & kTwo) << 4);
+    const uint64_t hi = ((w01 >> 4) & kNib) | ((((w2 >> 4) | ((w2 >> 6) << 32)) & kTwo) << 4);
+    r.scales = _mm_sub_epi8(_mm_set_epi64x(static_cast<int64_t>(hi), static_cast<int64_t>(lo)),
+                            _mm_set1_epi8(32));
+    const float d = F16ToF32(b->d);
+    r.wscale = _mm256_set1_ps(d);
+    const __m256 minus4d = _mm256_set1_ps(-4 * d);
+    r.coef[0] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(r.scales)), minus4d);
+    r.coef[1] = _mm256_mul_ps(
+        _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(r.scales, r.scales))), minus4d);
+    return r;
+  }
+  template <int J>
+  static GroupCodes Group(const uint8_t*, const Prep& r) {
+    const __m256i low =
+        _mm256_and_si256(_mm256_srli_epi16(r.q[J / 4], 2 * (J % 4)), _mm256_set1_epi8(3));
+    // Bit J of each hmask byte to bit 2 (16-bit shifts; the mask keeps the
+    // bit that stayed in its byte).
+    __m256i high;
+    if constexpr (J >= 2) {
+      high = _mm256_srli_epi16(r.hmask, J - 2);
+    } else {
+      high = _mm256_slli_epi16(r.hmask, 2 - J);
+    }
+    return {_mm256_or_si256(low, _mm256_and_si256(high, _mm256_set1_epi8(4))),
+            _mm256_setzero_si256(), Scales16<J, true>(r.scales)};
+  }
+};
+
+// IQ2_XXS: per group 4 index bytes, then a word of four 7-bit sign indices
+// and the scale (bits 28-31).
+struct Iq2Xxs {
+  static constexpr int kBlockBytes = sizeof(BlockIQ2_XXS);
+  static constexpr bool kSigned = true, kPer16 = false;
+  static constexpr Bias kBias = Bias::kNone;
+  struct Prep {
+    __m256i signs;
+    __m256 wscale;
+  };
+  static Prep Prepare(const uint8_t* p) {
+    const float d = F16ToF32(LoadU16(p));
+    // The aux words are the odd dwords of qs: [0 1 4 5 | 2 3 6 7] -> in order.
+    const __m256 a = _mm256_castsi256_ps(Load256(p + 2));
+    const __m256 b = _mm256_castsi256_ps(Load256(p + 34));
+    const __m256i aux =
+        _mm256_permute4x64_epi64(_mm256_castps_si256(_mm256_shuffle_ps(a, b, 0xDD)), 0xD8);
+    return {SignLayout(SignsFrom7(Fields7(aux))),
+            OddScales(_mm256_srli_epi32(aux, 28), d * 0.125f)};
+  }
+  template <int J>
+  static GroupCodes Group(const uint8_t* p, const Prep& r) {
+    const uint8_t* q = p + 2 + 8 * J;
+    return {Lookup4x64(kIq2XxsGrid, q[0], q[1], q[2], q[3]), SignsOfGroup<J>(r.signs),
+            _mm256_setzero_si256()};
+  }
+};
+
+// IQ2_XS: 16-bit words, a 9-bit index and a 7-bit sign index; a nibble scale
+// per 16.
+struct Iq2Xs {
+  static constexpr int kBlockBytes = sizeof(BlockIQ2_XS);
+  static constexpr bool kSigned = true, kPer16 = true;
+  static constexpr Bias kBias = Bias::kNone;
+  struct Prep {
+    __m256i signs;
+    __m128i scales;
+    __m256 wscale;
+  };
+  static Prep Prepare(const uint8_t* p) {
+    const __m256i s7 =
+        _mm256_permute4x64_epi64(_mm256_packus_epi16(_mm256_srli_epi16(Load256(p + 2), 9),
+                                                     _mm256_srli_epi16(Load256(p + 34), 9)),
+                                 0xD8);
+    return {SignLayout(SignsFrom7(s7)), OddNibbleScales(p + offsetof(BlockIQ2_XS, scales)),
+            _mm256_set1_ps(F16ToF32(LoadU16(p)) * 0.125f)};
+  }
+  template <int J>
+  static GroupCodes Group(const uint8_t* p, const Prep& r) {
+    const uint8_t* q = p + 2 + 8 * J;
+    return {Lookup4x64(kIq2XsGrid, LoadU16(q) & 511, LoadU16(q + 2) & 511, LoadU16(q + 4) & 511,
+                       LoadU16(q + 6) & 511),
+            SignsOfGroup<J>(r.signs), Scales16<J, false>(r.scales)};
+  }
+};
+
+// IQ2_S: index bytes plus 2 bits each of qh[g]; sign bytes as they are.
+struct Iq2S {
+  static constexpr int kBlockBytes = sizeof(BlockIQ2_S);
+  static constexpr bool kSigned = true, kPer16 = true;
+  static constexpr Bias kBias = Bias::kNone;
+  struct Prep {
+    __m256i signs;
+    __m128i scales;
+    __m256 wscale;
+  };
+  static Prep Prepare(const uint8_t* p) {
+    return {SignLayout(Load256(p + 2 + kQK_K / 8)),
+            OddNibbleScales(p + offsetof(BlockIQ2_S, scales)),
+            _mm256_set1_ps(F16ToF32(LoadU16(p)) * 0.125f)};
+  }
+  template <int J>
+  static GroupCodes Group(const uint8_t* p, const Prep& r) {
+    const uint8_t* q = p + 2 + 4 * J;
+    const uint32_t qh = p[offsetof(BlockIQ2_S, qh) + J];
+    return {Lookup4x64(kIq2SGrid, q[0] | ((qh << 8) & 0x300), q[1] | ((qh << 6) & 0x300),
+                       q[2] | ((qh << 4) & 0x300), q[3] | ((qh << 2) & 0x300)),
+            SignsOfGroup<J>(r.signs), Scales16<J, false>(r.scales)};
+  }
+};
+
+// IQ3_XXS: 8 index bytes per group into 4-value entries; the group's word of
+// four 7-bit sign indices and scale after the 64 index bytes.
+struct Iq3Xxs {
+  static constexpr int kBlockBytes = sizeof(BlockIQ3_XXS);
+  static constexpr bool kSigned = true, kPer16 = false;
+  static constexpr Bias kBias = Bias::kNone;
+  struct Prep {
+    __m256i signs;
+    __m256 wscale;
+  };
+  static Prep Prepare(const uint8_t* p) {
+    const float d = F16ToF32(LoadU16(p));
+    const __m256i aux = Load256(p + 2 + kQK_K / 4);
+    return {SignLayout(SignsFrom7(Fields7(aux))), OddScales(_mm256_srli_epi32(aux, 28), d * 0.25f)};
+  }
+  template <int J>
+  static GroupCodes Group(const uint8_t* p, const Prep& r) {
+    const uint8_t* q = p + 2 + 8 * J;
+    const uint32_t idx[8] = {q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7]};
+    return {Lookup8x32(kIq3XxsGrid, idx), SignsOfGroup<J>(r.signs), _mm256_setzero_si256()};
+  }
+};
+
+// IQ3_S: index bytes plus bit k of qh[g] as bit 8; sign bytes as they are; a
+// nibble scale per group, x = d (2s + 1) grid.
+struct Iq3S {
+  static constexpr int kBlockBytes = sizeof(BlockIQ3_S);
+  static constexpr bool kSigned = true, kPer16 = false;
+  static constexpr Bias kBias = Bias::kNone;
+  struct Prep {
+    __m256i signs;
+    __m256 wscale;
+  };
+  static Prep Prepare(const uint8_t* p) {
+    const __m256i sc = _mm256_and_si256(
+        _mm256_srlv_epi32(
+            _mm256_set1_epi32(static_cast<int>(LoadU32(p + offsetof(BlockIQ3_S, scales)))),
+            _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+        _mm256_set1_epi32(0xF));
+    return {SignLayout(Load256(p + offsetof(BlockIQ3_S, signs))),
+            OddScales(sc, F16ToF32(LoadU16(p)))};
+  }
+  template <int J>
+  static GroupCodes Group(const uint8_t* p, const Prep& r) {
+    const uint8_t* q = p + 2 + 8 * J;
+    const uint32_t qh = p[offsetof(BlockIQ3_S, qh) + J];
+    uint32_t idx[8];
+    Unroll<8>([&](auto k) { idx[k] = q[k] | ((qh << (8 - k)) & 256); });
+    return {Lookup8x32(kIq3SGrid, idx), SignsOfGroup<J>(r.signs), _mm256_setzero_si256()};
+  }
+};
+
+// IQ1_S: index bytes plus 3 bits each of qh[g]; grid bytes -1, 0, 1 are the
+// codes' signs and magnitudes. x = d (2s + 1) (grid + shift), the shift
+// +-1/8 per group going to the bias against s32.
+struct Iq1S {
+  static constexpr int kBlockBytes = sizeof(BlockIQ1_S);
+  static constexpr bool kSigned = true, kPer16 = false;
+  static constexpr Bias kBias = Bias::kPer32;
+  struct Prep {
+    __m256 wscale;
+    __m256 coef;
+  };
+  static Prep Prepare(const uint8_t* p) {
+    const __m256i qh = _mm256_cvtepu16_epi32(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + offsetof(BlockIQ1_S, qh))));
+    const __m256 ws = OddScales(_mm256_and_si256(_mm256_srli_epi32(qh, 12), _mm256_set1_epi32(7)),
+                                F16ToF32(LoadU16(p)));
+    // Bit 15 (the shift is negative) to the sign of ws / 8.
+    const __m256 sign =
+        _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_and_si256(qh, _mm256_set1_epi32(0x8000)), 16));
+    return {ws, _mm256_xor_ps(_mm256_mul_ps(ws, _mm256_set1_ps(0.125f)), sign)};
+  }
+  template <int J>
+  static GroupCodes Group(const uint8_t* p, const Prep&) {
+    const uint8_t* q = p + 2 + 4 * J;
+    const uint32_t qh = LoadU16(p + offsetof(BlockIQ1_S, qh) + 2 * J);
+    const __m256i grid =
+        Lookup4x64(kIq1SGrid, q[0] | ((qh << 8) & 0x700), q[1] | ((qh << 5) & 0x700),
+                   q[2] | ((qh << 2) & 0x700), q[3] | ((qh >> 1) & 0x700));
+    return {_mm256_and_si256(grid, _mm256_set1_epi8(1)), grid, _mm256_setzero_si256()};
+  }
+};
+
+// IQ1_M: index bytes plus 3 bits of a nibble of qh each, whose bit 3 is the
+// shift's sign per 8 elements; codes 8 grid +- 1 (signed: magnitude and
+// sign); a 3-bit scale per 16; the f16 d spread over the scale words.
+struct Iq1M {
+  static constexpr int kBlockBytes = sizeof(BlockIQ1_M);
+  static constexpr bool kSigned = true, kPer16 = true;
+  static constexpr Bias kBias = Bias::kNone;
+  struct Prep {
+    __m128i scales;
+    __m256 wscale;
+  };
+  static Prep Prepare(const uint8_t* p) {
+    const auto* b = reinterpret_cast<const BlockIQ1_M*>(p);
+    uint16_t sc[4];
+    for (int i = 0; i < 4; ++i) sc[i] = LoadU16(b->scales + 2 * i);
+    const float d = F16ToF32(static_cast<uint16_t>((sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) |
+                                                   ((sc[2] >> 4) & 0x0F00) | (sc[3] & 0xF000)));
+    // Scale k: bits 3 (k % 4) of word k / 4.
+    const __m256i words =
+        _mm256_cvtepu16_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b->scales)));
+    const __m256i shifts = _mm256_setr_epi32(0, 3, 6, 9, 0, 3, 6, 9);
+    const __m256i s0 = _mm256_srlv_epi32(
+        _mm256_permutevar8x32_epi32(words, _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1)), shifts);
+    const __m256i s1 = _mm256_srlv_epi32(
+        _mm256_permutevar8x32_epi32(words, _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3)), shifts);
+    const __m256i m7 = _mm256_set1_epi32(7);
+    const __m256i w16 = _mm256_permute4x64_epi64(
+        _mm256_packus_epi32(_mm256_and_si256(s0, m7), _mm256_and_si256(s1, m7)), 0xD8);
+    const __m128i s8 =
+        _mm_packus_epi16(_mm256_castsi256_si128(w16), _mm256_extracti128_si256(w16, 1));
+    return {_mm_add_epi8(_mm_add_epi8(s8, s8), _mm_set1_epi8(1)), _mm256_set1_ps(d * 0.125f)};
+  }
+  template <int J>
+  static GroupCodes Group(const uint8_t* p, const Prep& r) {
+    const auto* b = reinterpret_cast<const BlockIQ1_M*>(p);
+    const uint8_t* q = b->qs + 4 * J;
+    const uint32_t qh = LoadU16(b->qh + 2 * J);  // Nibble l: piece l.
+    const __m256i grid =
+        Lookup4x64(kIq1SGrid, q[0] | ((qh << 8) & 0x700), q[1] | ((qh << 4) & 0x700),
+                   q[2] | (qh & 0x700), q[3] | ((qh >> 4) & 0x700));
+    // Piece l (16-bit lanes 4l .. 4l+3) is shifted down where bit 4l + 3 is set.
+    const __m256i bit =
+        _mm256_setr_epi16(8, 8, 8, 8, 0x80, 0x80, 0x80, 0x80, 0x800, 0x800, 0x800, 0x800,
+                          static_cast<int16_t>(0x8000), static_cast<int16_t>(0x8000),
+                          static_cast<int16_t>(0x8000), static_cast<int16_t>(0x8000));
+    const __m256i down =
+        _mm256_cmpeq_epi16(_mm256_and_si256(_mm256_set1_epi16(static_cast<int16_t>(qh)), bit), bit);
+    const __m256i eight =
+        _mm256_and_si256(_mm256_slli_epi16(grid, 3), _mm256_set1_epi8(static_cast<char>(0xF8)));
+    const __m256i codes = _mm256_add_epi8(eight, _mm256_or_si256(down, _mm256_set1_epi8(1)));
+    return {_mm256_abs_epi8(codes), codes, Scales16<J, false>(r.scales)};
+  }
+};
+
+template <typename Dec, int NB>
+void DotSuperBlocks(const uint8_t* row, int64_t blocks, const QuantizedActs* acts, float* out) {
+  __m256 acc[NB], bias[NB];
+  for (int k = 0; k < NB; ++k) acc[k] = bias[k] = _mm256_setzero_ps();
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int64_t sb = 0; sb < blocks; ++sb) {
+    const uint8_t* block = row + sb * Dec::kBlockBytes;
+    Unroll<(Dec::kBlockBytes + 63) / 64>([&](auto l) {
+      _mm_prefetch(reinterpret_cast<const char*>(block) + kPrefetchBytes + 64 * l, _MM_HINT_T0);
+    });
+    const typename Dec::Prep prep = Dec::Prepare(block);
+    // Per tile entry, groups 0-3 and 4-7 summed by vphaddd: lane i of the low
+    // (high) 128 bits is group i's sum over its elements 0-15 (16-31).
+    __m256i half[NB][2];
+    Unroll<2>([&](auto h) {
+      __m256i g[NB][4];
+      Unroll<4>([&](auto jj) {
+        constexpr int j = 4 * decltype(h)::value + decltype(jj)::value;
+        const GroupCodes c = Dec::template Group<j>(block, prep);
+        Unroll<NB>([&](auto k) {
+          __m256i a =
+              _mm256_load_si256(reinterpret_cast<const __m256i*>(acts[k].qs + kQK_K * sb + 32 * j));
+          if constexpr (Dec::kSigned) a = _mm256_sign_epi8(a, c.sign);
+          g[k][jj] =
+              _mm256_madd_epi16(_mm256_maddubs_epi16(c.codes, a), Dec::kPer16 ? c.scale : ones);
+        });
+      });
+      Unroll<NB>([&](auto k) {
+        half[k][h] = _mm256_hadd_epi32(_mm256_hadd_epi32(g[k][0], g[k][1]),
+                                       _mm256_hadd_epi32(g[k][2], g[k][3]));
+      });
+    });
+    Unroll<NB>([&](auto k) {
+      const QuantizedActs& a = acts[k];
+      const __m256i sums =
+          _mm256_add_epi32(_mm256_permute2x128_si256(half[k][0], half[k][1], 0x20),
+                           _mm256_permute2x128_si256(half[k][0], half[k][1], 0x31));
+      acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums),
+                               _mm256_mul_ps(_mm256_loadu_ps(a.d + 8 * sb), prep.wscale), acc[k]);
+      if constexpr (Dec::kBias == Bias::kPer16) {
+        bias[k] = _mm256_fmadd_ps(prep.coef[0], _mm256_loadu_ps(a.s16 + 16 * sb), bias[k]);
+        bias[k] = _mm256_fmadd_ps(prep.coef[1], _mm256_loadu_ps(a.s16 + 16 * sb + 8), bias[k]);
+      } else if constexpr (Dec::kBias == Bias::kPer32) {
+        bias[k] = _mm256_fmadd_ps(prep.coef, _mm256_loadu_ps(a.s32 + 8 * sb), bias[k]);
+      }
+    });
+  }
+  for (int k = 0; k < NB; ++k) out[k] = HorizontalSum(_mm256_add_ps(acc[k], bias[k]));
+}
+
+}  // namespace
+
+template <int NB>
+void DotLowBit(WeightType type, const uint8_t* row, int64_t cols, const QuantizedActs* acts,
+               float* out) {
+  const int64_t blocks = cols / kQK_K;
+  switch (type) {
+    case WeightType::kQ2_K:
+      return DotSuperBlocks<Q2K, NB>(row, blocks, acts, out);
+    case WeightType::kQ3_K:
+      return DotSuperBlocks<Q3K, NB>(row, blocks, acts, out);
+    case WeightType::kIQ2_XXS:
+      return DotSuperBlocks<Iq2Xxs, NB>(row, blocks, acts, out);
+    case WeightType::kIQ2_XS:
+      return DotSuperBlocks<Iq2Xs, NB>(row, blocks, acts, out);
+    case WeightType::kIQ2_S:
+      return DotSuperBlocks<Iq2S, NB>(row, blocks, acts, out);
+    case WeightType::kIQ3_XXS:
+      return DotSuperBlocks<Iq3Xxs, NB>(row, blocks, acts, out);
+    case WeightType::kIQ3_S:
+      return DotSuperBlocks<Iq3S, NB>(row, blocks, acts, out);
+    case WeightType::kIQ1_S:
+      return DotSuperBlocks<Iq1S, NB>(row, blocks, acts, out);
+    case WeightType::kIQ1_M:
+      return DotSuperBlocks<Iq1M, NB>(row, blocks, acts, out);
+    default:
+      break;
+  }
+}
+
+template void DotLowBit<1>(WeightType, const uint8_t*, int64_t, const QuantizedActs*, float*);
+template void DotLowBit<2>(WeightType, const uint8_t*, int64_t, const QuantizedActs*, float*);
+template void DotLowBit<3>(WeightType, const uint8_t*, int64_t, const QuantizedActs*, float*);
+template void DotLowBit<4>(WeightType, const uint8_t*, int64_t, const QuantizedActs*, float*);
+
+}  // namespace waste::kernels::internal::avx2
