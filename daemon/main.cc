@@ -6,6 +6,7 @@
 
 #include "daemon/bench/commands.h"
 #include "daemon/bench_io_command.h"
+#include "daemon/quality/imatrix_collector.h"
 #include "daemon/quality/perplexity.h"
 #include "daemon/quality/quantize_model.h"
 #include "daemon/serve.h"
@@ -24,7 +25,9 @@ commands:
   bench-io   this disk's read bandwidth through waste's reader
   plan       the memory plan of a model for a RAM budget (wasted plan --help)
   bench      prefill/decode speed under a RAM budget (wasted bench --help)
-  quantize   rewrite a GGUF model's matrices in another type (q8_0, q4_0, q4_k, f16, ...)
+  quantize   rewrite a GGUF model's matrices in another type (q4_k, q2_k, iq2_xxs, ...),
+             optionally weighted by an importance matrix (--imatrix)
+  imatrix    a model's importance matrix on a calibration text (llama.cpp's format)
   perplexity a model's perplexity on a text file, comparable with llama-perplexity
   version    print the version
 )";
@@ -45,6 +48,7 @@ int main(int argc, char** argv) {
   if (command == "inspect") return waste::tools::RunInspect(args);
   if (command == "mkmodel") return waste::tools::RunMkModel(args);
   if (command == "quantize") return waste::quality::RunQuantize(args);
+  if (command == "imatrix") return waste::quality::RunImatrix(args);
   if (command == "perplexity") return waste::quality::RunPerplexity(args);
   if (command == "version" || command == "--version") {
     std::cout << "wasted " << waste::kWasteVersion << "\n";

@@ -7,8 +7,9 @@
 // block, which 2-3 bits and a non-uniform grid need to be usable); they are
 // for tests, benchmarks and tools, not for matching llama-quantize's output
 // bit for bit (it searches scales harder and weighs them by an importance
-// matrix). The codebook types (IQ1, IQ2, IQ3) round to the nearest lattice
-// point's codebook entry (quantize_iq.h).
+// matrix: QuantizeRowWeighted below does that). The codebook types (IQ1,
+// IQ2, IQ3) round to the nearest lattice point's codebook entry
+// (quantize_iq.h).
 #ifndef WASTE_DAEMON_KERNELS_QUANTIZE_H_
 #define WASTE_DAEMON_KERNELS_QUANTIZE_H_
 
@@ -22,6 +23,24 @@ namespace waste::kernels {
 // Encodes `n` floats as a row of `type` into `dst` (RowBytes(type, n) bytes).
 // `n` must be a multiple of the type's block size (CHECKed).
 void QuantizeRow(WeightType type, const float* src, void* dst, int64_t n);
+
+// QuantizeRow weighted by an importance per element (`importance`: n
+// floats, the mean squared activation of each column the row multiplies, as
+// an importance matrix holds them; see daemon/quality/imatrix.h). The
+// K-quants, IQ4_NL/IQ4_XS and Q4_0..Q5_1 then search their scales by
+// weighted least squares over candidate scales, minimizing
+// sum_i w_i (x_i - y_i)^2 with w_i = importance_i * sqrt(2 mean(x^2) + x_i^2)
+// (quantize_weighted.cc); the codebook types weigh their entry and scale
+// choices the same way (quantize_iq.h). F32/F16/BF16/Q8_0 round as
+// QuantizeRow does. Null `importance` is QuantizeRow. Deterministic: the
+// same input gives the same bytes on every machine.
+void QuantizeRowWeighted(WeightType type, const float* src, void* dst, int64_t n,
+                         const float* importance);
+
+// Types that llama.cpp refuses to quantize without an importance matrix
+// (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S): their plain search leaves too
+// much error for a usable model.
+bool QuantizeRequiresImportance(WeightType type);
 
 // An activation vector quantized to int8 in blocks of 32, the counterpart of
 // every quantized weight type (Q8_0-like for the legacy quants; the K-quants

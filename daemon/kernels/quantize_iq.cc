@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <mutex>
+#include <span>
+#include <utility>
 #include <vector>
 
 #include "common/logging.h"
@@ -43,12 +46,41 @@ class Codebook {
     }
   }
 
+  // The kNeighbours entries nearest each lattice point (built on first use
+  // by a weighted search: the plain one never needs them).
+  static constexpr int kNeighbours = 8;
+  const uint16_t* Neighbours(int point) const {
+    std::call_once(neighbours_once_, [this] { BuildNeighbours(); });
+    return &neighbours_[point * kNeighbours];
+  }
+
   int dims() const { return dims_; }
   int Value(int entry, int j) const { return values_[entry * dims_ + j]; }
 
   // The entry for `dims` targets in grid units: each rounded to its nearest
   // level, then the lattice point's nearest entry.
-  int Nearest(const float* t) const {
+  int Nearest(const float* t) const { return nearest_[LatticePoint(t)]; }
+
+  // The entry of least weighted squared distance sum w_j (t_j - v_j)^2
+  // among the neighbours of the targets' lattice point.
+  int NearestWeighted(const float* t, const float* w) const {
+    const uint16_t* candidates = Neighbours(LatticePoint(t));
+    int best = candidates[0];
+    float best_err = -1;
+    for (int c = 0; c < kNeighbours; ++c) {
+      const int e = candidates[c];
+      float err = 0;
+      for (int j = 0; j < dims_; ++j) {
+        const float diff = t[j] - values_[e * dims_ + j];
+        err += w[j] * diff * diff;
+      }
+      if (best_err < 0 || err < best_err) best = e, best_err = err;
+    }
+    return best;
+  }
+
+ private:
+  int LatticePoint(const float* t) const {
     int p = 0;
     for (int j = dims_ - 1; j >= 0; --j) {
       int li = 0;
@@ -57,14 +89,39 @@ class Codebook {
       }
       p = p * static_cast<int>(levels_.size()) + li;
     }
-    return nearest_[p];
+    return p;
   }
 
- private:
+  void BuildNeighbours() const {
+    const int points = static_cast<int>(nearest_.size());
+    const int entries = static_cast<int>(values_.size()) / dims_;
+    neighbours_.resize(static_cast<size_t>(points) * kNeighbours);
+    std::vector<std::pair<int, int>> by_distance(entries);
+    std::vector<int> v(dims_);
+    for (int p = 0; p < points; ++p) {
+      for (int j = 0, rest = p; j < dims_; ++j, rest /= static_cast<int>(levels_.size())) {
+        v[j] = levels_[rest % levels_.size()];
+      }
+      for (int e = 0; e < entries; ++e) {
+        int err = 0;
+        for (int j = 0; j < dims_; ++j) {
+          err += (v[j] - values_[e * dims_ + j]) * (v[j] - values_[e * dims_ + j]);
+        }
+        by_distance[e] = {err, e};
+      }
+      std::partial_sort(by_distance.begin(), by_distance.begin() + kNeighbours, by_distance.end());
+      for (int c = 0; c < kNeighbours; ++c) {
+        neighbours_[p * kNeighbours + c] = static_cast<uint16_t>(by_distance[c].second);
+      }
+    }
+  }
+
   int dims_;
   std::vector<int> levels_;
   std::vector<int8_t> values_;
   std::vector<uint16_t> nearest_;
+  mutable std::once_flag neighbours_once_;
+  mutable std::vector<uint16_t> neighbours_;
 };
 
 const std::vector<int> kIq2Levels = {8, 25, 43};
@@ -102,41 +159,50 @@ const Codebook& BookFor(WeightType type) {
 // entries (2 for a 4-value book), the sign byte (bit j: element j negative;
 // with `even` the count of negatives is made even by flipping the element
 // where that costs least) and the squared error.
-double EncodeSigned8(const Codebook& book, const float* x, float s, bool even, int* entries,
-                     uint8_t* signs) {
+//
+// With weights `w` (null: all 1) the errors are weighted and each entry is
+// the weighted-nearest of its lattice point's neighbours.
+double EncodeSigned8(const Codebook& book, const float* x, const float* w, float s, bool even,
+                     int* entries, uint8_t* signs) {
   float t[8];
   for (int j = 0; j < 8; ++j) t[j] = s > 0 ? std::fabs(x[j]) / s : 0;
-  for (int k = 0; k < 8 / book.dims(); ++k) entries[k] = book.Nearest(t + k * book.dims());
+  for (int k = 0; k < 8 / book.dims(); ++k) {
+    entries[k] = w != nullptr ? book.NearestWeighted(t + k * book.dims(), w + k * book.dims())
+                              : book.Nearest(t + k * book.dims());
+  }
   int v[8];
   for (int j = 0; j < 8; ++j) v[j] = book.Value(entries[j / book.dims()], j % book.dims());
   int bits = 0;
   for (int j = 0; j < 8; ++j) bits |= (x[j] < 0) << j;
   if (even && (__builtin_popcount(bits) & 1)) {
     int flip = 0;
+    // Flipping element j costs 4 s w_j v_j |x_j|.
+    auto cost = [&](int j) { return (w != nullptr ? w[j] : 1.0f) * v[j] * std::fabs(x[j]); };
     for (int j = 1; j < 8; ++j) {
-      if (v[j] * std::fabs(x[j]) < v[flip] * std::fabs(x[flip])) flip = j;
+      if (cost(j) < cost(flip)) flip = j;
     }
     bits ^= 1 << flip;
   }
   double err = 0;
   for (int j = 0; j < 8; ++j) {
     const float y = s * v[j] * ((bits >> j) & 1 ? -1 : 1);
-    err += (y - x[j]) * (y - x[j]);
+    err += (w != nullptr ? w[j] : 1.0f) * (y - x[j]) * (y - x[j]);
   }
   *signs = static_cast<uint8_t>(bits);
   return err;
 }
 
 // IQ1: 8 values as s * (8 * grid + (negative ? -1 : 1)); returns the error.
-double EncodeIq1(const Codebook& book, const float* x, float s, bool negative, int* entry) {
+double EncodeIq1(const Codebook& book, const float* x, const float* w, float s, bool negative,
+                 int* entry) {
   const float shift = negative ? -0.125f : 0.125f;
   float t[8];
   for (int j = 0; j < 8; ++j) t[j] = s > 0 ? x[j] / (8 * s) - shift : 0;
-  *entry = book.Nearest(t);
+  *entry = w != nullptr ? book.NearestWeighted(t, w) : book.Nearest(t);
   double err = 0;
   for (int j = 0; j < 8; ++j) {
     const float y = s * (8 * book.Value(*entry, j) + (negative ? -1 : 1));
-    err += (y - x[j]) * (y - x[j]);
+    err += (w != nullptr ? w[j] : 1.0f) * (y - x[j]) * (y - x[j]);
   }
   return err;
 }
@@ -182,16 +248,18 @@ struct BlockCodes {
 
 // Encodes the 8-element pieces of one scale group at scale s; returns the
 // error. IQ1_S decides its shift sign for the whole 32 (shared_shift).
+// `w` (null: unweighted) are the group's element weights.
 double EncodeScaleGroup(const Codebook& book, const GridFormat& f, bool shared_shift,
-                        const float* x, int first_piece, float s, BlockCodes* c) {
+                        const float* x, const float* w, int first_piece, float s, BlockCodes* c) {
   const int pieces = f.scale_elems / 8;
+  auto piece_w = [w](int p) { return w != nullptr ? w + 8 * p : nullptr; };
   double total = 0;
   if (f.iq1 && shared_shift) {
     double err[2] = {0, 0};
     int entries[2][4];
     for (int neg = 0; neg < 2; ++neg) {
       for (int p = 0; p < pieces; ++p)
-        err[neg] += EncodeIq1(book, x + 8 * p, s, neg, &entries[neg][p]);
+        err[neg] += EncodeIq1(book, x + 8 * p, piece_w(p), s, neg, &entries[neg][p]);
     }
     const int neg = err[1] < err[0];
     for (int p = 0; p < pieces; ++p) {
@@ -204,34 +272,72 @@ double EncodeScaleGroup(const Codebook& book, const GridFormat& f, bool shared_s
     const int i = first_piece + p;
     if (f.iq1) {
       int e0, e1;
-      const double a = EncodeIq1(book, x + 8 * p, s, false, &e0);
-      const double b = EncodeIq1(book, x + 8 * p, s, true, &e1);
+      const double a = EncodeIq1(book, x + 8 * p, piece_w(p), s, false, &e0);
+      const double b = EncodeIq1(book, x + 8 * p, piece_w(p), s, true, &e1);
       c->negative[i] = b < a;
       c->entries[i][0] = b < a ? e1 : e0;
       total += std::min(a, b);
     } else {
-      total += EncodeSigned8(book, x + 8 * p, s, f.even_signs, c->entries[i], &c->signs[i]);
+      total +=
+          EncodeSigned8(book, x + 8 * p, piece_w(p), s, f.even_signs, c->entries[i], &c->signs[i]);
     }
   }
   return total;
 }
 
-void SearchBlock(WeightType type, const float* x, BlockCodes* c) {
+// The least-squares scale of a group for the codes it holds in `c`:
+// sum w x u / sum w u^2, u each element's decoded value at scale 1.
+float RefitGroupScale(const Codebook& book, const GridFormat& f, const float* x, const float* w,
+                      int first_piece, const BlockCodes& c, float fallback) {
+  double sxu = 0, suu = 0;
+  for (int p = 0; p < f.scale_elems / 8; ++p) {
+    const int i = first_piece + p;
+    for (int j = 0; j < 8; ++j) {
+      float u;
+      if (f.iq1) {
+        u = 8.0f * book.Value(c.entries[i][0], j) + (c.negative[i] ? -1.0f : 1.0f);
+      } else {
+        const int dims = book.dims();
+        u = static_cast<float>(book.Value(c.entries[i][j / dims], j % dims));
+        if ((c.signs[i] >> j) & 1) u = -u;
+      }
+      const float wj = w[8 * p + j];
+      sxu += wj * x[8 * p + j] * u, suu += wj * u * u;
+    }
+  }
+  return suu > 0 && sxu > 0 ? static_cast<float>(sxu / suu) : fallback;
+}
+
+void SearchBlock(WeightType type, const float* x, const float* w, BlockCodes* c) {
   const Codebook& book = BookFor(type);
   const GridFormat f = FormatOf(type);
   const bool shared_shift = type == WeightType::kIQ1_S;
   const int groups = kQK_K / f.scale_elems;
-  // Per scale group: the best of a few scales around amax / top.
+  auto group_w = [&](int g) { return w != nullptr ? w + g * f.scale_elems : nullptr; };
+  // Per scale group: the best of a few scales around amax / top (weighted:
+  // more of them, each also refit to its codes).
+  static constexpr float kPlain[] = {0.7f, 0.8f, 0.9f, 1.0f, 1.1f};
+  static constexpr float kWeighted[] = {0.6f,  0.65f, 0.7f,  0.75f, 0.8f,  0.85f, 0.9f,
+                                        0.95f, 1.0f,  1.05f, 1.1f,  1.15f, 1.2f};
+  const std::span<const float> factors =
+      w != nullptr ? std::span<const float>(kWeighted) : std::span<const float>(kPlain);
   float best_scale[16];
   for (int g = 0; g < groups; ++g) {
     const float* xg = x + g * f.scale_elems;
+    const int first = g * f.scale_elems / 8;
     float amax = 0;
     for (int i = 0; i < f.scale_elems; ++i) amax = std::max(amax, std::fabs(xg[i]));
     best_scale[g] = 0;
     double best_err = -1;
-    for (float factor : {0.7f, 0.8f, 0.9f, 1.0f, 1.1f}) {
-      const float s = amax / f.top * factor;
-      const double err = EncodeScaleGroup(book, f, shared_shift, xg, g * f.scale_elems / 8, s, c);
+    for (float factor : factors) {
+      float s = amax / f.top * factor;
+      double err = EncodeScaleGroup(book, f, shared_shift, xg, group_w(g), first, s, c);
+      if (w != nullptr) {
+        const float refit = RefitGroupScale(book, f, xg, group_w(g), first, *c, s);
+        const double refit_err =
+            EncodeScaleGroup(book, f, shared_shift, xg, group_w(g), first, refit, c);
+        if (refit_err < err) err = refit_err, s = refit;
+      }
       if (best_err < 0 || err < best_err) best_err = err, best_scale[g] = s;
     }
   }
@@ -246,7 +352,8 @@ void SearchBlock(WeightType type, const float* x, BlockCodes* c) {
                         0, f.scale_max)
                   : 0;
     const float s = d * static_cast<float>(2 * c->k[g] + 1) / f.scale_div;
-    EncodeScaleGroup(book, f, shared_shift, x + g * f.scale_elems, g * f.scale_elems / 8, s, c);
+    EncodeScaleGroup(book, f, shared_shift, x + g * f.scale_elems, group_w(g),
+                     g * f.scale_elems / 8, s, c);
   }
 }
 
@@ -360,12 +467,15 @@ void Pack(WeightType type, const BlockCodes& c, uint8_t* out) {
 
 }  // namespace
 
-void QuantizeGridRow(WeightType type, const float* src, void* dst, int64_t n) {
+void QuantizeGridRow(WeightType type, const float* src, void* dst, int64_t n,
+                     const float* importance) {
   WCHECK(IsGridType(type) && n % kQK_K == 0) << GetWeightTypeInfo(type).name << " row of " << n;
   const int block_bytes = GetWeightTypeInfo(type).block_bytes;
+  float w[kQK_K];
   for (int64_t i = 0; i < n / kQK_K; ++i) {
     BlockCodes codes{};
-    SearchBlock(type, src + i * kQK_K, &codes);
+    if (importance != nullptr) ElementWeights(src + i * kQK_K, importance + i * kQK_K, kQK_K, w);
+    SearchBlock(type, src + i * kQK_K, importance != nullptr ? w : nullptr, &codes);
     Pack(type, codes, static_cast<uint8_t*>(dst) + i * block_bytes);
   }
 }

@@ -197,10 +197,11 @@ void Forward::PrefetchChunks(memory::ChunkId* ids, size_t n) {
 
 absl::Status Forward::Product(const ChunkLease& chunk, const kernels::WeightView& w, const float* x,
                               int64_t x_stride, int64_t n, float* y, int64_t y_stride) {
+  const uint64_t offset = static_cast<const uint8_t*>(w.data) - chunk.slot();
+  if (observer_ != nullptr) observer_->OnProduct(chunk.id(), offset, w, x, x_stride, n);
   if (!chunk.on_device()) {
     return kernels::MatMul(w, x, x_stride, n, y, y_stride, pool_, &ws_->matvec);
   }
-  const uint64_t offset = static_cast<const uint8_t*>(w.data) - chunk.slot();
   return device_->MatMul(chunk.id(), offset, w, x, x_stride, n, y, y_stride);
 }
 

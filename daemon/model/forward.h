@@ -141,6 +141,20 @@ struct SequenceStep {
 
 class DeviceWeights;
 
+// Sees the input of every weight product a Forward computes, before the
+// product runs (calibration: `wasted imatrix` sums the squares of each
+// matrix's input columns). Called on the thread that runs the step, in
+// product order; `x` is valid only during the call.
+class ProductObserver {
+ public:
+  virtual ~ProductObserver() = default;
+  // `w` is the matrix at byte `offset` of chunk `chunk`'s slot (an expert's
+  // slice, one head's matrix of MLA's stacked attn_k_b, ...); `x` holds
+  // `n` input rows of w.cols floats, `x_stride` floats apart.
+  virtual void OnProduct(memory::ChunkId chunk, uint64_t offset, const kernels::WeightView& w,
+                         const float* x, int64_t x_stride, int64_t n) = 0;
+};
+
 namespace internal {
 struct StepWorkspace;
 class ChunkLease;
@@ -208,6 +222,10 @@ class Forward {
   void set_device_weights(DeviceWeights* weights) { device_ = weights; }
   DeviceWeights* device_weights() const { return device_; }
 
+  // Shows every product's input to `observer` (null: none, the default).
+  // Not owned; must outlive the Forward or be reset first.
+  void set_product_observer(ProductObserver* observer) { observer_ = observer; }
+
  private:
   absl::Status Validate(const SequenceState& s, std::span<const int32_t> tokens) const;
   // Checks a step and fills the workspace's first-row table; returns its
@@ -247,6 +265,7 @@ class Forward {
   StepStats last_step_;
   bool router_lookahead_ = false;
   DeviceWeights* device_ = nullptr;
+  ProductObserver* observer_ = nullptr;
 };
 
 }  // namespace waste::model

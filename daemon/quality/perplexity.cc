@@ -83,6 +83,7 @@ absl::StatusOr<PerplexityResult> ComputePerplexity(const model::Model& model,
   result.n_tokens = n_tokens;
   model::SequenceState state(model, n_ctx, options.kv_type);
   model::Forward forward(&model, store, pool);
+  forward.set_product_observer(options.observer);
   std::vector<int32_t> window(n_ctx);
   std::vector<float> logits(model::kMaxStepTokens * n_vocab);
   for (int64_t chunk = 0; chunk < n_chunk; ++chunk) {
@@ -107,6 +108,10 @@ absl::StatusOr<PerplexityResult> ComputePerplexity(const model::Model& model,
         ++result.n_scored;
       }
     }
+    // Only an observer wants the last token's products.
+    if (options.observer != nullptr) {
+      RETURN_IF_ERROR(forward.Run(&state, std::span(window).last(1), logits.data()));
+    }
     ++result.n_chunks;
     result.running_ppl.push_back(RunningPpl(result.nll_sum, result.n_scored));
     if (on_chunk) on_chunk(chunk + 1, result.running_ppl.back());
@@ -121,10 +126,9 @@ absl::StatusOr<PerplexityResult> ComputePerplexity(const model::Model& model,
   return result;
 }
 
-absl::StatusOr<PerplexityResult> PerplexityOfFile(storage::Env* env, const std::string& model_path,
-                                                  const std::string& text_path,
-                                                  const PerplexityOptions& options,
-                                                  const ChunkCallback& on_chunk) {
+absl::StatusOr<Evaluation> LoadEvaluation(storage::Env* env, const std::string& model_path,
+                                          const std::string& text_path,
+                                          const PerplexityOptions& options) {
   if (!env->FileExists(text_path)) {
     return absl::NotFoundError(
         absl::StrCat(text_path, ": no such file; pass the text to evaluate as a file"));
@@ -133,10 +137,10 @@ absl::StatusOr<PerplexityResult> PerplexityOfFile(storage::Env* env, const std::
   // As llama.cpp's -f: one trailing newline is not part of the text.
   if (!text.empty() && text.back() == '\n') text.pop_back();
 
-  ASSIGN_OR_RETURN(std::unique_ptr<storage::GgufFile> gguf,
-                   storage::GgufFile::Open(env, model_path));
-  ASSIGN_OR_RETURN(std::unique_ptr<model::Model> model, model::Model::Create(*gguf));
-  ASSIGN_OR_RETURN(text::Vocab vocab, text::VocabFromGguf(*gguf));
+  Evaluation eval;
+  ASSIGN_OR_RETURN(eval.gguf, storage::GgufFile::Open(env, model_path));
+  ASSIGN_OR_RETURN(eval.model, model::Model::Create(*eval.gguf));
+  ASSIGN_OR_RETURN(text::Vocab vocab, text::VocabFromGguf(*eval.gguf));
   ASSIGN_OR_RETURN(std::unique_ptr<text::Tokenizer> tokenizer,
                    text::Tokenizer::Create(std::move(vocab)));
   if (tokenizer->add_eos()) {
@@ -149,21 +153,32 @@ absl::StatusOr<PerplexityResult> PerplexityOfFile(storage::Env* env, const std::
   }
   const std::vector<text::TokenId> tokens =
       tokenizer->Encode(text, /*add_special=*/true, /*parse_special=*/false);
-  RETURN_IF_ERROR(CheckInput(static_cast<int64_t>(tokens.size()), options));
-  const int32_t bos = tokenizer->add_bos() ? tokenizer->bos() : -1;
-  if (options.n_ctx > model->hparams().n_ctx_train && model->hparams().n_ctx_train > 0) {
+  eval.tokens.assign(tokens.begin(), tokens.end());
+  RETURN_IF_ERROR(CheckInput(static_cast<int64_t>(eval.tokens.size()), options));
+  eval.bos = tokenizer->add_bos() ? tokenizer->bos() : -1;
+  const model::HParams& hp = eval.model->hparams();
+  if (options.n_ctx > hp.n_ctx_train && hp.n_ctx_train > 0) {
     WLOG(WARNING) << "--ctx " << options.n_ctx << " is beyond the model's trained context of "
-                  << model->hparams().n_ctx_train;
+                  << hp.n_ctx_train;
   }
 
   ASSIGN_OR_RETURN(std::unique_ptr<storage::RandomAccessFile> file,
                    env->NewRandomAccessFile(model_path));
-  ASSIGN_OR_RETURN(std::unique_ptr<cache::ResidentChunkStore> store,
-                   cache::ResidentChunkStore::Load(env, *file, model->chunks(), {}));
+  ASSIGN_OR_RETURN(eval.store,
+                   cache::ResidentChunkStore::Load(env, *file, eval.model->chunks(), {}));
+  return eval;
+}
+
+absl::StatusOr<PerplexityResult> PerplexityOfFile(storage::Env* env, const std::string& model_path,
+                                                  const std::string& text_path,
+                                                  const PerplexityOptions& options,
+                                                  const ChunkCallback& on_chunk) {
+  ASSIGN_OR_RETURN(Evaluation eval, LoadEvaluation(env, model_path, text_path, options));
   int threads = options.threads;
   if (threads <= 0) threads = kernels::ThreadPool::DefaultThreads();
   kernels::ThreadPool pool(threads);
-  return ComputePerplexity(*model, store.get(), &pool, tokens, bos, options, on_chunk);
+  return ComputePerplexity(*eval.model, eval.store.get(), &pool, eval.tokens, eval.bos, options,
+                           on_chunk);
 }
 
 int RunPerplexity(const std::vector<std::string>& args) {

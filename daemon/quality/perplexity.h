@@ -36,6 +36,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -44,8 +45,10 @@
 #include "daemon/cache/chunk_store.h"
 #include "daemon/kernels/ops/attention.h"
 #include "daemon/kernels/thread_pool.h"
+#include "daemon/model/forward.h"
 #include "daemon/model/model.h"
 #include "storage/env.h"
+#include "storage/gguf.h"
 
 namespace waste::quality {
 
@@ -55,6 +58,11 @@ struct PerplexityOptions {
   int64_t max_chunks = -1;  // < 0: all.
   int threads = 0;          // 0: the machine's cores.
   kernels::ops::KvType kv_type = kernels::ops::KvType::kF16;
+  // Sees the input of every weight product (wasted imatrix). With one, each
+  // chunk also runs its last token, whose logits are never scored, so the
+  // observer sees all n_ctx tokens of every chunk, as llama-imatrix
+  // evaluates them. Not owned.
+  model::ProductObserver* observer = nullptr;
 };
 
 struct PerplexityResult {
@@ -83,6 +91,24 @@ absl::StatusOr<PerplexityResult> ComputePerplexity(const model::Model& model,
                                                    std::span<const int32_t> tokens, int32_t bos,
                                                    const PerplexityOptions& options,
                                                    const ChunkCallback& on_chunk = nullptr);
+
+// A model loaded fully resident with a text tokenized for it, as
+// perplexity and imatrix evaluate them.
+struct Evaluation {
+  std::unique_ptr<storage::GgufFile> gguf;
+  std::unique_ptr<model::Model> model;
+  std::unique_ptr<cache::ChunkStore> store;
+  std::vector<int32_t> tokens;
+  int32_t bos = -1;  // Put at the start of each chunk, or -1.
+};
+
+// Reads the text at `text_path` (one trailing newline dropped), loads the
+// model at `model_path` and tokenizes the text as described above.
+// NOT_FOUND for a missing text, INVALID_ARGUMENT when it is too short for
+// `options`, the loader's errors otherwise.
+absl::StatusOr<Evaluation> LoadEvaluation(storage::Env* env, const std::string& model_path,
+                                          const std::string& text_path,
+                                          const PerplexityOptions& options);
 
 // Loads the model at `model_path` (fully resident), tokenizes the text at
 // `text_path` as described above and computes its perplexity.

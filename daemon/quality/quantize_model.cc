@@ -41,13 +41,17 @@ struct TargetType {
 // K-quants map to the _S ("small") file types: every converted matrix has
 // the one type, which is what the _S mixes come closest to.
 constexpr TargetType kTargets[] = {
-    {"q8_0", GgmlType::kQ8_0, 7},      {"q4_0", GgmlType::kQ4_0, 2},
-    {"q4_1", GgmlType::kQ4_1, 3},      {"q5_0", GgmlType::kQ5_0, 8},
-    {"q5_1", GgmlType::kQ5_1, 9},      {"q4_k", GgmlType::kQ4_K, 14},
-    {"q5_k", GgmlType::kQ5_K, 16},     {"q6_k", GgmlType::kQ6_K, 18},
-    {"q2_k", GgmlType::kQ2_K, 10},     {"q3_k", GgmlType::kQ3_K, 11},
-    {"iq4_nl", GgmlType::kIQ4_NL, 25}, {"iq4_xs", GgmlType::kIQ4_XS, 30},
-    {"f16", GgmlType::kF16, 1},        {"bf16", GgmlType::kBF16, 32},
+    {"q8_0", GgmlType::kQ8_0, 7},        {"q4_0", GgmlType::kQ4_0, 2},
+    {"q4_1", GgmlType::kQ4_1, 3},        {"q5_0", GgmlType::kQ5_0, 8},
+    {"q5_1", GgmlType::kQ5_1, 9},        {"q4_k", GgmlType::kQ4_K, 14},
+    {"q5_k", GgmlType::kQ5_K, 16},       {"q6_k", GgmlType::kQ6_K, 18},
+    {"q2_k", GgmlType::kQ2_K, 10},       {"q3_k", GgmlType::kQ3_K, 11},
+    {"iq4_nl", GgmlType::kIQ4_NL, 25},   {"iq4_xs", GgmlType::kIQ4_XS, 30},
+    {"iq3_s", GgmlType::kIQ3_S, 26},     {"iq3_xxs", GgmlType::kIQ3_XXS, 23},
+    {"iq2_s", GgmlType::kIQ2_S, 28},     {"iq2_xs", GgmlType::kIQ2_XS, 20},
+    {"iq2_xxs", GgmlType::kIQ2_XXS, 19}, {"iq1_m", GgmlType::kIQ1_M, 31},
+    {"iq1_s", GgmlType::kIQ1_S, 24},     {"f16", GgmlType::kF16, 1},
+    {"bf16", GgmlType::kBF16, 32},
 };
 
 std::string TargetList() {
@@ -64,29 +68,100 @@ kernels::WeightType ToWeightType(GgmlType type) {
   return static_cast<kernels::WeightType>(static_cast<uint32_t>(type));
 }
 
+bool RequiresImportance(GgmlType type) {
+  return kernels::QuantizeRequiresImportance(ToWeightType(type));
+}
+
+// The IQ1/IQ2 and IQ3_XXS targets, for which llama.cpp picks other types
+// for the embeddings and the head.
+bool IsLowBitGridTarget(GgmlType type) {
+  switch (type) {
+    case GgmlType::kIQ1_S:
+    case GgmlType::kIQ1_M:
+    case GgmlType::kIQ2_XXS:
+    case GgmlType::kIQ2_XS:
+    case GgmlType::kIQ2_S:
+    case GgmlType::kIQ3_XXS:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // How one tensor is written.
 struct TensorPlan {
   const storage::TensorInfo* info;
   GgmlType out_type;
   bool convert;
+  // Per column of each matrix ([n_mat * cols]); empty: plain rounding.
+  std::vector<float> importance;
 };
+
+// The target type of `t`, by llama.cpp's rules for the head and the token
+// embeddings (llama_tensor_get_type).
+GgmlType TensorTarget(const storage::TensorInfo& t, const std::string& head, GgmlType type) {
+  if (t.shape.empty()) return type;
+  // The output head (or the token embeddings that stand in for it) is the
+  // matrix whose precision matters most; llama.cpp gives it Q6_K whatever
+  // the lower-bit target (Q5_K for the IQ1/IQ2/IQ3_XXS ones), or Q8_0 where
+  // rows do not divide into 256.
+  if (t.name == head && type != GgmlType::kQ8_0 && !IsFloatType(type)) {
+    if (t.shape[0] % kernels::kQK_K != 0) return GgmlType::kQ8_0;
+    return IsLowBitGridTarget(type) ? GgmlType::kQ5_K : GgmlType::kQ6_K;
+  }
+  // Untied token embeddings: looked up, never multiplied, so no importance
+  // is ever collected for them.
+  if (t.name == "token_embd.weight") {
+    if (type == GgmlType::kIQ2_S || type == GgmlType::kIQ3_XXS) return GgmlType::kIQ3_S;
+    if (RequiresImportance(type)) return GgmlType::kQ2_K;
+  }
+  return type;
+}
+
+// The importance matrix's entry for a converted tensor, checked for size.
+absl::Status AttachImportance(const storage::GgufFile& gguf, const ImportanceMatrix& imatrix,
+                              TensorPlan* plan) {
+  const storage::TensorInfo& t = *plan->info;
+  const ImatrixEntry* entry = imatrix.Find(t.name);
+  if (entry == nullptr) {
+    if (RequiresImportance(plan->out_type)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "tensor '", t.name, "' has no entry in the importance matrix, and ",
+          std::string(storage::GgmlTypeName(plan->out_type)),
+          " cannot be made without one (llama-quantize refuses too): compute the matrix on this "
+          "model with `wasted imatrix`"));
+    }
+    return absl::OkStatus();
+  }
+  int64_t n_mat = 1;
+  for (size_t d = 2; d < t.shape.size(); ++d) n_mat *= t.shape[d];
+  const int64_t expected = t.shape[0] * n_mat;
+  if (static_cast<int64_t>(entry->values.size()) != expected) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the importance matrix has ", entry->values.size(), " values for '", t.name,
+                     "', which has ", t.shape[0], " columns x ", n_mat, " matrices = ", expected,
+                     ": the matrix was computed on another model (", gguf.path(), ")"));
+  }
+  plan->importance = entry->Importance();
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::vector<TensorPlan>> PlanTensors(const storage::GgufFile& gguf,
                                                     const QuantizeOptions& options,
                                                     QuantizeReport* report) {
-  // The output head (or the token embeddings that stand in for it) is the
-  // matrix whose precision matters most; llama.cpp gives it Q6_K whatever
-  // the lower-bit target, or Q8_0 where rows do not divide into 256.
-  const bool high_precision_head = options.type != GgmlType::kQ8_0 && !IsFloatType(options.type);
+  if (RequiresImportance(options.type) && options.imatrix == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        std::string(storage::GgmlTypeName(options.type)),
+        " needs an importance matrix (llama-quantize refuses IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS and "
+        "IQ2_S without one too): compute it with `wasted imatrix MODEL TEXT -o FILE` and pass "
+        "--imatrix FILE"));
+  }
   const std::string head =
       gguf.FindTensor("output.weight") != nullptr ? "output.weight" : "token_embd.weight";
   std::vector<TensorPlan> plans;
   for (const storage::TensorInfo& t : gguf.tensors()) {
-    TensorPlan plan{&t, t.type, false};
-    GgmlType target = options.type;
-    if (high_precision_head && t.name == head && !t.shape.empty()) {
-      target = t.shape[0] % kernels::kQK_K == 0 ? GgmlType::kQ6_K : GgmlType::kQ8_0;
-    }
+    TensorPlan plan{&t, t.type, false, {}};
+    const GgmlType target = TensorTarget(t, head, options.type);
     const int64_t block = storage::GetGgmlTypeTraits(target).block_size;
     const uint32_t id = static_cast<uint32_t>(t.type);
     if (IsQuantizableWeight(t) && t.type != target && kernels::IsSupportedWeightType(id)) {
@@ -101,10 +176,18 @@ absl::StatusOr<std::vector<TensorPlan>> PlanTensors(const storage::GgufFile& ggu
       } else {
         plan.out_type = target;
         plan.convert = true;
+        if (options.imatrix != nullptr) {
+          RETURN_IF_ERROR(AttachImportance(gguf, *options.imatrix, &plan));
+          if (plan.importance.empty()) {
+            report->unweighted.push_back(t.name);
+          } else {
+            ++report->weighted;
+          }
+        }
       }
     }
     ++(plan.convert ? report->converted : report->kept);
-    plans.push_back(plan);
+    plans.push_back(std::move(plan));
   }
   report->tensors = static_cast<int64_t>(plans.size());
   return plans;
@@ -154,6 +237,7 @@ absl::Status ConvertTensor(const storage::RandomAccessFile& file, const TensorPl
   const storage::TensorInfo& t = *plan.info;
   const int64_t cols = t.shape[0];
   const int64_t rows = t.NumRows();
+  const int64_t rows_per_matrix = t.shape.size() > 1 ? t.shape[1] : 1;
   const uint64_t in_row = *storage::GgmlRowSize(t.type, cols);
   const uint64_t out_row = *storage::GgmlRowSize(plan.out_type, cols);
   const int64_t piece_rows =
@@ -172,7 +256,10 @@ absl::Status ConvertTensor(const storage::RandomAccessFile& file, const TensorPl
       std::vector<float> row(cols);
       for (int64_t r = begin; r < end; ++r) {
         kernels::DequantizeRow(in_type, src + r * in_row, row.data(), cols);
-        kernels::QuantizeRow(out_type, row.data(), dst + r * out_row, cols);
+        // A 3-D stack's matrix m has rows m * rows_per_matrix onwards.
+        const float* importance =
+            plan.importance.empty() ? nullptr : &plan.importance[(r0 + r) / rows_per_matrix * cols];
+        kernels::QuantizeRowWeighted(out_type, row.data(), dst + r * out_row, cols, importance);
       }
     });
     RETURN_IF_ERROR(writer->AppendTensorData(
@@ -279,10 +366,15 @@ absl::StatusOr<QuantizeReport> QuantizeModel(storage::Env* env, const std::strin
 
 int RunQuantize(const std::vector<std::string>& args) {
   constexpr char kUsage[] =
-      "usage: wasted quantize IN.gguf OUT.gguf --type TYPE [--threads N] [--allow-requantize]\n"
-      "  TYPE: q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k q2_k q3_k iq4_nl iq4_xs f16 bf16\n";
-  absl::StatusOr<ParsedArgs> parsed =
-      ParseArgs(args, {{"type"}, {"threads"}, {"allow-requantize", false}, {"help", false}});
+      "usage: wasted quantize IN.gguf OUT.gguf --type TYPE [--imatrix FILE] [--threads N]\n"
+      "                       [--allow-requantize]\n"
+      "  TYPE: q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k iq4_nl iq4_xs iq3_s\n"
+      "        iq3_xxs iq2_s iq2_xs iq2_xxs iq1_m iq1_s f16 bf16\n"
+      "  --imatrix FILE  column importances (wasted imatrix, or llama.cpp's llama-imatrix):\n"
+      "                  a weighted scale search instead of plain rounding; required for\n"
+      "                  iq2_s iq2_xs iq2_xxs iq1_m iq1_s\n";
+  absl::StatusOr<ParsedArgs> parsed = ParseArgs(
+      args, {{"type"}, {"imatrix"}, {"threads"}, {"allow-requantize", false}, {"help", false}});
   if (!parsed.ok()) {
     std::cerr << "wasted quantize: " << parsed.status().message() << "\n" << kUsage;
     return 2;
@@ -310,6 +402,20 @@ int RunQuantize(const std::vector<std::string>& args) {
   const std::string& out = parsed->positional()[1];
 
   const auto start = std::chrono::steady_clock::now();
+  std::optional<ImportanceMatrix> imatrix;
+  if (parsed->Has("imatrix")) {
+    absl::StatusOr<ImportanceMatrix> read =
+        ReadImatrix(storage::Env::Default(), *parsed->Get("imatrix"));
+    if (!read.ok()) {
+      std::cerr << "wasted quantize: " << read.status().message() << "\n";
+      return 1;
+    }
+    imatrix = std::move(*read);
+    options.imatrix = &*imatrix;
+    std::cout << absl::StrFormat("importance matrix %s: %d entries, %d chunks of '%s'\n",
+                                 *parsed->Get("imatrix"), imatrix->entries.size(),
+                                 imatrix->last_call, imatrix->dataset);
+  }
   absl::StatusOr<QuantizeReport> report = QuantizeModel(storage::Env::Default(), in, out, options);
   if (!report.ok()) {
     std::cerr << "wasted quantize: " << report.status().message() << "\n";
@@ -321,6 +427,14 @@ int RunQuantize(const std::vector<std::string>& args) {
       "wrote %s: %s, %d of %d tensors converted, %d kept; %.2f MB -> %.2f MB in %.1f s\n", out,
       std::string(storage::GgmlTypeName(options.type)), report->converted, report->tensors,
       report->kept, report->in_bytes / 1e6, report->out_bytes / 1e6, seconds);
+  if (options.imatrix != nullptr) {
+    std::cout << absl::StrFormat("%d matrices weighted by the importance matrix", report->weighted);
+    if (!report->unweighted.empty()) {
+      std::cout << "; without an entry (plain rounding): "
+                << absl::StrJoin(report->unweighted, ", ");
+    }
+    std::cout << "\n";
+  }
   if (!report->kept_ragged.empty()) {
     std::cout << "kept (rows not a multiple of the " << storage::GgmlTypeName(options.type)
               << " block): " << absl::StrJoin(report->kept_ragged, ", ") << "\n";

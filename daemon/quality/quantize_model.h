@@ -14,8 +14,9 @@
 //     their type, so a model with n_embd 64 quantized to Q4_K keeps every
 //     matrix in F32.
 // The output head follows llama.cpp's rule: for targets below 8 bits,
-// output.weight (token_embd.weight when the model ties them) becomes Q6_K,
-// or Q8_0 when its rows do not divide into 256. llama.cpp's other mixes
+// output.weight (token_embd.weight when the model ties them) becomes Q6_K
+// (Q5_K for the IQ1/IQ2/IQ3_XXS targets), or Q8_0 when its rows do not
+// divide into 256. llama.cpp's other mixes
 // (Q4_K_M's Q6_K attn_v/ffn_down layers, ...) are not reproduced: every
 // other matrix, token_embd included, gets the one target type, so files
 // are a little smaller than llama-quantize's for the same nominal type.
@@ -23,6 +24,17 @@
 // Source types: F32, F16 and BF16 are converted; an already quantized
 // source is refused unless allow_requantize (quality drops twice, as
 // llama-quantize warns). Types the kernels cannot decode are copied.
+//
+// With an importance matrix (imatrix.h: `wasted imatrix`, or llama.cpp's
+// llama-imatrix) every matrix that has an entry is quantized by
+// kernels::QuantizeRowWeighted with its columns' importances (matrix by
+// matrix for 3-D expert stacks): a weighted scale search instead of plain
+// rounding. An entry whose size is not columns x matrices is an error, as
+// in llama-quantize. IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS and IQ2_S need the
+// matrix (llama-quantize refuses them without one), and every matrix
+// quantized to them needs its entry; as in llama.cpp, token_embd then
+// becomes Q2_K (IQ3_S for IQ2_S and IQ3_XXS) and the output head Q5_K,
+// since no activation of theirs is ever collected.
 //
 // Metadata is copied in order; general.file_type is set to llama.cpp's
 // LLAMA_FTYPE for the type and general.quantization_version to 2 (ggml's
@@ -42,6 +54,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "daemon/quality/imatrix.h"
 #include "storage/env.h"
 #include "storage/ggml_types.h"
 #include "storage/gguf.h"
@@ -54,6 +67,8 @@ struct QuantizeOptions {
   bool allow_requantize = false;
   // Threads quantizing rows; 0: the machine's cores.
   int threads = 0;
+  // Column importances per tensor (not owned; null: plain rounding).
+  const ImportanceMatrix* imatrix = nullptr;
 };
 
 // What QuantizeModel did.
@@ -63,20 +78,26 @@ struct QuantizeReport {
   int64_t kept = 0;       // Copied as they were.
   // Matrices kept only because their rows do not divide into blocks.
   std::vector<std::string> kept_ragged;
+  // With an importance matrix: matrices converted with their entry, and
+  // the names of those converted without one.
+  int64_t weighted = 0;
+  std::vector<std::string> unweighted;
   uint64_t in_bytes = 0;  // File sizes.
   uint64_t out_bytes = 0;
 };
 
-// Target types `wasted quantize` writes: q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k
-// q6_k q2_k q3_k iq4_nl iq4_xs f16 bf16 (case-insensitive). INVALID_ARGUMENT
-// listing them otherwise. The 2-4-bit types use a plain scale search per
-// block (kernels::QuantizeRow), not llama-quantize's importance-weighted one,
-// so their error is larger than llama.cpp's for the same type.
+// Target types `wasted quantize` writes: q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k
+// q4_k q5_k q6_k iq4_nl iq4_xs iq3_s iq3_xxs iq2_s iq2_xs iq2_xxs iq1_m
+// iq1_s f16 bf16 (case-insensitive). INVALID_ARGUMENT listing them
+// otherwise. Without an importance matrix the 2-4-bit types use a plain
+// scale search per block (kernels::QuantizeRow), so their error is larger
+// than llama.cpp's imatrix files of the same type.
 absl::StatusOr<storage::GgmlType> ParseQuantizeType(std::string_view name);
 
 // llama.cpp's LLAMA_FTYPE for a file whose matrices are `type`: Q8_0 -> 7,
 // Q4_0 -> 2, Q4_K -> 14 (Q4_K_S), Q5_K -> 16 (Q5_K_S), Q6_K -> 18, Q2_K -> 10,
-// Q3_K -> 11 (Q3_K_S), IQ4_NL -> 25, IQ4_XS -> 30, F16 -> 1, BF16 -> 32, ...
+// Q3_K -> 11 (Q3_K_S), IQ4_NL -> 25, IQ4_XS -> 30, IQ2_XXS -> 19, F16 -> 1,
+// BF16 -> 32, ...
 // nullopt for types quantize does not write.
 std::optional<uint32_t> LlamaFileType(storage::GgmlType type);
 
