@@ -40,16 +40,30 @@ inline uint64_t LoadU64(const uint8_t* p) {
   return v;
 }
 
-// What the codebook decoders share.
-template <WeightType kType>
+// Per 32 elements, natural order: lane vector v covers groups 2v, 2v + 1.
+inline constexpr SlotTable kPer32Slots = [] {
+  SlotTable t{};
+  for (int v = 0; v < 4; ++v)
+    for (int l = 0; l < 16; ++l) t[v][l] = 2 * v + l / 8;
+  return t;
+}();
+
+// What the codebook decoders share. A type with a scale per 32 elements
+// (kPer32) fills Unit::wsc with [scale x8 | coefficient of s32 x8] (the
+// scale again for codes + 128: kSumScale), one with a scale per 16 the 16
+// scales.
+template <WeightType kType, bool kPer32 = false>
 struct GridDecoder {
   static constexpr int kUnitBytes = GetWeightTypeInfo(kType).block_bytes;
   static constexpr ActOrder kOrder = ActOrder::kNatural;
   static constexpr int kLaneVecs = 4;
-  static constexpr bool kPer16 = true;
+  static constexpr bool kPer16 = !kPer32;
   static constexpr float kSumScale = -128;
-  static constexpr SlotTable kSlots = kPer16Slots;
+  static constexpr SlotTable kSlots = kPer32 ? kPer32Slots : kPer16Slots;
 };
+
+// [v | v]: a per-32 type's weight scales as Unit::wsc.
+inline __m512 Twice(__m256 v) { return _mm512_insertf32x8(_mm512_castps256_ps512(v), v, 1); }
 
 // Bytes 8g .. 8g+3 of each 64-bit lane g, in order (pieces 4g + l).
 alignas(64) constexpr std::array<uint8_t, 64> kFirst4OfEachQword = [] {
@@ -200,7 +214,7 @@ inline __m512i ExpandIq3(const __m512i entries[2], int z, uint64_t negative,
 
 // Per group (one 64-bit lane: 4 index bytes, then a word of four 7-bit sign
 // indices and the scale in bits 28-31).
-struct Iq2Xxs : GridDecoder<WeightType::kIQ2_XXS> {
+struct Iq2Xxs : GridDecoder<WeightType::kIQ2_XXS, true> {
   static void Load(const uint8_t* p, Unit* u) {
     const float d = F16ToF32(LoadU16(p));
     const __m512i q = _mm512_loadu_si512(p + 2);
@@ -224,7 +238,7 @@ struct Iq2Xxs : GridDecoder<WeightType::kIQ2_XXS> {
     for (int z = 0; z < 4; ++z) u->codes[z] = ExpandIq2(entries, z, signs[z]);
     const __m256i sc = _mm512_cvtepi64_epi32(
         _mm512_and_si512(_mm512_srli_epi64(fields, 32), _mm512_set1_epi64(0xF)));
-    u->wsc = Dup8To16(OddScales8(sc, d * 0.125f));
+    u->wsc = Twice(OddScales8(sc, d * 0.125f));
   }
 };
 
@@ -275,7 +289,7 @@ struct Iq2S : GridDecoder<WeightType::kIQ2_S> {
 
 // 64 8-bit indices of 4-value entries; per group a word of four 7-bit sign
 // indices and the scale (bits 28-31).
-struct Iq3Xxs : GridDecoder<WeightType::kIQ3_XXS> {
+struct Iq3Xxs : GridDecoder<WeightType::kIQ3_XXS, true> {
   static void Load(const uint8_t* p, Unit* u) {
     const float d = F16ToF32(LoadU16(p));
     const uint8_t* qs = p + 2;
@@ -298,13 +312,13 @@ struct Iq3Xxs : GridDecoder<WeightType::kIQ3_XXS> {
     for (int z = 0; z < 4; ++z) u->codes[z] = ExpandIq3(entries, z, signs[z], kIq3XxsTable);
     const __m256i sc = _mm512_cvtepi64_epi32(
         _mm512_and_si512(_mm512_srli_epi64(fields, 32), _mm512_set1_epi64(0xF)));
-    u->wsc = Dup8To16(OddScales8(sc, d * 0.25f));
+    u->wsc = Twice(OddScales8(sc, d * 0.25f));
   }
 };
 
 // Entry k: index qs[k] plus bit k of qh (as one u64) as bit 8; sign bytes as
 // they are; a nibble scale per group.
-struct Iq3S : GridDecoder<WeightType::kIQ3_S> {
+struct Iq3S : GridDecoder<WeightType::kIQ3_S, true> {
   static void Load(const uint8_t* p, Unit* u) {
     const float d = F16ToF32(LoadU16(p));
     const uint8_t* qs = p + offsetof(BlockIQ3_S, qs);
@@ -328,7 +342,7 @@ struct Iq3S : GridDecoder<WeightType::kIQ3_S> {
             _mm256_set1_epi32(static_cast<int>(LoadU32(p + offsetof(BlockIQ3_S, scales)))),
             _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
         _mm256_set1_epi32(0xF));
-    u->wsc = Dup8To16(OddScales8(sc, d));
+    u->wsc = Twice(OddScales8(sc, d));
   }
 };
 
@@ -346,38 +360,37 @@ inline __m512i Iq1Entries8(const uint32_t idx[8]) {
 }
 
 // Piece 4g + l: index qs[4g + l] plus bits 3l .. 3l+2 of qh[g] as bits 8-10;
-// qh[g] bits 12-14: the scale, bit 15: the shift's sign.
-struct Iq1S : GridDecoder<WeightType::kIQ1_S> {
+// qh[g] bits 12-14: the scale s, bit 15: the shift's sign. x = w (grid +-
+// 1/8), w = d (2s + 1) per group: codes grid + 1 (0, 1, 2) and the
+// coefficient w (+-1/8 - 1) of the group's activation sum.
+struct Iq1S {
+  static constexpr int kUnitBytes = sizeof(BlockIQ1_S);
+  static constexpr ActOrder kOrder = ActOrder::kNatural;
+  static constexpr int kLaneVecs = 4;
+  static constexpr bool kPer16 = false;
+  static constexpr float kSumScale = 1;
+  static constexpr SlotTable kSlots = kPer32Slots;
   static void Load(const uint8_t* p, Unit* u) {
     const float d = F16ToF32(LoadU16(p));
-    const __m256i qh = _mm256_cvtepu16_epi32(
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + offsetof(BlockIQ1_S, qh))));
-    const __m256i low = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2));
-    const __m512i shifts = _mm512_setr_epi32(0, 3, 6, 9, 0, 3, 6, 9, 0, 3, 6, 9, 0, 3, 6, 9);
-    __m512i idx[2];
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) {
-      const __m512i group = _mm512_permutexvar_epi32(
-          _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
-          _mm512_castsi256_si512(
-              h ? _mm256_permutevar8x32_epi32(qh, _mm256_setr_epi32(4, 5, 6, 7, 4, 5, 6, 7)) : qh));
-      const __m512i high = _mm512_and_si512(_mm512_srlv_epi32(group, shifts), _mm512_set1_epi32(7));
-      const __m128i bytes = h ? _mm256_extracti128_si256(low, 1) : _mm256_castsi256_si128(low);
-      idx[h] = _mm512_or_si512(_mm512_cvtepu8_epi32(bytes), _mm512_slli_epi32(high, 8));
+    const uint8_t* qh = p + offsetof(BlockIQ1_S, qh);
+    const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qh)));
+    const __m256 w =
+        OddScales8(_mm256_and_si256(_mm256_srli_epi32(h, 12), _mm256_set1_epi32(7)), d);
+    // Bit 15 (the shift is negative) to the sign of 1/8.
+    const __m256 shift = _mm256_castsi256_ps(
+        _mm256_or_si256(_mm256_castps_si256(_mm256_set1_ps(0.125f)),
+                        _mm256_slli_epi32(_mm256_and_si256(h, _mm256_set1_epi32(0x8000)), 16)));
+    u->wsc = _mm512_insertf32x8(_mm512_castps256_ps512(w),
+                                _mm256_mul_ps(w, _mm256_sub_ps(shift, _mm256_set1_ps(1))), 1);
+    uint32_t ix[32];
+#pragma GCC unroll 32
+    for (int i = 0; i < 32; ++i) {
+      ix[i] = p[2 + i] | (((LoadU16(qh + 2 * (i / 4)) >> (3 * (i % 4))) & 7) << 8);
     }
-    alignas(64) uint32_t ix[32];
-    _mm512_store_si512(ix, idx[0]);
-    _mm512_store_si512(ix + 16, idx[1]);
-    // Bit g: group g's shift is negative.
-    const unsigned negative = _mm256_movepi32_mask(_mm256_slli_epi32(qh, 16));
 #pragma GCC unroll 4
     for (int z = 0; z < 4; ++z) {
-      const unsigned pair = (negative >> (2 * z)) & 3;
-      const __mmask8 pieces = static_cast<__mmask8>((pair & 1 ? 0x0F : 0) | (pair & 2 ? 0xF0 : 0));
-      u->codes[z] = Iq1Codes(Iq1Entries8(ix + 8 * z), Iq1Delta(pieces));
+      u->codes[z] = _mm512_add_epi8(Iq1Entries8(ix + 8 * z), _mm512_set1_epi8(1));
     }
-    const __m256i sc = _mm256_and_si256(_mm256_srli_epi32(qh, 12), _mm256_set1_epi32(7));
-    u->wsc = Dup8To16(OddScales8(sc, d * 0.125f));
   }
 };
 
