@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs exactly the Debian 12 packages waste needs to build, test and run.
 # Idempotent: packages already installed are left alone. Uses sudo when not
-# root. Pass --fuzz to also install clang for tests/fuzz/run_gguf_fuzzer.sh.
+# root. (--fuzz is accepted and changes nothing: the fuzz stage's clang is
+# in the list now.)
 set -euo pipefail
 
 packages=(
@@ -12,10 +13,10 @@ packages=(
   # promtool, which checks the HTTP face's /metrics page in tests. The
   # package also ships the Prometheus server, whose unit Debian enables.
   prometheus
+  # The fuzz stage of deploy/test.sh: clang with libFuzzer and the
+  # sanitizer runtimes, and make for tests/fuzz/run_fuzzer.sh.
+  clang libclang-rt-14-dev make
 )
-if [[ "${1:-}" == "--fuzz" ]]; then
-  packages+=(clang libclang-rt-14-dev)
-fi
 
 missing=()
 for package in "${packages[@]}"; do

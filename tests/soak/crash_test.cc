@@ -19,7 +19,6 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
-#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "client/waste_client.h"
 #include "daemon/tools/synthetic_model.h"
@@ -88,12 +87,6 @@ Result Generate(WasteClient& client, const std::string& model, const std::string
     return true;
   });
   return r;
-}
-
-std::string Ids(const std::vector<int32_t>& ids) {
-  std::string out;
-  for (int32_t id : ids) absl::StrAppend(&out, id, ",");
-  return out;
 }
 
 // What a restarted daemon must show: it serves, it removed every temporary
