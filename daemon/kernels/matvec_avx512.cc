@@ -321,49 +321,55 @@ struct Q6K {
   }
 };
 
-// Q2_K, Q3_K: 16 scales of 16 elements, natural order as Q6_K. The 2-bit
-// fields of 32 qs bytes are 4 consecutive groups: each zmm takes the same 32
-// bytes twice, shifted by 2 more in its upper half. Q3_K adds bit 2 from
-// hmask (bit g for group g) and subtracts 4 through kSumScale; Q2_K's mins
-// come in as their own coefficients.
+// Q2_K, Q3_K in kLane16 order: lane l of zmm v takes 4 bytes of one 2-bit
+// field of qs: element 16l + 4v + b is bits 2 ((l % 8) / 2) of qs byte
+// 32 (l / 8) + 16 (l % 2) + 4v + b, one vpermd of the 16 qs dwords and one
+// vpsrlvd per zmm. Q3_K adds bit l / 2 of hmask byte 16 (l % 2) + 4v + b as
+// bit 2 (codes 0..7 for q - 4: the -4 goes to the s16 coefficient); Q2_K's
+// mins are their own coefficients.
 template <bool kQ3>
 struct Q23K {
   using Block = std::conditional_t<kQ3, BlockQ3_K, BlockQ2_K>;
   static constexpr int kUnitBytes = sizeof(Block);
-  static constexpr ActOrder kOrder = ActOrder::kNatural;
-  static constexpr int kLaneVecs = 4;
-  static constexpr bool kPer16 = true;
-  static constexpr bool kOwnCoef = !kQ3;
-  static constexpr float kSumScale = kQ3 ? -4 : -1;
-  static constexpr SlotTable kSlots = kPer16Slots;
-  static void Load(const uint8_t* p, Unit* u) {
+  // Per zmm v: lane l's qs dword, and (Q3_K) its hmask dword.
+  static constexpr std::array<std::array<int32_t, 16>, 4> kQsDword = [] {
+    std::array<std::array<int32_t, 16>, 4> t{};
+    for (int v = 0; v < 4; ++v)
+      for (int l = 0; l < 16; ++l) t[v][l] = 8 * (l / 8) + 4 * (l % 2) + v;
+    return t;
+  }();
+  static constexpr std::array<std::array<int32_t, 16>, 4> kHmaskDword = [] {
+    std::array<std::array<int32_t, 16>, 4> t{};
+    for (int v = 0; v < 4; ++v)
+      for (int l = 0; l < 16; ++l) t[v][l] = 4 * (l % 2) + v;
+    return t;
+  }();
+  static void Load(const uint8_t* p, Lane16Unit* u) {
     const Block* b = reinterpret_cast<const Block*>(p);
+    const __m512i qs = _mm512_loadu_si512(b->qs);
+    const __m512i shifts = _mm512_setr_epi32(0, 0, 2, 2, 4, 4, 6, 6, 0, 0, 2, 2, 4, 4, 6, 6);
     const __m512i m2 = _mm512_set1_epi8(0x03);
-    __m512i hbits;
+    __m512i hmask;
     if constexpr (kQ3) {
-      hbits =
-          _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->hmask)));
+      hmask =
+          _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->hmask)));
     }
-#pragma GCC unroll 16
-    for (int n = 0; n < 2; ++n) {
-      const __m512i q = _mm512_broadcast_i64x4(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs + 32 * n)));
-#pragma GCC unroll 16
-      for (int pair = 0; pair < 2; ++pair) {
-        const int z = 2 * n + pair;  // Groups 2z and 2z + 1.
-        const __m512i cnt =
-            _mm512_inserti64x4(_mm512_set1_epi16(static_cast<int16_t>(4 * pair)),
-                               _mm256_set1_epi16(static_cast<int16_t>(4 * pair + 2)), 1);
-        __m512i codes = _mm512_and_si512(_mm512_srlv_epi16(q, cnt), m2);
-        if constexpr (kQ3) {
-          const __m512i sel =
-              _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(1 << (2 * z))),
-                                 _mm256_set1_epi8(static_cast<char>(1 << (2 * z + 1))), 1);
-          codes = _mm512_mask_add_epi8(codes, _mm512_test_epi8_mask(hbits, sel), codes,
-                                       _mm512_set1_epi8(0x04));
-        }
-        u->codes[z] = codes;
+#pragma GCC unroll 4
+    for (int v = 0; v < 4; ++v) {
+      const __m512i q = _mm512_permutexvar_epi32(_mm512_loadu_si512(kQsDword[v].data()), qs);
+      __m512i codes = _mm512_and_si512(_mm512_srlv_epi32(q, shifts), m2);
+      if constexpr (kQ3) {
+        // Lane l tests bit l / 2 of each byte.
+        const __m512i bit = _mm512_setr_epi32(
+            0x01010101, 0x01010101, 0x02020202, 0x02020202, 0x04040404, 0x04040404, 0x08080808,
+            0x08080808, 0x10101010, 0x10101010, 0x20202020, 0x20202020, 0x40404040, 0x40404040,
+            static_cast<int>(0x80808080), static_cast<int>(0x80808080));
+        const __m512i h =
+            _mm512_permutexvar_epi32(_mm512_loadu_si512(kHmaskDword[v].data()), hmask);
+        codes = _mm512_mask_add_epi8(codes, _mm512_test_epi8_mask(h, bit), codes,
+                                     _mm512_set1_epi8(0x04));
       }
+      u->codes[v] = codes;
     }
     const float d = F16ToF32(b->d);
     if constexpr (kQ3) {
@@ -379,6 +385,7 @@ struct Q23K {
           _mm512_cvtepu8_epi32(_mm_set_epi64x(static_cast<int64_t>(hi), static_cast<int64_t>(lo))),
           _mm512_set1_epi32(32));
       u->wsc = _mm512_mul_ps(_mm512_cvtepi32_ps(sc), _mm512_set1_ps(d));
+      u->coef = _mm512_mul_ps(u->wsc, _mm512_set1_ps(-4));
     } else {
       const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->scales));
       const __m128i m4 = _mm_set1_epi8(0x0F);
@@ -386,7 +393,7 @@ struct Q23K {
       const __m512 mn =
           _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(s, 4), m4)));
       u->wsc = _mm512_mul_ps(sc, _mm512_set1_ps(d));
-      u->coef = _mm512_mul_ps(mn, _mm512_set1_ps(F16ToF32(b->dmin)));
+      u->coef = _mm512_mul_ps(mn, _mm512_set1_ps(-F16ToF32(b->dmin)));
     }
   }
 };
@@ -465,9 +472,9 @@ void DotRow(const RowsTask& t, const uint8_t* row, int64_t b0, float* out) {
     case WeightType::kQ6_K:
       return DotQuantized<Q6K, NB>(type, row, c, a, out);
     case WeightType::kQ2_K:
-      return DotQuantized<Q23K<false>, NB>(type, row, c, a, out);
+      return DotLane16<Q23K<false>, NB>(row, c, a, out);
     case WeightType::kQ3_K:
-      return DotQuantized<Q23K<true>, NB>(type, row, c, a, out);
+      return DotLane16<Q23K<true>, NB>(row, c, a, out);
     case WeightType::kIQ4_NL:
       return DotQuantized<IQ4NL, NB>(type, row, c, a, out);
     case WeightType::kIQ4_XS:
@@ -501,6 +508,9 @@ ActOrder OrderFor(WeightType type) {
     case WeightType::kQ4_K:
     case WeightType::kQ5_K:
       return ActOrder::kNibbleK;
+    case WeightType::kQ2_K:
+    case WeightType::kQ3_K:
+      return ActOrder::kLane16;
     default:
       return ActOrder::kNatural;
   }
@@ -532,6 +542,29 @@ void QuantizeActsAvx512(WeightType type, const float* x, int64_t cols, const Qua
   }
   const ActOrder order = OrderFor(type);
   if (order == ActOrder::kNatural) return;
+  if (order == ActOrder::kLane16) {
+    // Output zmm v, lane l: dword 4l + v of the 256 elements (lanes 0-7 from
+    // the first 128, 8-15 from the second); ds: each group's d twice.
+    alignas(64) static constexpr auto kLaneIndex = [] {
+      std::array<std::array<int32_t, 16>, 4> t{};
+      for (int v = 0; v < 4; ++v)
+        for (int l = 0; l < 16; ++l) t[v][l] = 4 * (l % 8) + v;
+      return t;
+    }();
+    for (int64_t u = 0; u < units; ++u) {
+      const int8_t* in = out.qs + 256 * u;
+      const __m512i s0 = _mm512_load_si512(in), s1 = _mm512_load_si512(in + 64);
+      const __m512i s2 = _mm512_load_si512(in + 128), s3 = _mm512_load_si512(in + 192);
+      for (int v = 0; v < 4; ++v) {
+        const __m512i index = _mm512_load_si512(kLaneIndex[v].data());
+        _mm512_store_si512(out.qp + 256 * u + 64 * v,
+                           _mm512_mask_blend_epi32(0xFF00, _mm512_permutex2var_epi32(s0, index, s1),
+                                                   _mm512_permutex2var_epi32(s2, index, s3)));
+      }
+      _mm512_store_ps(out.ds + 16 * u, Dup8To16(_mm256_load_ps(out.d + 8 * u)));
+    }
+    return;
+  }
   alignas(64) static constexpr auto kNibbleIndex = [] {
     std::array<std::array<uint8_t, 64>, 2> t{};
     for (int n = 0; n < 2; ++n)

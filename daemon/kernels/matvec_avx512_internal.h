@@ -39,6 +39,10 @@ enum class ActOrder {
   kNatural,   // As qs.
   kNibble32,  // Per 128: the first 16 of each of 4 blocks, then their last 16.
   kNibbleK,   // Per 128: 32-element groups in the order 0, 2, 1, 3.
+  // Per 256: zmm v (v < 4) byte 4l + b is element 16l + 4v + b, so that int32
+  // lane l of every zmm belongs to 16-element sub-block l (DotLane16); ds
+  // holds each sub-block's d (each group's twice) instead of [d x8 | s32 x8].
+  kLane16,
 };
 
 // 256 elements of a row, decoded for the integer dot.
@@ -155,6 +159,49 @@ inline void DotQuantized(WeightType type, const uint8_t* row, int64_t cols,
     out[k] = _mm512_reduce_add_ps(sum);
     if (cols % 256 != 0) out[k] += DotGroupsRef(type, row, 8 * units, cols / 32, acts[k]);
   }
+}
+
+// 256 elements of a row in kLane16 order, for DotLane16.
+struct Lane16Unit {
+  __m512i codes[4];  // u8.
+  __m512 wsc;        // Lane l: the weight scale of sub-block l.
+  __m512 coef;       // Lane l: sub-block l's coefficient of s16 (zero point, min).
+};
+
+// The loop of the types with a scale per 16 elements and the activation in
+// kLane16 order (Dec::Load fills a Lane16Unit): the 4 vpdpbusd of a unit
+// chain into one int32 vector of 16 sub-block sums, so each activation vector
+// costs one cvt, one mul and two fmas per 256 elements beyond the products.
+template <typename Dec, int NB>
+inline void DotLane16(const uint8_t* row, int64_t cols, const QuantizedActs* acts, float* out) {
+  const int64_t units = cols / 256;
+  __m512 acc[NB], bias[NB];
+#pragma GCC unroll 16
+  for (int k = 0; k < NB; ++k) acc[k] = bias[k] = _mm512_setzero_ps();
+  for (int64_t un = 0; un < units; ++un) {
+    if constexpr (kPrefetchBytes > 0) {
+      const char* ahead =
+          reinterpret_cast<const char*>(row) + un * Dec::kUnitBytes + kPrefetchBytes;
+#pragma GCC unroll 8
+      for (int l = 0; l < (Dec::kUnitBytes + 63) / 64; ++l)
+        _mm_prefetch(ahead + 64 * l, _MM_HINT_T0);
+    }
+    Lane16Unit u;
+    Dec::Load(row + un * Dec::kUnitBytes, &u);
+#pragma GCC unroll 16
+    for (int k = 0; k < NB; ++k) {
+      const int8_t* q = acts[k].qp + 256 * un;
+      __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u.codes[0], _mm512_load_si512(q));
+#pragma GCC unroll 4
+      for (int v = 1; v < 4; ++v)
+        dot = _mm512_dpbusd_epi32(dot, u.codes[v], _mm512_load_si512(q + 64 * v));
+      acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot),
+                               _mm512_mul_ps(u.wsc, _mm512_load_ps(acts[k].ds + 16 * un)), acc[k]);
+      bias[k] = _mm512_fmadd_ps(u.coef, _mm512_loadu_ps(acts[k].s16 + 16 * un), bias[k]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int k = 0; k < NB; ++k) out[k] = _mm512_reduce_add_ps(_mm512_add_ps(acc[k], bias[k]));
 }
 
 // The codebook types (IsGridType), matvec_avx512_iq.cc: out[k] = the row's
