@@ -14,6 +14,7 @@
 #include "common/status_macros.h"
 #include "daemon/cache/resident_store.h"
 #include "daemon/model/forward.h"
+#include "daemon/quality/kl_divergence.h"
 #include "daemon/text/tokenizer.h"
 #include "daemon/text/vocab_gguf.h"
 #include "storage/gguf.h"
@@ -181,17 +182,58 @@ absl::StatusOr<PerplexityResult> PerplexityOfFile(storage::Env* env, const std::
                            on_chunk);
 }
 
+namespace {
+
+int RunKlDivergence(const std::string& base_path, const std::string& model_path,
+                    const std::string& text_path, const PerplexityOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  storage::Env* env = storage::Env::Default();
+  absl::StatusOr<Evaluation> base = LoadEvaluation(env, base_path, text_path, options);
+  absl::StatusOr<Evaluation> model =
+      base.ok() ? LoadEvaluation(env, model_path, text_path, options) : base.status();
+  if (!model.ok()) {
+    std::cerr << "wasted perplexity: " << model.status().message() << "\n";
+    return 1;
+  }
+  kernels::ThreadPool pool(options.threads > 0 ? options.threads
+                                               : kernels::ThreadPool::DefaultThreads());
+  bool printed = false;
+  absl::StatusOr<KlDivergenceResult> kl =
+      ComputeKlDivergence(*base, *model, &pool, options, [&printed](int64_t chunk, double mean) {
+        std::cout << absl::StrFormat("[%d]%.6f,", chunk, mean) << std::flush;
+        printed = true;
+      });
+  if (printed) std::cout << "\n";
+  if (!kl.ok()) {
+    std::cerr << "wasted perplexity: " << kl.status().message() << "\n";
+    return 1;
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << absl::StrFormat("Final estimate: PPL = %.4f (base %.4f)\n", kl->ppl, kl->base_ppl);
+  std::cout << absl::StrFormat("Mean KLD: %.6f +/- %.6f, max %.6f; same top token %.2f%%\n",
+                               kl->kl_mean, kl->kl_error, kl->kl_max, 100 * kl->top1_agree);
+  std::cerr << absl::StrFormat("%d chunks of %d, %d positions scored, %.1f s\n", kl->n_chunks,
+                               options.n_ctx, kl->n_scored, seconds);
+  return 0;
+}
+
+}  // namespace
+
 int RunPerplexity(const std::vector<std::string>& args) {
   constexpr char kUsage[] =
       "usage: wasted perplexity MODEL.gguf TEXT_FILE [--ctx N] [--stride S] [--threads N]\n"
-      "                         [--max-chunks K] [--kv f16|f32]\n"
+      "                         [--max-chunks K] [--kv f16|f32] [--kl-base BASE.gguf]\n"
       "  --ctx N         tokens per chunk (default 512)\n"
       "  --stride S      sliding windows every S tokens, scoring their last S (default: --ctx,\n"
       "                  non-overlapping chunks scoring their second half)\n"
       "  --max-chunks K  evaluate at most K chunks\n"
-      "  --kv TYPE       KV cache type (default f16, as llama.cpp)\n";
-  absl::StatusOr<ParsedArgs> parsed =
-      ParseArgs(args, {{"ctx"}, {"stride"}, {"threads"}, {"max-chunks"}, {"kv"}, {"help", false}});
+      "  --kv TYPE       KV cache type (default f16, as llama.cpp)\n"
+      "  --kl-base BASE  also the KL divergence of MODEL's token distributions from BASE's\n"
+      "                  (the model it was quantized from) on the scored positions\n";
+  absl::StatusOr<ParsedArgs> parsed = ParseArgs(
+      args,
+      {{"ctx"}, {"stride"}, {"threads"}, {"max-chunks"}, {"kv"}, {"kl-base"}, {"help", false}});
   if (!parsed.ok()) {
     std::cerr << "wasted perplexity: " << parsed.status().message() << "\n" << kUsage;
     return 2;
@@ -226,6 +268,10 @@ int RunPerplexity(const std::vector<std::string>& args) {
     return 2;
   }
 
+  if (parsed->Has("kl-base")) {
+    return RunKlDivergence(*parsed->Get("kl-base"), parsed->positional()[0],
+                           parsed->positional()[1], options);
+  }
   const auto start = std::chrono::steady_clock::now();
   bool printed = false;
   absl::StatusOr<PerplexityResult> result =

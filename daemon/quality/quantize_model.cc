@@ -95,6 +95,8 @@ struct TensorPlan {
   bool convert;
   // Per column of each matrix ([n_mat * cols]); empty: plain rounding.
   std::vector<float> importance;
+  // The importance matrix had no entry: all ones.
+  bool uniform_importance = false;
 };
 
 // The target type of `t`, by llama.cpp's rules for the head and the token
@@ -131,6 +133,12 @@ absl::Status AttachImportance(const storage::GgufFile& gguf, const ImportanceMat
           " cannot be made without one (llama-quantize refuses too): compute the matrix on this "
           "model with `wasted imatrix`"));
     }
+    // No activations seen (token_embd, an uncollected head): still the
+    // weighted search, with every column equally important.
+    int64_t n_mat = 1;
+    for (size_t d = 2; d < t.shape.size(); ++d) n_mat *= t.shape[d];
+    plan->importance.assign(t.shape[0] * n_mat, 1.0f);
+    plan->uniform_importance = true;
     return absl::OkStatus();
   }
   int64_t n_mat = 1;
@@ -161,7 +169,7 @@ absl::StatusOr<std::vector<TensorPlan>> PlanTensors(const storage::GgufFile& ggu
   std::vector<TensorPlan> plans;
   for (const storage::TensorInfo& t : gguf.tensors()) {
     TensorPlan plan{&t, t.type, false, {}};
-    const GgmlType target = TensorTarget(t, head, options.type);
+    const GgmlType target = options.pure ? options.type : TensorTarget(t, head, options.type);
     const int64_t block = storage::GetGgmlTypeTraits(target).block_size;
     const uint32_t id = static_cast<uint32_t>(t.type);
     if (IsQuantizableWeight(t) && t.type != target && kernels::IsSupportedWeightType(id)) {
@@ -178,7 +186,7 @@ absl::StatusOr<std::vector<TensorPlan>> PlanTensors(const storage::GgufFile& ggu
         plan.convert = true;
         if (options.imatrix != nullptr) {
           RETURN_IF_ERROR(AttachImportance(gguf, *options.imatrix, &plan));
-          if (plan.importance.empty()) {
+          if (plan.uniform_importance) {
             report->unweighted.push_back(t.name);
           } else {
             ++report->weighted;
@@ -367,14 +375,20 @@ absl::StatusOr<QuantizeReport> QuantizeModel(storage::Env* env, const std::strin
 int RunQuantize(const std::vector<std::string>& args) {
   constexpr char kUsage[] =
       "usage: wasted quantize IN.gguf OUT.gguf --type TYPE [--imatrix FILE] [--threads N]\n"
-      "                       [--allow-requantize]\n"
+      "                       [--pure] [--allow-requantize]\n"
       "  TYPE: q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k iq4_nl iq4_xs iq3_s\n"
       "        iq3_xxs iq2_s iq2_xs iq2_xxs iq1_m iq1_s f16 bf16\n"
       "  --imatrix FILE  column importances (wasted imatrix, or llama.cpp's llama-imatrix):\n"
       "                  a weighted scale search instead of plain rounding; required for\n"
-      "                  iq2_s iq2_xs iq2_xxs iq1_m iq1_s\n";
-  absl::StatusOr<ParsedArgs> parsed = ParseArgs(
-      args, {{"type"}, {"imatrix"}, {"threads"}, {"allow-requantize", false}, {"help", false}});
+      "                  iq2_s iq2_xs iq2_xxs iq1_m iq1_s\n"
+      "  --pure          every matrix TYPE, the output head and token_embd included\n"
+      "                  (llama-quantize --pure)\n";
+  absl::StatusOr<ParsedArgs> parsed = ParseArgs(args, {{"type"},
+                                                       {"imatrix"},
+                                                       {"threads"},
+                                                       {"pure", false},
+                                                       {"allow-requantize", false},
+                                                       {"help", false}});
   if (!parsed.ok()) {
     std::cerr << "wasted quantize: " << parsed.status().message() << "\n" << kUsage;
     return 2;
@@ -398,6 +412,7 @@ int RunQuantize(const std::vector<std::string>& args) {
   options.type = *type;
   options.threads = static_cast<int>(*threads);
   options.allow_requantize = parsed->Has("allow-requantize");
+  options.pure = parsed->Has("pure");
   const std::string& in = parsed->positional()[0];
   const std::string& out = parsed->positional()[1];
 
@@ -430,7 +445,7 @@ int RunQuantize(const std::vector<std::string>& args) {
   if (options.imatrix != nullptr) {
     std::cout << absl::StrFormat("%d matrices weighted by the importance matrix", report->weighted);
     if (!report->unweighted.empty()) {
-      std::cout << "; without an entry (plain rounding): "
+      std::cout << "; without an entry (searched with equal importances): "
                 << absl::StrJoin(report->unweighted, ", ");
     }
     std::cout << "\n";

@@ -29,8 +29,10 @@
 // llama-imatrix) every matrix that has an entry is quantized by
 // kernels::QuantizeRowWeighted with its columns' importances (matrix by
 // matrix for 3-D expert stacks): a weighted scale search instead of plain
-// rounding. An entry whose size is not columns x matrices is an error, as
-// in llama-quantize. IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS and IQ2_S need the
+// rounding; a matrix without an entry (token_embd, an uncollected output
+// head) gets the same search with every column equally important. An
+// entry whose size is not columns x matrices is an error, as in
+// llama-quantize. IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS and IQ2_S need the
 // matrix (llama-quantize refuses them without one), and every matrix
 // quantized to them needs its entry; as in llama.cpp, token_embd then
 // becomes Q2_K (IQ3_S for IQ2_S and IQ3_XXS) and the output head Q5_K,
@@ -67,6 +69,10 @@ struct QuantizeOptions {
   bool allow_requantize = false;
   // Threads quantizing rows; 0: the machine's cores.
   int threads = 0;
+  // llama-quantize's --pure: every converted matrix gets `type`, the head
+  // and the token embeddings included (no Q6_K/Q5_K head, no Q2_K/IQ3_S
+  // embeddings).
+  bool pure = false;
   // Column importances per tensor (not owned; null: plain rounding).
   const ImportanceMatrix* imatrix = nullptr;
 };
@@ -79,7 +85,8 @@ struct QuantizeReport {
   // Matrices kept only because their rows do not divide into blocks.
   std::vector<std::string> kept_ragged;
   // With an importance matrix: matrices converted with their entry, and
-  // the names of those converted without one.
+  // the names of those converted without one (searched with every column
+  // equally important).
   int64_t weighted = 0;
   std::vector<std::string> unweighted;
   uint64_t in_bytes = 0;  // File sizes.
