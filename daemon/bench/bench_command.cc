@@ -1,5 +1,6 @@
 // `wasted bench`: prefill and decode under a RAM budget, in process, with
 // the store's counters and this machine's memory bandwidth from the same run.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -169,6 +170,32 @@ absl::StatusOr<storage::IoEngine> ParseEngine(const std::string& name) {
       absl::StrCat("--io-engine ", name, " is not auto, io_uring or threads"));
 }
 
+// The bound a decode run is measured against: a token must bring its
+// weights in from memory (the bytes it touches at the machine's measured
+// read rate) and, when streaming, read its missed bytes from disk (at the
+// rate the reads ran at in this run). The slower of the two applies.
+struct DecodeBound {
+  const char* name = "memory";
+  double tokens_per_second = 0;
+  double achieved_share = 0;  // Measured decode tok/s over the bound.
+};
+
+DecodeBound DecodeBoundOf(double decode_tps, double touched_bytes_per_token, double memory_gbps,
+                          double read_bytes_per_token, double read_gbps) {
+  const double memory_seconds =
+      memory_gbps > 0 ? touched_bytes_per_token / (memory_gbps * 1e9) : 0;
+  const double read_seconds =
+      read_gbps > 0 && read_bytes_per_token > 0 ? read_bytes_per_token / (read_gbps * 1e9) : 0;
+  DecodeBound bound;
+  if (read_seconds > memory_seconds) bound.name = "disk read";
+  const double seconds = std::max(memory_seconds, read_seconds);
+  if (seconds > 0) {
+    bound.tokens_per_second = 1 / seconds;
+    bound.achieved_share = decode_tps / bound.tokens_per_second;
+  }
+  return bound;
+}
+
 void Print(const BenchResult& r, const PlannedModel& pm, const memory::MemoryPlan& plan,
            const cache::StreamingChunkStore& store, const TierReport* tiers, bool json) {
   const double decode_tps = r.gen_tokens / r.decode_seconds;
@@ -186,6 +213,9 @@ void Print(const BenchResult& r, const PlannedModel& pm, const memory::MemoryPla
   const double read_gbps = busy > 0 ? bytes / busy / 1e9 : 0;
   const double stream_gbps = bytes / r.decode_seconds / 1e9;
   const double touched_gbps = r.touched_bytes_per_token * decode_tps / 1e9;
+  const DecodeBound bound =
+      DecodeBoundOf(decode_tps, static_cast<double>(r.touched_bytes_per_token), r.memory_gbps,
+                    bytes_per_token, read_gbps);
   if (json) {
     // Keys in the order written; non-finite numbers are written as null.
     nlohmann::ordered_json j;
@@ -220,6 +250,9 @@ void Print(const BenchResult& r, const PlannedModel& pm, const memory::MemoryPla
     num("achieved_memory_gbps", touched_gbps);
     num("memory_read_gbps", r.memory_gbps);
     integer("peak_rss_bytes", r.peak_rss_bytes);
+    j["bound"] = bound.name;
+    num("bound_tokens_per_second", bound.tokens_per_second);
+    num("bound_achieved_share", bound.achieved_share);
     if (r.moe) {
       const double prefill_bytes = r.before.bytes_read - r.prefill_before.bytes_read;
       num("prefill_read_bytes_per_token", prefill_bytes / r.prompt_tokens);
@@ -248,7 +281,8 @@ void Print(const BenchResult& r, const PlannedModel& pm, const memory::MemoryPla
       "disk reads:     %.2f GB/s while reading, %.2f GB/s over decode\n"
       "memory:         %s touched per token = %.2f GB/s achieved; machine reads %.2f GB/s "
       "(2 threads) -> %.0f%%\n"
-      "peak RSS:       %s (%.1f%% of budget)\n",
+      "peak RSS:       %s (%.1f%% of budget)\n"
+      "bound:          %s, %.2f tok/s -> decode achieved %.0f%% of it\n",
       pm.path, r.mode, FormatBytes(pm.budget_bytes), FormatBytes(store.pool().bytes()),
       store.pool().huge_pages() ? ", huge pages" : "", plan.pinned_layers, plan.n_layers,
       plan.streaming_slots, store.prefetch_depth(), store.policy_name(),
@@ -259,7 +293,8 @@ void Print(const BenchResult& r, const PlannedModel& pm, const memory::MemoryPla
       r.after.prefetch_wasted - r.before.prefetch_wasted, 100 * io_wait / r.decode_seconds,
       read_gbps, stream_gbps, FormatBytes(r.touched_bytes_per_token), touched_gbps, r.memory_gbps,
       100 * touched_gbps / r.memory_gbps, FormatBytes(r.peak_rss_bytes),
-      100.0 * r.peak_rss_bytes / pm.budget_bytes);
+      100.0 * r.peak_rss_bytes / pm.budget_bytes, bound.name, bound.tokens_per_second,
+      100 * bound.achieved_share);
   if (tiers != nullptr) std::cout << TierText(*tiers);
   if (r.moe) {
     const double prefill_bytes = r.before.bytes_read - r.prefill_before.bytes_read;

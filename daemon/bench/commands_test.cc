@@ -55,6 +55,11 @@ TEST(BenchCommandTest, StreamsStories260KAndReports) {
   EXPECT_EQ(doc.at("gen_tokens"), 8);
   EXPECT_TRUE(doc.at("decode_tokens_per_second").is_number_float());
   EXPECT_TRUE(doc.at("huge_pages").is_boolean());
+  // Streaming at the floor: the run is held to the slower of memory and
+  // disk, and says how close it came.
+  EXPECT_TRUE(doc.at("bound") == "disk read" || doc.at("bound") == "memory") << doc.at("bound");
+  EXPECT_GT(doc.at("bound_tokens_per_second").get<double>(), 0);
+  EXPECT_GT(doc.at("bound_achieved_share").get<double>(), 0);
 }
 
 TEST(BenchCommandTest, ResidentWhenEverythingFits) {
@@ -64,6 +69,8 @@ TEST(BenchCommandTest, ResidentWhenEverythingFits) {
             0);
   std::string out = ::testing::internal::GetCapturedStdout();
   EXPECT_NE(out.find("mode:           resident"), std::string::npos) << out;
+  // Nothing read from disk: memory is the bound.
+  EXPECT_NE(out.find("bound:          memory, "), std::string::npos) << out;
 }
 
 TEST(PlanCommandTest, VramBudgetShowsThreeTiers) {
