@@ -147,6 +147,78 @@ TEST(MatVecTest, EveryTypeEveryIsaMatchesOracle) {
   }
 }
 
+// Blocks of random bytes with sane f16 scales: every codebook index (the
+// high windows of the AVX-512 lookups, IQ2_S's 10-bit and IQ1's 11-bit
+// indices), sign pattern, sub-scale and Q3_K high bit occurs, which weights
+// from the quantizer need not produce. Offsets of the f16 scales per type.
+Matrix MakeRandomBlockMatrix(WeightType type, int64_t rows, int64_t cols, uint32_t seed) {
+  std::mt19937 rng(seed);
+  const int block_bytes = GetWeightTypeInfo(type).block_bytes;
+  Matrix m{type, rows, cols, RowBytes(type, cols), {}, {}};
+  m.bytes.resize(m.stride * rows + 64);
+  for (uint8_t& b : m.bytes) b = static_cast<uint8_t>(rng());
+  const uint16_t kOne = 0x3C00, kQuarter = 0x3400;  // f16 1.0, 0.25.
+  for (int64_t off = 0; off + block_bytes <= m.stride * rows; off += block_bytes) {
+    uint8_t* block = m.bytes.data() + off;
+    switch (type) {
+      case WeightType::kQ2_K:
+        std::memcpy(block + offsetof(BlockQ2_K, d), &kOne, 2);
+        std::memcpy(block + offsetof(BlockQ2_K, dmin), &kQuarter, 2);
+        break;
+      case WeightType::kQ3_K:
+        std::memcpy(block + offsetof(BlockQ3_K, d), &kOne, 2);
+        break;
+      case WeightType::kIQ1_M: {
+        // d = 0x3C00 spread over the top nibbles of the 4 scale words.
+        uint8_t* sc = block + offsetof(BlockIQ1_M, scales);
+        sc[1] &= 0x0F, sc[3] &= 0x0F;
+        sc[5] = (sc[5] & 0x0F) | 0xC0;
+        sc[7] = (sc[7] & 0x0F) | 0x30;
+        break;
+      }
+      default:  // The codebook types and IQ4_XS start with d.
+        std::memcpy(block, &kOne, 2);
+        break;
+    }
+  }
+  m.deq.resize(rows * cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    DequantizeRow(type, m.bytes.data() + r * m.stride, m.deq.data() + r * cols, cols);
+  }
+  return m;
+}
+
+TEST(MatVecTest, LowBitTypesOnRandomBlocksMatchOracle) {
+  ThreadPool pool(2);
+  const WeightType types[] = {WeightType::kQ2_K,   WeightType::kQ3_K,    WeightType::kIQ4_XS,
+                              WeightType::kIQ3_S,  WeightType::kIQ3_XXS, WeightType::kIQ2_S,
+                              WeightType::kIQ2_XS, WeightType::kIQ2_XXS, WeightType::kIQ1_M,
+                              WeightType::kIQ1_S};
+  for (WeightType type : types) {
+    const int64_t rows = 23, cols = 1024;
+    const Matrix m = MakeRandomBlockMatrix(type, rows, cols, 7 + static_cast<uint32_t>(type));
+    for (int64_t batch : {1, 3, 6}) {
+      const std::vector<float> x = MakeInput(cols * batch, 3 * batch);
+      Scratch scratch(MatVecScratchBytes(type, cols, batch));
+      for (Isa isa : SupportedIsas()) {
+        std::vector<float> y(rows * batch, NAN);
+        ASSERT_TRUE(
+            MatMulOnIsa(isa, m.view(), x.data(), cols, batch, y.data(), rows, &pool, &scratch)
+                .ok());
+        for (int64_t b = 0; b < batch; ++b) {
+          const std::vector<float> xb(x.begin() + b * cols, x.begin() + (b + 1) * cols);
+          const std::vector<float> xq = RoundedInput(xb);
+          for (int64_t r = 0; r < rows; ++r) {
+            ASSERT_NEAR(y[b * rows + r], Reference(m, r, xq.data()), RoundingBound(m, r, xq.data()))
+                << Label(type, isa, rows, cols, 2) << " batch " << batch << " b " << b << " row "
+                << r << " (random blocks, rounded x)";
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(MatVecTest, DefaultIsaEntryPoint) {
   const Matrix m = MakeMatrix(WeightType::kQ4_K, 9, 512, 0, 1);
   const std::vector<float> x = MakeInput(512, 2);
