@@ -263,6 +263,57 @@ TEST(MkModelTest, FallsBackWhereRowsAreNotWholeBlocks) {
   EXPECT_EQ(w.gguf->FindTensor("blk.1.attn_q_a.weight")->type, GgmlType::kQ4_K);
 }
 
+// Every key llama.cpp's loader requires of a deepseek2 file (llama_model::
+// load_hparams: the general ones, then deepseek2's without a `false`), for
+// the shapes that used to miss some: no q LoRA, and a context within the
+// original 4096 (no YaRN).
+TEST(MkModelTest, Deepseek2HasEveryKeyLlamaCppRequires) {
+  for (int64_t q_lora : {int64_t{0}, int64_t{-1}}) {
+    for (int64_t ctx : {int64_t{512}, int64_t{8192}}) {
+      SCOPED_TRACE(::testing::Message() << "q_lora_rank " << q_lora << " ctx " << ctx);
+      MkModelOptions o = Small(SyntheticArch::kDeepseek2);
+      o.q_lora_rank = q_lora;
+      o.ctx = ctx;
+      Written w = Write(o);
+      ASSERT_NE(w.gguf, nullptr);
+      const GgufFile& g = *w.gguf;
+      for (const char* key : {"general.architecture",
+                              "deepseek2.context_length",
+                              "deepseek2.embedding_length",
+                              "deepseek2.block_count",
+                              "deepseek2.attention.layer_norm_rms_epsilon",
+                              "deepseek2.leading_dense_block_count",
+                              "deepseek2.attention.q_lora_rank",
+                              "deepseek2.attention.kv_lora_rank",
+                              "deepseek2.expert_feed_forward_length",
+                              "deepseek2.expert_shared_count",
+                              "deepseek2.expert_weights_scale",
+                              "deepseek2.rope.scaling.yarn_log_multiplier",
+                              "deepseek2.expert_count",
+                              "deepseek2.expert_used_count",
+                              "deepseek2.feed_forward_length",
+                              "deepseek2.attention.head_count",
+                              "deepseek2.attention.head_count_kv",
+                              "deepseek2.attention.key_length",
+                              "deepseek2.attention.value_length",
+                              "deepseek2.attention.key_length_mla",
+                              "deepseek2.attention.value_length_mla",
+                              "deepseek2.rope.dimension_count",
+                              "deepseek2.rope.freq_base",
+                              "deepseek2.expert_gating_func",
+                              "deepseek2.expert_weights_norm",
+                              "tokenizer.ggml.model",
+                              "tokenizer.ggml.tokens"}) {
+        EXPECT_TRUE(g.Has(key)) << key;
+      }
+      EXPECT_FLOAT_EQ(*g.GetFloat("deepseek2.rope.scaling.yarn_log_multiplier"), 0.1f);
+      EXPECT_EQ(*g.GetUint("deepseek2.attention.q_lora_rank"), q_lora == 0 ? 0u : 128u);
+      EXPECT_EQ(g.Has("deepseek2.rope.scaling.type"), ctx > 4096);
+      EXPECT_EQ(g.FindTensor("blk.1.attn_q.weight") != nullptr, q_lora == 0);
+    }
+  }
+}
+
 TEST(MkModelTest, DeterministicForASeedWhateverTheThreads) {
   MkModelOptions o = Small(SyntheticArch::kQwen3Moe, GgmlType::kQ4_K);
   o.threads = 1;

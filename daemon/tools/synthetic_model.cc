@@ -95,7 +95,9 @@ void SpecBuilder::Metadata() {
     // the per-head sizes after decompression through attn_k_b / attn_v_b.
     U32("attention.head_count_kv", 1);
     U32("rope.dimension_count", o_.rope_dim);
-    if (o_.q_lora_rank > 0) U32("attention.q_lora_rank", o_.q_lora_rank);
+    // llama.cpp requires q_lora_rank of every deepseek2 but the 27-layer
+    // Lite (0 here: attn_q instead of attn_q_a/attn_q_b).
+    U32("attention.q_lora_rank", o_.q_lora_rank);
     U32("attention.kv_lora_rank", o_.kv_lora_rank);
     U32("attention.key_length", o_.kv_lora_rank + o_.rope_dim);
     U32("attention.value_length", o_.kv_lora_rank);
@@ -114,8 +116,11 @@ void SpecBuilder::Metadata() {
       md.emplace_back(Key("rope.scaling.type"), GgufValue::String("yarn"));
       F32("rope.scaling.factor", static_cast<float>(o_.ctx) / kOriginalContext);
       U32("rope.scaling.original_context_length", kOriginalContext);
-      F32("rope.scaling.yarn_log_multiplier", 0.1f);
     }
+    // Required by llama.cpp's deepseek2 loader even without YaRN (where it
+    // changes nothing): 0.1 * mscale_all_dim, as convert_hf_to_gguf.py
+    // writes DeepSeek-V3's.
+    F32("rope.scaling.yarn_log_multiplier", 0.1f);
     return;
   }
   U32("attention.head_count_kv", o_.kv_heads);
