@@ -1,5 +1,6 @@
 // Mixture-of-experts models streamed under budgets below their size (the
-// trunk pinned, experts through the expert cache) give the same greedy
+// trunk pinned, experts through the expert cache; or below the trunk floor
+// the trunk streamed too) give the same greedy
 // tokens and bit-identical logits as fully resident: synthetic mixtral,
 // qwen3moe and deepseek2 (and qwen3moe in each 1-4-bit type), token at a
 // time and in a chunked prefill, with router lookahead off and on, at the
@@ -60,8 +61,10 @@ absl::StatusOr<Generation> Generate(const model::Model& model, ChunkStore* store
 
 class StreamedMoeMatchesResident : public ::testing::TestWithParam<tools::SyntheticArch> {};
 
-// Writes `o` and checks that streaming it matches the resident run.
-void ExpectStreamedMatchesResident(const tools::MkModelOptions& o) {
+// Writes `o` and checks that streaming it matches the resident run. With
+// `trunk_streamed`, the floor must stream the trunk too, with pool memory
+// (pinned + slots) at most half the trunk.
+void ExpectStreamedMatchesResident(const tools::MkModelOptions& o, bool trunk_streamed = false) {
   ASSERT_TRUE(model::testing::WriteModel(o, {}).ok());
   auto loaded = model::testing::LoadModel(o.out);
   ASSERT_TRUE(loaded.ok()) << loaded.status();
@@ -79,6 +82,11 @@ void ExpectStreamedMatchesResident(const tools::MkModelOptions& o) {
     ASSERT_TRUE(plan.ok()) << plan.status();
     ASSERT_FALSE(plan->all_resident());
     ASSERT_LT(budget, sizes.all_resident_bytes);
+    if (trunk_streamed && budget == sizes.floor_bytes) {
+      ASSERT_TRUE(plan->trunk_streamed) << plan->Explain();
+      EXPECT_LE(2 * plan->pool_bytes(), sizes.trunk_bytes) << plan->Explain();
+      EXPECT_GT(plan->streamed_trunk_chunks, 0);
+    }
     for (bool lookahead : {false, true}) {
       SCOPED_TRACE(plan->Explain() + (lookahead ? "lookahead on" : "lookahead off"));
       StreamingStoreOptions options = StreamingStoreOptions::FromPlan(*plan);
@@ -147,6 +155,21 @@ TEST(StreamedMoeLowBitTest, TokensAndLogitsBitIdentical) {
     ASSERT_TRUE(gguf.ok()) << gguf.status();
     EXPECT_EQ((*gguf)->FindTensor("blk.2.ffn_down_exps.weight")->type, type);
   }
+}
+
+// A trunk (attention, routers, shared experts) much larger than the
+// experts, as in DeepSeek-V3: at the floor the trunk streams as well, with
+// half the trunk's bytes of memory for weights, and the tokens and logits
+// stay those of the resident run.
+TEST_P(StreamedMoeMatchesResident, TrunkStreamedBelowTheTrunkFloor) {
+  tools::MkModelOptions o = MoeOptions(GetParam());
+  o.out = ::testing::TempDir() + "/streaming_trunk_" + std::to_string(static_cast<int>(o.arch)) +
+          ".gguf";
+  o.layers = 16;
+  o.experts = 8;
+  o.experts_used = 2;
+  o.expert_ffn = 32;
+  ExpectStreamedMatchesResident(o, /*trunk_streamed=*/true);
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, StreamedMoeMatchesResident,

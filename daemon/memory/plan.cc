@@ -30,6 +30,12 @@ std::vector<int> LayerPreference(int n_layers) {
   return order;
 }
 
+// Streaming slots a MoE plan with a streamed trunk needs at least: two
+// chunks in use at once (a layer's FFN trunk and one of its experts, or the
+// next layer's trunk for router lookahead), top-k being read ahead, and
+// top-k more so a demand read never waits for a read-ahead to land.
+int MinTrunkStreamingSlots(int experts_per_token) { return 2 * experts_per_token + 2; }
+
 // MoE sizes: the trunk is everything but the routed experts.
 void ComputeMoeSizes(const PlanInput& input, const PlanOptions& options, PlanSizes* s) {
   s->moe = true;
@@ -52,10 +58,23 @@ void ComputeMoeSizes(const PlanInput& input, const PlanOptions& options, PlanSiz
   s->expert_working_set_bytes = k * s->moe_layers * s->expert_slot_bytes;
   s->active_expert_read_bytes =
       s->n_experts > 0 ? k * s->moe_layers * (expert_read_bytes / s->n_experts) : 0;
+  for (const ChunkSpec& chunk : input.chunks) {
+    if (chunk.kind != ChunkKind::kExpert && chunk.kind != ChunkKind::kGlobal) {
+      s->largest_trunk_slot = std::max(s->largest_trunk_slot, chunk.slot_bytes);
+    }
+  }
   s->largest_streamed_slot = s->expert_slot_bytes;
   const uint64_t fixed = s->kv_bytes + s->scratch_bytes + s->runtime_bytes;
+  s->trunk_floor_bytes = s->trunk_bytes + fixed + 2 * k * s->expert_slot_bytes;
+  // With the trunk streamed: the global chunk pinned, and slots for what a
+  // step holds at once (a layer's FFN trunk with one of its experts or the
+  // next layer's trunk) and reads ahead (top-k experts).
+  const uint64_t streamed_floor =
+      s->global_bytes + fixed +
+      MinTrunkStreamingSlots(s->experts_per_token) * std::max(s->largest_trunk_slot,
+                                                               s->expert_slot_bytes);
   s->floor_bytes =
-      std::min(s->weight_bytes + fixed, s->trunk_bytes + fixed + 2 * k * s->expert_slot_bytes);
+      std::min({s->weight_bytes + fixed, s->trunk_floor_bytes, streamed_floor});
   s->recommended_bytes = s->all_resident_bytes;
   if (s->usable_bytes && s->all_resident_bytes > *s->usable_bytes) {
     // The trunk plus as many whole token working sets as usable RAM less a
@@ -78,6 +97,86 @@ bool HasExperts(const PlanInput& input) {
   return false;
 }
 
+// Marks whole layers pinned in plan->pinned_layers.
+void CountPinnedLayers(const PlanInput& input, MemoryPlan* plan) {
+  for (const ChunkSpec& chunk : input.chunks) {
+    plan->n_layers = std::max(plan->n_layers, chunk.layer + 1);
+  }
+  std::vector<bool> whole(plan->n_layers, true);
+  for (const ChunkSpec& chunk : input.chunks) {
+    if (chunk.layer >= 0 && !plan->is_pinned[chunk.id]) whole[chunk.layer] = false;
+  }
+  plan->pinned_layers = 0;
+  for (bool w : whole) plan->pinned_layers += w ? 1 : 0;
+}
+
+// A MoE budget below the trunk (global chunk already pinned, `room` the
+// budget less KV, scratch and runtime): slots for the least a step needs
+// first, then trunk layers pinned in preference order (0, L-1, 1, ...,
+// single chunks filling what whole layers leave), the rest of the room more
+// slots. Every other trunk chunk streams with the experts, in access order
+// so the store reads the next ones ahead; a token reads them all plus its
+// experts (none assumed cached: the slots are fewer than the trunk's
+// chunks, and LFU keeps the trunk, used every token, over experts).
+void PlanStreamedTrunk(const PlanInput& input, const PlanOptions& options, uint64_t room,
+                       MemoryPlan* plan) {
+  const PlanSizes& s = plan->sizes;
+  plan->trunk_streamed = true;
+  std::map<int, std::vector<ChunkId>> layer_trunk;
+  for (const ChunkSpec& chunk : input.chunks) {
+    if (chunk.kind != ChunkKind::kGlobal && chunk.kind != ChunkKind::kExpert) {
+      layer_trunk[chunk.layer].push_back(chunk.id);
+    }
+  }
+  const uint64_t reserve_slot = std::max(s.largest_trunk_slot, s.expert_slot_bytes);
+  const uint64_t reserved = MinTrunkStreamingSlots(s.experts_per_token) * reserve_slot;
+  uint64_t left = room - s.global_bytes - reserved;  // >= 0 at the floor.
+  int n_layers = layer_trunk.empty() ? 0 : layer_trunk.rbegin()->first + 1;
+  const std::vector<int> preference = LayerPreference(n_layers);
+  auto try_pin = [&](ChunkId id) {
+    if (plan->is_pinned[id] || input.chunks[id].slot_bytes > left) return;
+    left -= input.chunks[id].slot_bytes;
+    plan->is_pinned[id] = true;
+    plan->pinned.push_back(id);
+    plan->pinned_bytes += input.chunks[id].slot_bytes;
+  };
+  for (int layer : preference) {
+    uint64_t bytes = 0;
+    for (ChunkId id : layer_trunk[layer]) bytes += input.chunks[id].slot_bytes;
+    if (bytes <= left) {
+      for (ChunkId id : layer_trunk[layer]) try_pin(id);
+    }
+  }
+  for (int layer : preference) {
+    for (ChunkId id : layer_trunk[layer]) try_pin(id);
+  }
+  // Slots hold the largest chunk still streamed; the rest of the room is
+  // more of them.
+  uint64_t slot = s.expert_slot_bytes;
+  uint64_t trunk_reads = 0;
+  for (auto& [layer, ids] : layer_trunk) {
+    for (ChunkId id : ids) {
+      if (plan->is_pinned[id]) continue;
+      slot = std::max(slot, input.chunks[id].slot_bytes);
+      plan->access_order.push_back(id);
+      trunk_reads += ReadBytes(input.chunks[id]);
+    }
+  }
+  const uint64_t slots = (room - plan->pinned_bytes) / slot;
+  plan->streaming_slots = static_cast<int>(slots);
+  plan->slot_bytes = slot;
+  plan->streaming_bytes = slots * slot;
+  plan->streamed_trunk_chunks = static_cast<int>(plan->access_order.size());
+  plan->streamed_chunks = s.n_experts + plan->streamed_trunk_chunks;
+  plan->expert_cache_fraction = 0;
+  plan->read_bytes_per_token = trunk_reads + s.active_expert_read_bytes;
+  CountPinnedLayers(input, plan);
+  // Two chunks in use; the rest may be read ahead.
+  plan->prefetch_depth = std::min(std::max(options.prefetch_depth, 2 * s.experts_per_token),
+                                  std::max(0, plan->streaming_slots - 2));
+  plan->unused_bytes = room - plan->pool_bytes();
+}
+
 // The MoE plan of the file comment in plan.h; `plan->sizes` is computed and
 // the budget is at least the floor.
 void PlanMoe(const PlanInput& input, const PlanOptions& options, MemoryPlan* plan) {
@@ -94,6 +193,11 @@ void PlanMoe(const PlanInput& input, const PlanOptions& options, MemoryPlan* pla
   // Global first, then the trunk layer by layer, then (all fit) experts.
   for (size_t i = 0; i < n; ++i) {
     if (input.chunks[i].kind == ChunkKind::kGlobal) pin(static_cast<ChunkId>(i));
+  }
+  if (s.weight_bytes > room &&
+      room < s.trunk_bytes + 2 * s.experts_per_token * s.expert_slot_bytes) {
+    PlanStreamedTrunk(input, options, room, plan);
+    return;
   }
   for (size_t i = 0; i < n; ++i) {
     const ChunkKind kind = input.chunks[i].kind;
@@ -115,14 +219,7 @@ void PlanMoe(const PlanInput& input, const PlanOptions& options, MemoryPlan* pla
     plan->read_bytes_per_token = static_cast<uint64_t>(
         (1 - plan->expert_cache_fraction) * static_cast<double>(s.active_expert_read_bytes));
   }
-  for (const ChunkSpec& chunk : input.chunks) {
-    plan->n_layers = std::max(plan->n_layers, chunk.layer + 1);
-  }
-  std::vector<bool> whole(plan->n_layers, true);
-  for (const ChunkSpec& chunk : input.chunks) {
-    if (chunk.layer >= 0 && !plan->is_pinned[chunk.id]) whole[chunk.layer] = false;
-  }
-  for (bool w : whole) plan->pinned_layers += w ? 1 : 0;
+  CountPinnedLayers(input, plan);
   // One layer's experts being read while the previous layer's compute, and
   // with router lookahead the next layer's guesses too: 2 x top-k, not the
   // dense default of 2 chunks.
@@ -218,13 +315,15 @@ absl::StatusOr<MemoryPlan> PlanTwoTiers(const PlanInput& input, uint64_t budget_
           "a RAM budget of ", Bytes(budget_bytes), " (", budget_bytes,
           " bytes) is under this mixture-of-experts model's floor of ", Bytes(s.floor_bytes), " (",
           s.floor_bytes,
-          " bytes: the pinned trunk (embeddings, attention, routers, shared "
-          "experts of every layer) ",
-          Bytes(s.trunk_bytes), " + KV cache for ", input.n_ctx, " tokens ", Bytes(s.kv_bytes),
-          " + scratch ", Bytes(s.scratch_bytes), " + runtime ", Bytes(s.runtime_bytes), " + ",
-          2 * s.experts_per_token, " expert slots of ", Bytes(s.expert_slot_bytes),
-          "; the trunk is never streamed, every token needs all of it); raise --ram-budget to "
-          "at least ",
+          " bytes: the pinned embeddings and output head ", Bytes(s.global_bytes),
+          " + KV cache for ", input.n_ctx, " tokens ", Bytes(s.kv_bytes), " + scratch ",
+          Bytes(s.scratch_bytes), " + runtime ", Bytes(s.runtime_bytes), " + ",
+          MinTrunkStreamingSlots(s.experts_per_token), " streaming slots of ",
+          Bytes(std::max(s.largest_trunk_slot, s.expert_slot_bytes)),
+          " for the streamed trunk and experts; with the whole trunk (attention, routers, "
+          "shared experts) of ",
+          Bytes(s.trunk_bytes), " pinned it takes ", Bytes(s.trunk_floor_bytes),
+          "); raise --ram-budget to at least ",
           Bytes(s.floor_bytes),
           " or lower --ctx; `wasted plan MODEL --ram-budget SIZE` shows "
           "the whole plan"));
@@ -578,10 +677,18 @@ void MemoryPlan::ExplainMoe(std::string* out) const {
                   Bytes(s.expert_working_set_bytes), " (", Bytes(s.active_expert_read_bytes),
                   " to read when none is cached)\n");
   ExplainSessions(out);
-  absl::StrAppend(out, "floor:        ", Bytes(s.floor_bytes),
+  absl::StrAppend(out, "trunk floor:  ", Bytes(s.trunk_floor_bytes),
                   " (trunk + one session's KV + scratch + runtime + ", 2 * s.experts_per_token,
                   " expert slots: one layer's top-", s.experts_per_token,
                   " in use, the next one's being read)\n");
+  absl::StrAppend(out, "floor:        ", Bytes(s.floor_bytes),
+                  s.floor_bytes < s.trunk_floor_bytes
+                      ? absl::StrCat(" (the trunk streamed too: embeddings and output pinned + "
+                                     "fixed + ",
+                                     MinTrunkStreamingSlots(s.experts_per_token), " slots of ",
+                                     Bytes(std::max(s.largest_trunk_slot, s.expert_slot_bytes)),
+                                     ")\n")
+                      : std::string(" (the trunk floor)\n"));
   absl::StrAppend(out, "recommended:  ", Bytes(s.recommended_bytes));
   if (s.recommended_capped) {
     const uint64_t base =
@@ -601,6 +708,16 @@ void MemoryPlan::ExplainMoe(std::string* out) const {
   if (all_resident()) {
     absl::StrAppend(out, "  everything resident: ", Bytes(pinned_bytes),
                     " pinned, nothing read per token\n");
+  } else if (trunk_streamed) {
+    absl::StrAppend(out, "  pinned:     ", Bytes(pinned_bytes), " (", pinned.size(),
+                    " chunks: embeddings and output, then trunk layers 0, L-1, 1, ... that fit)\n");
+    absl::StrAppend(out, "  streaming:  ", streaming_slots, " slots x ", Bytes(slot_bytes), " = ",
+                    Bytes(streaming_bytes), " for ", streamed_trunk_chunks,
+                    " trunk chunks and every expert, prefetch depth ", prefetch_depth, "\n");
+    absl::StrAppend(out, "  per token:  ~", Bytes(read_bytes_per_token),
+                    " read from disk: the streamed trunk and top-", s.experts_per_token,
+                    " experts per layer, none assumed cached (the budget is under the trunk "
+                    "floor); decode tok/s is at most the disk's bytes/s over this\n");
   } else {
     absl::StrAppend(out, "  pinned:     ", Bytes(pinned_bytes), " (the whole trunk, ",
                     pinned.size(), " chunks)\n");

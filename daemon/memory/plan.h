@@ -153,6 +153,13 @@ struct PlanSizes {
   // top-k x MoE layers x the mean expert's read bytes: what a token reads
   // when no expert is cached.
   uint64_t active_expert_read_bytes = 0;
+  // The least budget that pins the whole trunk: trunk + one session's KV +
+  // scratch + runtime + 2 x top-k expert slots. Below it the trunk streams
+  // too (see PlanMemory), down to floor_bytes.
+  uint64_t trunk_floor_bytes = 0;
+  // The largest trunk chunk but the global one (attention, a dense FFN, a
+  // MoE layer's norm + router + shared experts).
+  uint64_t largest_trunk_slot = 0;
 };
 
 struct MemoryPlan {
@@ -186,10 +193,15 @@ struct MemoryPlan {
   double expert_cache_fraction = 0;
   int streamed_chunks = 0;
   // The order a dense token acquires its non-global chunks in, for the
-  // store's prefetch to follow across the token boundary. Empty for MoE:
-  // which experts come next is known only from the router, so the store
-  // reads only what it is told.
+  // store's prefetch to follow across the token boundary. For MoE only the
+  // streamed trunk chunks (empty when the trunk is pinned): which experts
+  // come next is known only from the router, so the store reads only what
+  // it is told.
   std::vector<ChunkId> access_order;
+  // MoE under trunk_floor_bytes: trunk chunks stream through the slots as
+  // well (the global chunk stays pinned).
+  bool trunk_streamed = false;
+  int streamed_trunk_chunks = 0;
 
   // The VRAM tier (vram.enabled() when PlanOptions asked for one), and
   // which chunks it holds, by ChunkId (all false without it). A chunk in

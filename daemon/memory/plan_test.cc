@@ -217,7 +217,10 @@ TEST_F(MoePlanTest, SizesCountTheTrunkAndTopKExperts) {
   EXPECT_EQ(s.expert_working_set_bytes, 32 * kMiB);
   EXPECT_EQ(s.active_expert_read_bytes, 32 * kMiB);
   // Trunk + fixed + 2 x top-2 slots.
-  EXPECT_EQ(s.floor_bytes, (270 + 48 + 16) * kMiB);
+  EXPECT_EQ(s.trunk_floor_bytes, (270 + 48 + 16) * kMiB);
+  EXPECT_EQ(s.largest_trunk_slot, 30 * kMiB);  // Layer 0's dense FFN.
+  // The trunk streamed: global + fixed + (2 x top-2 + 2) slots of 30 MiB.
+  EXPECT_EQ(s.floor_bytes, (100 + 48 + 6 * 30) * kMiB);
   EXPECT_EQ(s.recommended_bytes, (270 + 256 + 48) * kMiB);
 
   // Usable 560 MiB less a 100 MiB reserve leaves 142 MiB past trunk + fixed
@@ -249,13 +252,14 @@ TEST_F(MoePlanTest, TrunkPinnedExpertsCachedMissesExpected) {
   const std::string text = plan->Explain();
   for (const char* part :
        {"trunk 270.00 MiB", "top-2 x 4 layers = 8 experts", "16 slots x 4.00 MiB",
-        "25.0% of the experts", "uniform routing", "floor:        334.00 MiB"}) {
+        "25.0% of the experts", "uniform routing", "trunk floor:  334.00 MiB",
+        "floor:        328.00 MiB (the trunk streamed too", "the whole trunk, 11 chunks"}) {
     EXPECT_NE(text.find(part), std::string::npos) << part << " not in:\n" << text;
   }
 }
 
-TEST_F(MoePlanTest, AtTheFloorTwiceTopKSlots) {
-  uint64_t floor = ComputePlanSizes(input_, options_).floor_bytes;
+TEST_F(MoePlanTest, AtTheTrunkFloorTwiceTopKSlots) {
+  uint64_t floor = ComputePlanSizes(input_, options_).trunk_floor_bytes;
   auto plan = PlanMemory(input_, floor, options_);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(plan->streaming_slots, 4);
@@ -272,13 +276,57 @@ TEST_F(MoePlanTest, EverythingResidentWhenItFits) {
   EXPECT_EQ(plan->pinned_layers, 5);
 }
 
-TEST_F(MoePlanTest, BudgetWithoutRoomForTheTrunkIsRefused) {
+TEST_F(MoePlanTest, BelowTheTrunkFloorTheTrunkStreams) {
+  // Top-1: the trunk floor is 270 + 48 + 2 x 4 = 326 MiB; streamed, the
+  // floor is 100 + 48 + 4 slots of 30 = 268.
+  input_.experts_per_token = 1;
+  const PlanSizes sizes = ComputePlanSizes(input_, options_);
+  EXPECT_EQ(sizes.trunk_floor_bytes, 326 * kMiB);
+  EXPECT_EQ(sizes.floor_bytes, 268 * kMiB);
+  // 50 MiB past the floor pins layer 0 (preferred first: attention 20 +
+  // dense FFN 30) whole; layers 1..4's trunk streams.
+  auto plan = PlanMemory(input_, 318 * kMiB, options_);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(plan->trunk_streamed);
+  EXPECT_FALSE(plan->all_resident());
+  EXPECT_EQ(plan->pinned_bytes, 150 * kMiB);
+  EXPECT_EQ(plan->streamed_trunk_chunks, 8);
+  // The largest streamed chunk is an attention chunk of 20 MiB.
+  EXPECT_EQ(plan->slot_bytes, 20 * kMiB);
+  EXPECT_EQ(plan->streaming_slots, 6);  // (318 - 48 - 150) / 20.
+  EXPECT_EQ(plan->access_order.size(), 8u);
+  for (ChunkId id : plan->access_order) {
+    EXPECT_FALSE(plan->is_pinned[id]);
+    EXPECT_NE(chunks_[id].kind, ChunkKind::kExpert);
+    EXPECT_NE(chunks_[id].kind, ChunkKind::kGlobal);
+  }
+  // 4 attention chunks of 20 and 4 FFN trunks of 10, plus 4 experts of 4.
+  EXPECT_EQ(plan->read_bytes_per_token, (80 + 40 + 16) * kMiB);
+  EXPECT_EQ(plan->prefetch_depth, 2);
+  EXPECT_EQ(plan->pinned_layers, 1);
+  const std::string text = plan->Explain();
+  for (const char* part : {"8 trunk chunks and every expert", "none assumed cached",
+                           "floor:        268.00 MiB (the trunk streamed too"}) {
+    EXPECT_NE(text.find(part), std::string::npos) << part << " not in:\n" << text;
+  }
+  // At the floor: only the global chunk pinned, 4 slots of the largest.
+  auto floor = PlanMemory(input_, 268 * kMiB, options_);
+  ASSERT_TRUE(floor.ok()) << floor.status();
+  EXPECT_EQ(floor->pinned_bytes, 100 * kMiB);
+  EXPECT_EQ(floor->streaming_slots, 4);
+  EXPECT_EQ(floor->slot_bytes, 30 * kMiB);
+  EXPECT_EQ(floor->prefetch_depth, 2);
+  EXPECT_EQ(floor->streamed_trunk_chunks, 10);
+}
+
+TEST_F(MoePlanTest, BudgetUnderTheFloorIsRefused) {
   auto plan = PlanMemory(input_, 300 * kMiB, options_);
   ASSERT_FALSE(plan.ok());
   EXPECT_EQ(plan.status().code(), absl::StatusCode::kResourceExhausted);
   const std::string message(plan.status().message());
-  for (const char* part : {"floor of 334.00 MiB", "pinned trunk", "270.00 MiB",
-                           "4 expert slots of 4.00 MiB", "wasted plan"}) {
+  for (const char* part : {"floor of 328.00 MiB", "embeddings and output head 100.00 MiB",
+                           "6 streaming slots of 30.00 MiB", "270.00 MiB pinned it takes 334.00",
+                           "wasted plan"}) {
     EXPECT_NE(message.find(part), std::string::npos) << part << " not in: " << message;
   }
   input_.experts_per_token = 0;
