@@ -1,5 +1,6 @@
-// The codebook types (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S)
-// on AVX-512: a decoder per type fills a Unit for DotQuantized
+// The codebook types (IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S) on
+// AVX-512 (IQ1_S runs the AVX2 loop, see matvec_avx512.cc): a decoder per
+// type fills a Unit for DotQuantized
 // (matvec_avx512_internal.h). The bit layouts are the ones iq_decode.h
 // spells out per group; here a whole block is taken apart at once:
 //   - the IQ2 and IQ3 codebooks are held packed, an entry's values as 2-bit
@@ -359,41 +360,6 @@ inline __m512i Iq1Entries8(const uint32_t idx[8]) {
   return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
 }
 
-// Piece 4g + l: index qs[4g + l] plus bits 3l .. 3l+2 of qh[g] as bits 8-10;
-// qh[g] bits 12-14: the scale s, bit 15: the shift's sign. x = w (grid +-
-// 1/8), w = d (2s + 1) per group: codes grid + 1 (0, 1, 2) and the
-// coefficient w (+-1/8 - 1) of the group's activation sum.
-struct Iq1S {
-  static constexpr int kUnitBytes = sizeof(BlockIQ1_S);
-  static constexpr ActOrder kOrder = ActOrder::kNatural;
-  static constexpr int kLaneVecs = 4;
-  static constexpr bool kPer16 = false;
-  static constexpr float kSumScale = 1;
-  static constexpr SlotTable kSlots = kPer32Slots;
-  static void Load(const uint8_t* p, Unit* u) {
-    const float d = F16ToF32(LoadU16(p));
-    const uint8_t* qh = p + offsetof(BlockIQ1_S, qh);
-    const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qh)));
-    const __m256 w =
-        OddScales8(_mm256_and_si256(_mm256_srli_epi32(h, 12), _mm256_set1_epi32(7)), d);
-    // Bit 15 (the shift is negative) to the sign of 1/8.
-    const __m256 shift = _mm256_castsi256_ps(
-        _mm256_or_si256(_mm256_castps_si256(_mm256_set1_ps(0.125f)),
-                        _mm256_slli_epi32(_mm256_and_si256(h, _mm256_set1_epi32(0x8000)), 16)));
-    u->wsc = _mm512_insertf32x8(_mm512_castps256_ps512(w),
-                                _mm256_mul_ps(w, _mm256_sub_ps(shift, _mm256_set1_ps(1))), 1);
-    uint32_t ix[32];
-#pragma GCC unroll 32
-    for (int i = 0; i < 32; ++i) {
-      ix[i] = p[2 + i] | (((LoadU16(qh + 2 * (i / 4)) >> (3 * (i % 4))) & 7) << 8);
-    }
-#pragma GCC unroll 4
-    for (int z = 0; z < 4; ++z) {
-      u->codes[z] = _mm512_add_epi8(Iq1Entries8(ix + 8 * z), _mm512_set1_epi8(1));
-    }
-  }
-};
-
 // Piece i: index qs[i] plus a nibble of qh[i / 2] (low for even i): bits
 // 0-2 above the index, bit 3 the shift's sign. Scales: 3 bits per 16
 // elements, element group k at bits 3 (k % 4) of scale word k / 4, whose
@@ -460,8 +426,6 @@ void DotGridAvx512(WeightType type, const uint8_t* row, int64_t cols, const Quan
       return DotQuantized<Iq3Xxs, NB>(type, row, cols, acts, out);
     case WeightType::kIQ3_S:
       return DotQuantized<Iq3S, NB>(type, row, cols, acts, out);
-    case WeightType::kIQ1_S:
-      return DotQuantized<Iq1S, NB>(type, row, cols, acts, out);
     case WeightType::kIQ1_M:
       return DotQuantized<Iq1M, NB>(type, row, cols, acts, out);
     default:
