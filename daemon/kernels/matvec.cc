@@ -15,11 +15,12 @@ namespace {
 using internal::IsaKernels;
 using internal::RowsTask;
 
-const IsaKernels& KernelsFor(Isa isa) {
+const IsaKernels& KernelsFor(Isa isa, WeightType type) {
   switch (isa) {
     case Isa::kAvx512:
       return internal::Avx512Kernels();
     case Isa::kAvx2:
+      if (const IsaKernels* tiled = internal::Avx2TiledKernels(type)) return *tiled;
       return internal::Avx2Kernels();
     case Isa::kScalar:
       break;
@@ -105,7 +106,7 @@ absl::Status MatMulOnIsa(Isa isa, const WeightView& w, const float* x, int64_t x
   WCHECK(static_cast<int>(isa) <= static_cast<int>(SupportedIsas().back()))
       << "ISA " << IsaName(isa) << " not supported by this CPU";
   if (w.rows == 0) return absl::OkStatus();
-  const IsaKernels& kernels = KernelsFor(isa);
+  const IsaKernels& kernels = KernelsFor(isa, w.type);
 
   RowsTask task;
   task.w = w;

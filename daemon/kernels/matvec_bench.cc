@@ -2,21 +2,26 @@
 // bandwidth, measured in the same run.
 //
 //   bazel build --config=opt //daemon/kernels:matvec_bench
-//   bazel-bin/daemon/kernels/matvec_bench [--gib=1] [--reps=5]
+//   bazel-bin/daemon/kernels/matvec_bench [--gib=1] [--reps=5] [--batches=1,4,8,16,64]
 //   WASTE_KERNELS_ISA=avx2 bazel-bin/...   (cap the kernel family)
-//   bazel-bin/... --cache_kib=256        (in-cache: compute cost per core)
+//   bazel-bin/... --cache_kib=256        (in-cache: compute cost per core, timed
+//                                         in thread CPU time)
 //
 // For each type a ~1 GiB matrix (4096 columns; far larger than the caches,
 // so every call streams from DRAM, as decode does) is multiplied by one
 // vector with 1 and 2 threads; GB/s counts weight bytes consumed per second
 // (best of --reps). The machine figure is an AVX sum over 2 GiB with the same
-// thread count.
+// thread count. With --batches, each batch size runs in turn and the rows add
+// the weight-bytes-equivalent rate (batch x GB/s: what batch-1 calls would
+// have to stream to do the same work) and the time per call against batch 1.
 #include <immintrin.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -36,6 +41,10 @@ ABSL_FLAG(double, gib, 1.0, "weight matrix size per type, GiB");
 ABSL_FLAG(int, reps, 5, "timed repetitions (best is reported)");
 ABSL_FLAG(int64_t, cols, 4096, "columns of the weight matrix");
 ABSL_FLAG(int, batch, 1, "activation vectors per call (MatMul)");
+ABSL_FLAG(std::string, batches, "",
+          "comma-separated batch sizes to run in turn (e.g. 1,4,8,16,64); overrides --batch. "
+          "Each row then also shows the weight-bytes-equivalent rate (batch x weight bytes / "
+          "time) and the time per call relative to batch 1");
 ABSL_FLAG(int, cache_kib, 0,
           "if > 0: a matrix of this many KiB, called repeatedly on one thread, so that "
           "the weights stay in cache and the figure is the kernel's compute cost");
@@ -47,6 +56,14 @@ namespace {
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// This thread's CPU time: the in-cache mode runs on one thread, and on a
+// shared machine the time it spends descheduled is not the kernel's cost.
+double ThreadCpuNow() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 // Anonymous memory, huge-page backed where the kernel allows (as the daemon's
@@ -148,6 +165,19 @@ constexpr WeightType kBenchTypes[] = {
     WeightType::kIQ3_XXS, WeightType::kIQ2_S,  WeightType::kIQ2_XS, WeightType::kIQ2_XXS,
     WeightType::kIQ1_M,   WeightType::kIQ1_S};
 
+std::vector<int> Batches() {
+  std::vector<int> out;
+  const std::string list = absl::GetFlag(FLAGS_batches);
+  for (size_t pos = 0; pos < list.size();) {
+    size_t comma = list.find(',', pos);
+    if (comma == std::string::npos) comma = list.size();
+    out.push_back(std::atoi(list.substr(pos, comma - pos).c_str()));
+    pos = comma + 1;
+  }
+  if (out.empty()) out.push_back(absl::GetFlag(FLAGS_batch));
+  return out;
+}
+
 bool Selected(WeightType type) {
   const std::string list = "," + absl::GetFlag(FLAGS_types) + ",";
   return list == ",," ||
@@ -159,40 +189,46 @@ bool Selected(WeightType type) {
 int InCacheMain() {
   const int reps = absl::GetFlag(FLAGS_reps);
   const int64_t cols = absl::GetFlag(FLAGS_cols);
-  const int batch = absl::GetFlag(FLAGS_batch);
-  std::printf("kernels: %s, cols %ld, batch %d, in cache (%d KiB), 1 thread\n\n",
-              std::string(IsaName(DetectIsa())).c_str(), cols, batch,
-              absl::GetFlag(FLAGS_cache_kib));
-  std::printf("%-8s %9s %14s\n", "type", "GB/s", "ns/256 elems");
+  const std::vector<int> batches = Batches();
+  std::printf("kernels: %s, cols %ld, in cache (%d KiB), 1 thread\n\n",
+              std::string(IsaName(DetectIsa())).c_str(), cols, absl::GetFlag(FLAGS_cache_kib));
+  std::printf("%-8s %5s %9s %14s %11s %10s %8s\n", "type", "batch", "GB/s", "ns/256 elems",
+              "GB/s equiv", "us/call", "x batch1");
   for (WeightType type : kBenchTypes) {
     if (!Selected(type)) continue;
     std::unique_ptr<Buffer> buf;
     const WeightView w =
         MakeWeights(type, cols, int64_t{absl::GetFlag(FLAGS_cache_kib)} << 10, &buf);
-    Scratch scratch(MatVecScratchBytes(type, cols, batch));
-    std::vector<float> x(cols * batch), y(w.rows * batch);
-    std::mt19937 rng(1);
-    std::normal_distribution<float> normal;
-    for (float& v : x) v = normal(rng);
-    const int64_t bytes = w.rows * w.row_stride_bytes;
-    int calls = absl::GetFlag(FLAGS_calls);
-    if (calls <= 0) calls = std::max<int64_t>(1, int64_t{500'000'000} / bytes);
-    double best = 1e30;
-    for (int r = 0; r < reps + 1; ++r) {
-      const double t0 = Now();
-      for (int c = 0; c < calls; ++c) {
-        const absl::Status s =
-            MatMul(w, x.data(), cols, batch, y.data(), w.rows, nullptr, &scratch);
-        if (!s.ok()) {
-          std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
-          std::exit(1);
+    double first = 0;
+    for (int batch : batches) {
+      Scratch scratch(MatVecScratchBytes(type, cols, batch));
+      std::vector<float> x(cols * batch), y(w.rows * batch);
+      std::mt19937 rng(1);
+      std::normal_distribution<float> normal;
+      for (float& v : x) v = normal(rng);
+      const int64_t bytes = w.rows * w.row_stride_bytes;
+      int calls = absl::GetFlag(FLAGS_calls);
+      if (calls <= 0) calls = std::max<int64_t>(1, int64_t{500'000'000} / bytes / batch);
+      double best = 1e30;
+      for (int r = 0; r < reps + 1; ++r) {
+        const double t0 = ThreadCpuNow();
+        for (int c = 0; c < calls; ++c) {
+          const absl::Status s =
+              MatMul(w, x.data(), cols, batch, y.data(), w.rows, nullptr, &scratch);
+          if (!s.ok()) {
+            std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
+            std::exit(1);
+          }
         }
+        if (r > 0) best = std::min(best, (ThreadCpuNow() - t0) / calls);
       }
-      if (r > 0) best = std::min(best, (Now() - t0) / calls);
+      if (first == 0) first = best;
+      std::printf("%-8s %5d %9.1f %14.2f %11.1f %10.1f %8.2f\n",
+                  std::string(GetWeightTypeInfo(type).name).c_str(), batch, bytes / best / 1e9,
+                  best * 1e9 / (w.rows * cols / 256.0), batch * bytes / best / 1e9, best * 1e6,
+                  best / first);
+      std::fflush(stdout);
     }
-    std::printf("%-8s %9.1f %14.2f\n", std::string(GetWeightTypeInfo(type).name).c_str(),
-                bytes / best / 1e9, best * 1e9 / (w.rows * cols / 256.0));
-    std::fflush(stdout);
   }
   return 0;
 }
@@ -201,9 +237,8 @@ int Main() {
   if (absl::GetFlag(FLAGS_cache_kib) > 0) return InCacheMain();
   const int reps = absl::GetFlag(FLAGS_reps);
   const int64_t cols = absl::GetFlag(FLAGS_cols);
-  const int batch = absl::GetFlag(FLAGS_batch);
-  std::printf("kernels: %s, cols %ld, batch %d\n", std::string(IsaName(DetectIsa())).c_str(), cols,
-              batch);
+  const std::vector<int> batches = Batches();
+  std::printf("kernels: %s, cols %ld\n", std::string(IsaName(DetectIsa())).c_str(), cols);
   ThreadPool pool1(1), pool2(2);
   ThreadPool* pools[2] = {&pool1, &pool2};
   double machine[2];
@@ -213,21 +248,26 @@ int Main() {
   }
   std::printf("memory read (AVX sum over 2 GiB): 1 thread %.1f GB/s, 2 threads %.1f GB/s\n\n",
               machine[0], machine[1]);
-  std::printf("%-8s %7s %9s %12s %7s %10s\n", "type", "threads", "GB/s", "machine GB/s", "ratio",
-              "ms/call");
+  std::printf("%-8s %5s %7s %9s %12s %7s %10s %11s %8s\n", "type", "batch", "threads", "GB/s",
+              "machine GB/s", "ratio", "ms/call", "GB/s equiv", "x batch1");
   for (WeightType type : kBenchTypes) {
     if (!Selected(type)) continue;
     std::unique_ptr<Buffer> buf;
     const WeightView view =
         MakeWeights(type, cols, static_cast<int64_t>(absl::GetFlag(FLAGS_gib) * (1 << 30)), &buf);
     const int64_t rows = view.rows, row_bytes = view.row_stride_bytes;
-    Scratch scratch(MatVecScratchBytes(type, cols, batch));
-    for (int t = 0; t < 2; ++t) {
-      const double gbps = MatVecGBps(view, batch, pools[t], &scratch, reps);
-      std::printf("%-8s %7d %9.1f %12.1f %6.0f%% %10.2f\n",
-                  std::string(GetWeightTypeInfo(type).name).c_str(), t + 1, gbps, machine[t],
-                  100 * gbps / machine[t], rows * row_bytes / gbps / 1e6);
-      std::fflush(stdout);
+    double first[2] = {0, 0};
+    for (int batch : batches) {
+      Scratch scratch(MatVecScratchBytes(type, cols, batch));
+      for (int t = 0; t < 2; ++t) {
+        const double gbps = MatVecGBps(view, batch, pools[t], &scratch, reps);
+        const double ms = rows * row_bytes / gbps / 1e6;
+        if (first[t] == 0) first[t] = ms;
+        std::printf("%-8s %5d %7d %9.1f %12.1f %6.0f%% %10.2f %11.1f %8.2f\n",
+                    std::string(GetWeightTypeInfo(type).name).c_str(), batch, t + 1, gbps,
+                    machine[t], 100 * gbps / machine[t], ms, batch * gbps, ms / first[t]);
+        std::fflush(stdout);
+      }
     }
   }
   return 0;

@@ -70,6 +70,12 @@ const IsaKernels& ScalarKernels();
 const IsaKernels& Avx2Kernels();
 const IsaKernels& Avx512Kernels();
 
+// The register-tiled AVX2 kernels (matmul_avx2.cc), which decode each unit of
+// weights once for up to 8 activation vectors, for the types that have them;
+// null for the others. Batch 1 runs them too, so that a row's result never
+// depends on its batch.
+const IsaKernels* Avx2TiledKernels(WeightType type);
+
 // The integer dot of the quantized types, one 32-element group at a time, in
 // plain C++: the reference the SIMD loops implement, and their tail for rows
 // whose length is not a multiple of their unroll. Returns

@@ -62,6 +62,10 @@ struct QuantizedActs {
   // and per 256 elements the 8 d then the 8 s32, one zmm load per unit.
   int8_t* qp = nullptr;  // [cols / 256 * 256], 64-byte aligned.
   float* ds = nullptr;   // [cols / 256 * 16], 64-byte aligned.
+  // Filled by the tiled quantizer only (matmul_avx2.cc), in its lane order
+  // (qp and ds too): a weight type's zero point times the int sum of each
+  // block's qs, so that the integer dot comes out exact without a float bias.
+  int32_t* zs = nullptr;  // [cols / 16], 64-byte aligned.
 };
 
 // Bytes of scratch for one quantized activation vector of `cols` elements,

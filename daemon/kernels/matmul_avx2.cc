@@ -1,0 +1,351 @@
+// The register-tiled AVX2 loops for Q4_0 and Q4_K: a unit of 256 weights (8
+// blocks of 32) is decoded once and multiplied into up to kTile activation
+// vectors before the next unit is read, so that a batch (a prefill chunk, or
+// several sessions' decode steps) pays for the decode once per kTile vectors.
+//
+// Each ymm of codes holds 4 bytes of each of the unit's 8 blocks (32-element
+// groups), one per int32 lane, so that the 8 vpmaddubsw of a unit add up in
+// int16 (4-bit codes: |8 x 2 x 15 x 127| < 2^15, no saturation) and one
+// vpmaddwd leaves lane j with block G(j)'s whole integer dot: one cvt, one
+// mul and one fma per activation vector and unit, instead of per group.
+// (Q8_0 is not here: its pairs would saturate int16 if summed, and with a
+// vpmaddwd per group the layout measured slower than matvec_avx2.cc's loop.)
+// The activation is transposed to match once per call (qp), its scales
+// put in lane order (ds), and Q4_0's zero point folded into the integer dot
+// through the block sums (zs).
+//
+// Every activation vector runs the same instructions in the same order
+// whatever its batch, so a row's result does not depend on its batch.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+#include "common/logging.h"
+#include "daemon/kernels/fp16.h"
+#include "daemon/kernels/matvec_internal.h"
+
+namespace waste::kernels::internal::avx2_tiled {
+namespace {
+
+constexpr int kTile = 8;
+
+inline uint16_t LoadU16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+inline uint32_t LoadU32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+inline float HorizontalSum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// 8 f16 at p + kStride * i as f32.
+template <int kStride>
+inline __m256 GatherHalves(const uint8_t* p) {
+  uint64_t lo = 0, hi = 0;
+#pragma GCC unroll 8
+  for (int i = 0; i < 4; ++i) {
+    lo |= uint64_t{LoadU16(p + kStride * i)} << (16 * i);
+    hi |= uint64_t{LoadU16(p + kStride * (i + 4))} << (16 * i);
+  }
+  return _mm256_cvtph_ps(_mm_set_epi64x(static_cast<int64_t>(hi), static_cast<int64_t>(lo)));
+}
+
+// In-lane 4x4 transpose of dwords: out[i] = [in0.i, in1.i, in2.i, in3.i |
+// in0.(4+i), in1.(4+i), in2.(4+i), in3.(4+i)].
+inline void Transpose4(const __m256i in[4], __m256i out[4]) {
+  const __m256i t0 = _mm256_unpacklo_epi32(in[0], in[1]);
+  const __m256i t1 = _mm256_unpackhi_epi32(in[0], in[1]);
+  const __m256i t2 = _mm256_unpacklo_epi32(in[2], in[3]);
+  const __m256i t3 = _mm256_unpackhi_epi32(in[2], in[3]);
+  out[0] = _mm256_unpacklo_epi64(t0, t2);
+  out[1] = _mm256_unpackhi_epi64(t0, t2);
+  out[2] = _mm256_unpacklo_epi64(t1, t3);
+  out[3] = _mm256_unpackhi_epi64(t1, t3);
+}
+
+// 256 weights decoded: lane j of codes[i] holds 4 codes of block G(j)
+// (elements 4 Qd(i, j) ..), u8; wsc the weight scale of lane j's block; Q4_K:
+// mcoef the min coefficient of block j.
+struct TileUnit {
+  __m256i codes[8];
+  __m256 wsc;
+  __m256 mcoef;
+};
+
+// Which block lane j holds, and which 4 elements of it codes[i] holds there:
+// qp of the activation is laid out to match.
+struct LaneMap {
+  std::array<int, 8> block;
+  std::array<std::array<int, 8>, 8> quad;  // [i][j]
+};
+
+constexpr LaneMap kNaturalMap = [] {
+  LaneMap m{};
+  for (int j = 0; j < 8; ++j) {
+    m.block[j] = j;
+    for (int i = 0; i < 8; ++i) m.quad[i][j] = i;
+  }
+  return m;
+}();
+
+// Q4_K: lanes 0-3 the low-nibble groups 0, 2, 4, 6, lanes 4-7 the high ones.
+constexpr LaneMap kQ4KMap = [] {
+  LaneMap m{};
+  for (int j = 0; j < 8; ++j) {
+    m.block[j] = j < 4 ? 2 * j : 2 * (j - 4) + 1;
+    for (int i = 0; i < 8; ++i) m.quad[i][j] = j < 4 ? i : (i + 4) % 8;
+  }
+  return m;
+}();
+
+struct Q4_0 {
+  static constexpr int kUnitBytes = 8 * sizeof(BlockQ4_0);
+  static constexpr int kZeroPoint = -8;
+  static constexpr bool kMin = false;
+  static void Load(const uint8_t* p, TileUnit* u) {
+    const BlockQ4_0* b = reinterpret_cast<const BlockQ4_0*>(p);
+    __m256i g[4], e[4];
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      g[k] = _mm256_inserti128_si256(
+          _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b[k].qs))),
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[k + 4].qs)), 1);
+    }
+    Transpose4(g, e);  // e[i]: qs bytes 4i..4i+3 of each block.
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+      u->codes[i] = _mm256_and_si256(e[i], m4);
+      u->codes[4 + i] = _mm256_and_si256(_mm256_srli_epi16(e[i], 4), m4);
+    }
+    u->wsc = GatherHalves<sizeof(BlockQ4_0)>(p);
+  }
+};
+
+struct Q4K {
+  static constexpr int kUnitBytes = sizeof(BlockQ4_K);
+  static constexpr int kZeroPoint = 0;
+  static constexpr bool kMin = true;
+  static void Load(const uint8_t* p, TileUnit* u) {
+    const BlockQ4_K* b = reinterpret_cast<const BlockQ4_K*>(p);
+    __m256i c[4], e[4];
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k)
+      c[k] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs + 32 * k));
+    Transpose4(c, e);
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i shift = _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4);
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+      u->codes[i] = _mm256_and_si256(_mm256_srlv_epi32(e[i], shift), m4);
+      u->codes[4 + i] =
+          _mm256_and_si256(_mm256_srlv_epi32(_mm256_permute4x64_epi64(e[i], 0x4E), shift), m4);
+    }
+    // The 6-bit scales and mins in 64-bit integer arithmetic: [sc0-3 | m0-3]
+    // and [sc4-7 | m4-7].
+    uint64_t w01;
+    std::memcpy(&w01, b->scales, 8);
+    const uint64_t w2 = LoadU32(b->scales + 8);
+    const uint64_t lo = w01 & 0x3F3F3F3F3F3F3F3F;
+    const uint64_t hi =
+        ((w2 | ((w2 >> 4) << 32)) & 0x0F0F0F0F0F0F0F0F) | (((w01 >> 6) & 0x0303030303030303) << 4);
+    const __m128i scm =
+        _mm_shuffle_epi32(_mm_set_epi64x(static_cast<int64_t>(hi), static_cast<int64_t>(lo)), 0xD8);
+    const __m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(scm));
+    const __m256 mn = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(scm, 8)));
+    const __m256 ws = _mm256_mul_ps(sc, _mm256_set1_ps(F16ToF32(b->d)));
+    u->wsc = _mm256_permutevar8x32_ps(ws, _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7));
+    u->mcoef = _mm256_mul_ps(mn, _mm256_set1_ps(F16ToF32(b->dmin)));
+  }
+};
+
+template <typename Dec, int NB>
+inline void DotTile(WeightType type, const uint8_t* row, int64_t cols, const QuantizedActs* acts,
+                    float* out) {
+  const int64_t units = cols / 256;
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[NB], bias[NB];
+#pragma GCC unroll 8
+  for (int k = 0; k < NB; ++k) acc[k] = bias[k] = _mm256_setzero_ps();
+  for (int64_t un = 0; un < units; ++un) {
+    TileUnit u;
+    Dec::Load(row + un * Dec::kUnitBytes, &u);
+#pragma GCC unroll 8
+    for (int k = 0; k < NB; ++k) {
+      const QuantizedActs& a = acts[k];
+      const int8_t* q = a.qp + 256 * un;
+      __m256i s16 =
+          _mm256_maddubs_epi16(u.codes[0], _mm256_load_si256(reinterpret_cast<const __m256i*>(q)));
+#pragma GCC unroll 8
+      for (int i = 1; i < 8; ++i) {
+        s16 = _mm256_add_epi16(
+            s16, _mm256_maddubs_epi16(
+                     u.codes[i], _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 32 * i))));
+      }
+      __m256i dot = _mm256_madd_epi16(s16, ones);
+      if constexpr (Dec::kZeroPoint != 0) {
+        dot = _mm256_add_epi32(dot,
+                               _mm256_load_si256(reinterpret_cast<const __m256i*>(a.zs + 8 * un)));
+      }
+      const __m256 scale = _mm256_mul_ps(u.wsc, _mm256_load_ps(a.ds + 8 * un));
+      acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, acc[k]);
+      if constexpr (Dec::kMin) {
+        bias[k] = _mm256_fmadd_ps(u.mcoef, _mm256_loadu_ps(a.s32 + 8 * un), bias[k]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int k = 0; k < NB; ++k) {
+    float sum = HorizontalSum(acc[k]);
+    if constexpr (Dec::kMin) sum -= HorizontalSum(bias[k]);
+    out[k] = sum;
+    if (cols % 256 != 0) out[k] += DotGroupsRef(type, row, 8 * units, cols / 32, acts[k]);
+  }
+}
+
+// Loop order: a block of weight rows small enough to stay in L2 is run
+// against each tile of activation vectors in turn, and the tile is as many
+// vectors as fit in about half of L1 (their qp, ds, zs and s32 are read once
+// per weight row), so that neither stream spills to the next cache level.
+// The order changes which vector is computed when, never how.
+constexpr int64_t kRowBlockBytes = 96 << 10;
+constexpr int64_t kActTileBytes = 24 << 10;
+
+template <typename Dec>
+void RowsOf(const RowsTask& t, int64_t begin, int64_t end) {
+  float out[kTile];
+  const int64_t units = std::max<int64_t>(1, t.w.cols / 256);
+  const int64_t tile = std::clamp<int64_t>(kActTileBytes / (units * 416), 2, kTile);
+  const int64_t block_rows = std::max<int64_t>(1, kRowBlockBytes / t.w.row_stride_bytes);
+  for (int64_t r0 = begin; r0 < end; r0 += block_rows) {
+    const int64_t r1 = std::min(end, r0 + block_rows);
+    for (int64_t b0 = 0; b0 < t.batch; b0 += tile) {
+      const int nb = static_cast<int>(std::min<int64_t>(tile, t.batch - b0));
+      const QuantizedActs* a = t.acts + b0;
+      [[maybe_unused]] const bool prefetch = b0 == 0;
+      for (int64_t r = r0; r < r1; ++r) {
+        const auto* row = static_cast<const uint8_t*>(t.w.data) + r * t.w.row_stride_bytes;
+        switch (nb) {
+#define WASTE_TILE_CASE(N)                            \
+  case N:                                             \
+    DotTile<Dec, N>(t.w.type, row, t.w.cols, a, out); \
+    break;
+          WASTE_TILE_CASE(1)
+          WASTE_TILE_CASE(2)
+          WASTE_TILE_CASE(3)
+          WASTE_TILE_CASE(4)
+          WASTE_TILE_CASE(5)
+          WASTE_TILE_CASE(6)
+          WASTE_TILE_CASE(7)
+          default:
+            DotTile<Dec, 8>(t.w.type, row, t.w.cols, a, out);
+            break;
+#undef WASTE_TILE_CASE
+        }
+        for (int k = 0; k < nb; ++k) t.y[(b0 + k) * t.y_stride + r] = out[k];
+      }
+    }
+  }
+}
+
+void RowsTiled(const RowsTask& t, int64_t begin, int64_t end) {
+  switch (t.w.type) {
+    case WeightType::kQ4_0:
+      return RowsOf<Q4_0>(t, begin, end);
+    case WeightType::kQ4_K:
+      return RowsOf<Q4K>(t, begin, end);
+    default:
+      WCHECK(false) << "no tiled AVX2 kernel for type " << static_cast<uint32_t>(t.w.type);
+  }
+}
+
+// Per block of 32 as QuantizeActsAvx2 (the same instructions, so the natural
+// arrays agree with it), then per unit qp, ds and zs in the type's lane order.
+void QuantizeActsTiled(WeightType type, const float* x, int64_t cols, const QuantizedActs& out) {
+  const __m256 sign_mask = _mm256_set1_ps(-0.0f);
+  alignas(32) int32_t isum[8];
+  const LaneMap& map = type == WeightType::kQ4_K ? kQ4KMap : kNaturalMap;
+  const int zero_point = type == WeightType::kQ4_0 ? Q4_0::kZeroPoint : 0;
+  for (int64_t b = 0; b < cols / 32; ++b) {
+    __m256 v[4];
+    __m256 amax = _mm256_setzero_ps();
+    for (int i = 0; i < 4; ++i) {
+      v[i] = _mm256_loadu_ps(x + 32 * b + 8 * i);
+      amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign_mask, v[i]));
+    }
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    const float max_abs = _mm_cvtss_f32(m);
+    const float d = max_abs / 127;
+    const __m256 id = _mm256_set1_ps(max_abs != 0 ? 127 / max_abs : 0.0f);
+    __m256i q[4];
+    for (int i = 0; i < 4; ++i) {
+      q[i] =
+          _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[i], id), _MM_FROUND_TO_NEAREST_INT));
+    }
+    const __m256i s0 = _mm256_add_epi32(q[0], q[1]), s1 = _mm256_add_epi32(q[2], q[3]);
+    const __m256 sums = _mm256_cvtepi32_ps(_mm256_hadd_epi32(s0, s1));
+    alignas(32) float part[8];
+    _mm256_store_ps(part, sums);
+    const float sum0 = part[0] + part[1] + part[4] + part[5];
+    const float sum1 = part[2] + part[3] + part[6] + part[7];
+    const __m256i p16a = _mm256_packs_epi32(q[0], q[1]), p16b = _mm256_packs_epi32(q[2], q[3]);
+    __m256i p8 = _mm256_packs_epi16(p16a, p16b);
+    p8 = _mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(out.qs + 32 * b), p8);
+    out.d[b] = d;
+    out.s16[2 * b] = d * sum0;
+    out.s16[2 * b + 1] = d * sum1;
+    out.s32[b] = d * (sum0 + sum1);
+    // The block's int sum, exact (the float sums above are of at most 32
+    // values of |q| <= 127, also exact, but kept as QuantizeActsAvx2 has them).
+    isum[b % 8] = static_cast<int32_t>(sum0 + sum1);
+    if (b % 8 == 7) {
+      const int64_t un = b / 8;
+      for (int j = 0; j < 8; ++j) {
+        out.ds[8 * un + j] = out.d[8 * un + map.block[j]];
+        out.zs[8 * un + j] = zero_point * isum[map.block[j]];
+      }
+    }
+  }
+  for (int64_t un = 0; un < cols / 256; ++un) {
+    const int8_t* src = out.qs + 256 * un;
+    int8_t* dst = out.qp + 256 * un;
+    for (int i = 0; i < 8; ++i) {
+      for (int j = 0; j < 8; ++j) {
+        std::memcpy(dst + 32 * i + 4 * j, src + 32 * map.block[j] + 4 * map.quad[i][j], 4);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace waste::kernels::internal::avx2_tiled
+
+namespace waste::kernels::internal {
+
+const IsaKernels* Avx2TiledKernels(WeightType type) {
+  static constexpr IsaKernels kKernels = {&avx2_tiled::QuantizeActsTiled, &avx2_tiled::RowsTiled};
+  switch (type) {
+    case WeightType::kQ4_0:
+    case WeightType::kQ4_K:
+      return &kKernels;
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace waste::kernels::internal
