@@ -155,6 +155,11 @@ absl::StatusOr<ModelLayout> ModelLayout::FromGguf(const storage::GgufFile& gguf)
     layout.total_params_ += params;
     ++layout.tensor_count_;
     layout.parts_[cls.part] += tensor.size;
+    if (tensor.name == "token_embd.weight" && tensor.NumRows() > 0) {
+      layout.embd_bytes_ = tensor.size;
+      layout.embd_row_bytes_ = tensor.size / tensor.NumRows();
+    }
+    if (tensor.name == "output.weight") layout.has_output_ = true;
     TypeBytes& type = layout.types_[tensor.type];
     ++type.tensors;
     type.bytes += tensor.size;
@@ -204,6 +209,9 @@ absl::StatusOr<ModelLayout> ModelLayout::FromGguf(const storage::GgufFile& gguf)
     layer.expert_bytes = routed / layer.n_expert;
     ++layout.moe_layer_count_;
     layout.expert_bytes_ = std::max(layout.expert_bytes_, layer.expert_bytes);
+    layout.min_expert_bytes_ = layout.min_expert_bytes_ == 0
+                                   ? layer.expert_bytes
+                                   : std::min(layout.min_expert_bytes_, layer.expert_bytes);
     found_experts = std::max(found_experts, layer.n_expert);
   }
   layout.expert_count_ = meta_experts > 0 ? meta_experts : found_experts;
@@ -211,9 +219,12 @@ absl::StatusOr<ModelLayout> ModelLayout::FromGguf(const storage::GgufFile& gguf)
 }
 
 uint64_t ModelLayout::ActiveBytesPerToken() const {
+  // A token looks up one row of the embeddings, unless the table is the
+  // head as well.
+  const uint64_t embd_unread = has_output_ ? embd_bytes_ - embd_row_bytes_ : 0;
   const uint64_t routed = parts_[TensorPart::kRoutedExperts];
-  if (routed == 0 || experts_used_ <= 0) return total_bytes_;
-  uint64_t active = total_bytes_ - routed;
+  if (routed == 0 || experts_used_ <= 0) return total_bytes_ - embd_unread;
+  uint64_t active = total_bytes_ - embd_unread - routed;
   for (const LayerLayout& layer : layers_) {
     if (layer.n_expert <= 0) continue;
     const int64_t used = std::min(experts_used_, layer.n_expert);

@@ -118,10 +118,17 @@ class ModelLayout {
   // differ); 0 for a dense model.
   uint64_t expert_bytes() const { return expert_bytes_; }
 
-  // Bytes one token reads: everything except the routed experts, plus
-  // experts_used experts in each MoE layer. Equals total_bytes() for a dense
-  // model. (With experts_used unknown, all experts count.)
+  // Bytes of weights one token reads: everything except the routed experts
+  // and the token embeddings, plus experts_used experts of each MoE layer
+  // (at that layer's expert size: mixes give layers experts of different
+  // types) and one row of token_embd (the whole table when it is also the
+  // output head, i.e. there is no output.weight). Every tensor counts at
+  // its own type's size. (With experts_used unknown, all experts count.)
   uint64_t ActiveBytesPerToken() const;
+
+  // The smallest routed expert of any MoE layer (== expert_bytes() unless
+  // layers' experts differ in type or shape); 0 for a dense model.
+  uint64_t min_expert_bytes() const { return min_expert_bytes_; }
 
  private:
   std::string arch_;
@@ -137,6 +144,12 @@ class ModelLayout {
   int64_t shared_expert_count_ = 0;
   int moe_layer_count_ = 0;
   uint64_t expert_bytes_ = 0;
+  uint64_t min_expert_bytes_ = 0;
+  // token_embd.weight's bytes and one row's, and whether output.weight
+  // exists (else the table is the head too).
+  uint64_t embd_bytes_ = 0;
+  uint64_t embd_row_bytes_ = 0;
+  bool has_output_ = false;
 };
 
 }  // namespace waste::model

@@ -99,7 +99,8 @@ TEST(ModelLayoutTest, Stories260K) {
   EXPECT_EQ(parts[TensorPart::kRoutedExperts], 0u);
   EXPECT_EQ(layout->expert_count(), 0);
   EXPECT_EQ(layout->expert_bytes(), 0u);
-  EXPECT_EQ(layout->ActiveBytesPerToken(), bytes);
+  // One row of the embeddings (f32, 64 dims), the rest whole.
+  EXPECT_EQ(layout->ActiveBytesPerToken(), bytes - 512u * 64 * 4 + 64 * 4);
 }
 
 struct MoeCase {
@@ -140,8 +141,13 @@ TEST_P(MoeLayoutTest, ExpertSizeTimesExpertsIsTheRoutedBytes) {
   EXPECT_EQ(layout->parts().Total(), layout->total_bytes());
   EXPECT_EQ(layout->parts()[TensorPart::kSharedExperts] > 0, GetParam().shared);
   EXPECT_GT(layout->parts()[TensorPart::kRouter], 0u);
-  EXPECT_EQ(layout->ActiveBytesPerToken(),
-            layout->total_bytes() - routed + 2 * layout->expert_bytes() * GetParam().moe_layers);
+  const storage::TensorInfo* embd = (*gguf)->FindTensor("token_embd.weight");
+  ASSERT_NE(embd, nullptr);
+  ASSERT_NE((*gguf)->FindTensor("output.weight"), nullptr);
+  EXPECT_EQ(layout->ActiveBytesPerToken(), layout->total_bytes() - routed - embd->size +
+                                               embd->size / embd->NumRows() +
+                                               2 * layout->expert_bytes() * GetParam().moe_layers);
+  EXPECT_EQ(layout->min_expert_bytes(), layout->expert_bytes());
   for (const LayerLayout& layer : layout->layers()) {
     EXPECT_EQ(layer.parts.Total(), layer.bytes);
     if (layer.n_expert > 0) {

@@ -1,5 +1,7 @@
 #include "daemon/quality/quantize_model.h"
 
+#include <fnmatch.h>
+
 #include <algorithm>
 #include <chrono>
 #include <iostream>
@@ -169,7 +171,13 @@ absl::StatusOr<std::vector<TensorPlan>> PlanTensors(const storage::GgufFile& ggu
   std::vector<TensorPlan> plans;
   for (const storage::TensorInfo& t : gguf.tensors()) {
     TensorPlan plan{&t, t.type, false, {}};
-    const GgmlType target = options.pure ? options.type : TensorTarget(t, head, options.type);
+    GgmlType target = options.pure ? options.type : TensorTarget(t, head, options.type);
+    for (const QuantizeOptions::TensorTypeOverride& o : options.tensor_types) {
+      if (fnmatch(o.glob.c_str(), t.name.c_str(), 0) == 0) {
+        target = o.type;
+        break;
+      }
+    }
     const int64_t block = storage::GetGgmlTypeTraits(target).block_size;
     const uint32_t id = static_cast<uint32_t>(t.type);
     if (IsQuantizableWeight(t) && t.type != target && kernels::IsSupportedWeightType(id)) {
@@ -184,6 +192,12 @@ absl::StatusOr<std::vector<TensorPlan>> PlanTensors(const storage::GgufFile& ggu
       } else {
         plan.out_type = target;
         plan.convert = true;
+        if (options.imatrix == nullptr && RequiresImportance(target)) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "tensor '", t.name, "' would be ", std::string(storage::GgmlTypeName(target)),
+              ", which needs an importance matrix: pass --imatrix FILE (wasted imatrix makes "
+              "one)"));
+        }
         if (options.imatrix != nullptr) {
           RETURN_IF_ERROR(AttachImportance(gguf, *options.imatrix, &plan));
           if (plan.uniform_importance) {
@@ -313,6 +327,17 @@ absl::StatusOr<GgmlType> ParseQuantizeType(std::string_view name) {
       "--type: unknown or unsupported type '", std::string(name), "'; use one of ", TargetList()));
 }
 
+absl::StatusOr<QuantizeOptions::TensorTypeOverride> ParseTensorTypeOverride(std::string_view flag) {
+  const size_t eq = flag.rfind('=');
+  if (eq == std::string_view::npos || eq == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tensor-type '", std::string(flag),
+                     "': expected GLOB=TYPE, e.g. 'blk.*.ffn_down_exps.weight=q4_k'"));
+  }
+  ASSIGN_OR_RETURN(const GgmlType type, ParseQuantizeType(flag.substr(eq + 1)));
+  return QuantizeOptions::TensorTypeOverride{std::string(flag.substr(0, eq)), type};
+}
+
 std::optional<uint32_t> LlamaFileType(GgmlType type) {
   for (const TargetType& t : kTargets) {
     if (t.type == type) return t.llama_ftype;
@@ -375,18 +400,22 @@ absl::StatusOr<QuantizeReport> QuantizeModel(storage::Env* env, const std::strin
 int RunQuantize(const std::vector<std::string>& args) {
   constexpr char kUsage[] =
       "usage: wasted quantize IN.gguf OUT.gguf --type TYPE [--imatrix FILE] [--threads N]\n"
-      "                       [--pure] [--allow-requantize]\n"
+      "                       [--pure] [--tensor-type GLOB=TYPE ...] [--allow-requantize]\n"
       "  TYPE: q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k iq4_nl iq4_xs iq3_s\n"
       "        iq3_xxs iq2_s iq2_xs iq2_xxs iq1_m iq1_s f16 bf16\n"
       "  --imatrix FILE  column importances (wasted imatrix, or llama.cpp's llama-imatrix):\n"
       "                  a weighted scale search instead of plain rounding; required for\n"
       "                  iq2_s iq2_xs iq2_xxs iq1_m iq1_s\n"
       "  --pure          every matrix TYPE, the output head and token_embd included\n"
-      "                  (llama-quantize --pure)\n";
+      "                  (llama-quantize --pure)\n"
+      "  --tensor-type GLOB=T  matrices whose name matches GLOB (* ? [..]) become T instead;\n"
+      "                  repeatable, the first match wins (e.g. "
+      "'blk.*.ffn_down_exps.weight=q4_k')\n";
   absl::StatusOr<ParsedArgs> parsed = ParseArgs(args, {{"type"},
                                                        {"imatrix"},
                                                        {"threads"},
                                                        {"pure", false},
+                                                       {"tensor-type"},
                                                        {"allow-requantize", false},
                                                        {"help", false}});
   if (!parsed.ok()) {
@@ -413,6 +442,14 @@ int RunQuantize(const std::vector<std::string>& args) {
   options.threads = static_cast<int>(*threads);
   options.allow_requantize = parsed->Has("allow-requantize");
   options.pure = parsed->Has("pure");
+  for (const std::string& flag : parsed->GetAll("tensor-type")) {
+    absl::StatusOr<QuantizeOptions::TensorTypeOverride> o = ParseTensorTypeOverride(flag);
+    if (!o.ok()) {
+      std::cerr << "wasted quantize: " << o.status().message() << "\n";
+      return 2;
+    }
+    options.tensor_types.push_back(*o);
+  }
   const std::string& in = parsed->positional()[0];
   const std::string& out = parsed->positional()[1];
 

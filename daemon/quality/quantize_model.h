@@ -75,7 +75,20 @@ struct QuantizeOptions {
   bool pure = false;
   // Column importances per tensor (not owned; null: plain rounding).
   const ImportanceMatrix* imatrix = nullptr;
+  // Per-tensor types over every rule above: the first override whose glob
+  // (fnmatch: * ? [..]) matches the whole tensor name gives its type, e.g.
+  // "blk.*.ffn_down_exps.weight" -> Q4_K, for the mixes real large-model
+  // files use. (llama-quantize's --tensor-type takes a regex instead.)
+  struct TensorTypeOverride {
+    std::string glob;
+    storage::GgmlType type;
+  };
+  std::vector<TensorTypeOverride> tensor_types;
 };
+
+// "GLOB=TYPE" (the last '=' splits) as --tensor-type takes it;
+// INVALID_ARGUMENT naming the problem.
+absl::StatusOr<QuantizeOptions::TensorTypeOverride> ParseTensorTypeOverride(std::string_view flag);
 
 // What QuantizeModel did.
 struct QuantizeReport {

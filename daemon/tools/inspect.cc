@@ -261,8 +261,12 @@ std::string TextReport(const GgufFile& gguf, const ModelLayout& layout) {
     line("experts", absl::StrCat(layout.expert_count(), " routed (", layout.experts_used(),
                                  " used per token), ", layout.shared_expert_count(), " shared, in ",
                                  layout.moe_layer_count(), " layers"));
-    line("expert size", absl::StrCat(FormatBytes(layout.expert_bytes()),
-                                     " per expert per layer (gate + up + down)"));
+    // Mixes give some layers' experts other types: say the range.
+    const std::string size = layout.min_expert_bytes() == layout.expert_bytes()
+                                 ? FormatBytes(layout.expert_bytes())
+                                 : absl::StrCat(FormatBytes(layout.min_expert_bytes()), " to ",
+                                                FormatBytes(layout.expert_bytes()));
+    line("expert size", absl::StrCat(size, " per expert per layer (gate + up + down)"));
   }
   line("active/token",
        absl::StrCat(FormatBytes(layout.ActiveBytesPerToken()), " of weights read per token"));
@@ -316,6 +320,7 @@ std::string JsonReport(const GgufFile& gguf, const ModelLayout& layout) {
   json["shared_expert_count"] = layout.shared_expert_count();
   json["moe_layers"] = layout.moe_layer_count();
   json["expert_bytes"] = layout.expert_bytes();
+  json["min_expert_bytes"] = layout.min_expert_bytes();
   json["active_bytes_per_token"] = layout.ActiveBytesPerToken();
   // GGUF strings are not checked for UTF-8: replace bad bytes rather than
   // throw.
