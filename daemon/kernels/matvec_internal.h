@@ -28,32 +28,41 @@ struct RowsTask {
 // this many accumulator sets in registers).
 inline constexpr int kRowTile = 4;
 
+// Rows a block of RunRowTiles passes over per tile of activation vectors:
+// the tile's activations stay in L1 across the block, the block's weight rows
+// in L2 across the tiles (at batch 64 the activations alone outgrow L2).
+inline constexpr int64_t kRowBlock = 8;
+
 // Runs rows [begin, end) of `t` in passes of up to kRowTile activation
 // vectors, calling dot_row(std::integral_constant<int, NB>, row, b0, out)
 // to fill out[0..NB) and storing the results. Shared by the ISA files, each
-// of which instantiates it with its own kernel (and compile flags).
+// of which instantiates it with its own kernel (and compile flags). Each
+// (row, vector) is computed the same way whatever the batch and order.
 template <typename DotRowFn>
 inline void RunRowTiles(const RowsTask& t, int64_t begin, int64_t end, DotRowFn dot_row) {
   float out[kRowTile];
-  for (int64_t r = begin; r < end; ++r) {
-    const auto* row = static_cast<const uint8_t*>(t.w.data) + r * t.w.row_stride_bytes;
+  for (int64_t r0 = begin; r0 < end; r0 += kRowBlock) {
+    const int64_t r1 = std::min(end, r0 + kRowBlock);
     for (int64_t b0 = 0; b0 < t.batch; b0 += kRowTile) {
       const int64_t nb = std::min<int64_t>(kRowTile, t.batch - b0);
-      switch (nb) {
-        case 1:
-          dot_row(std::integral_constant<int, 1>(), row, b0, out);
-          break;
-        case 2:
-          dot_row(std::integral_constant<int, 2>(), row, b0, out);
-          break;
-        case 3:
-          dot_row(std::integral_constant<int, 3>(), row, b0, out);
-          break;
-        default:
-          dot_row(std::integral_constant<int, 4>(), row, b0, out);
-          break;
+      for (int64_t r = r0; r < r1; ++r) {
+        const auto* row = static_cast<const uint8_t*>(t.w.data) + r * t.w.row_stride_bytes;
+        switch (nb) {
+          case 1:
+            dot_row(std::integral_constant<int, 1>(), row, b0, out);
+            break;
+          case 2:
+            dot_row(std::integral_constant<int, 2>(), row, b0, out);
+            break;
+          case 3:
+            dot_row(std::integral_constant<int, 3>(), row, b0, out);
+            break;
+          default:
+            dot_row(std::integral_constant<int, 4>(), row, b0, out);
+            break;
+        }
+        for (int64_t k = 0; k < nb; ++k) t.y[(b0 + k) * t.y_stride + r] = out[k];
       }
-      for (int64_t k = 0; k < nb; ++k) t.y[(b0 + k) * t.y_stride + r] = out[k];
     }
   }
 }
