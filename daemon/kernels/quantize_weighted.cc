@@ -18,6 +18,7 @@
 // Plain values in, bytes out: the same input gives the same bytes on every
 // machine (no threads, no ISA-specific code).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -29,8 +30,17 @@
 namespace waste::kernels {
 namespace {
 
-int RoundClamp(float v, int lo, int hi) {
-  return std::clamp(static_cast<int>(std::nearbyint(v)), lo, hi);
+// round(v) clamped to [lo, hi], ties to even as std::nearbyint in the
+// default rounding mode, without its library call (the searches below round
+// every element for every candidate scale): adding 1.5 * 2^23 leaves the
+// rounded integer in the low mantissa bits, exact for |v| < 2^22, which
+// the clamp to [lo - 1, hi + 1] guarantees.
+inline int RoundClamp(float v, int lo, int hi) {
+  const float c = std::clamp(v, static_cast<float>(lo - 1), static_cast<float>(hi + 1));
+  const float f = c + 12582912.0f;
+  int32_t i;
+  std::memcpy(&i, &f, sizeof(i));
+  return std::clamp((i & 0x007fffff) - 0x00400000, lo, hi);
 }
 
 // x ~= scale * q + offset, q in [0, levels]. K-quants store -offset as a
@@ -50,39 +60,43 @@ AffineFit FitAffine(const float* x, const float* w, int n, int levels, bool free
     std::fill(q, q + n, 0);
     return best;
   }
-  double sw = 0, sx = 0;
-  for (int i = 0; i < n; ++i) sw += w[i], sx += w[i] * x[i];
+  double sw = 0, sx = 0, sxx = 0;
+  for (int i = 0; i < n; ++i) sw += w[i], sx += w[i] * x[i], sxx += w[i] * x[i] * x[i];
+  // The weighted error of y = a l + b from the sums, in one pass per
+  // candidate: sum w (a l + b - x)^2.
+  auto error = [&](double a, double b, double sl, double sll, double sxl) {
+    return sxx - 2 * a * sxl - 2 * b * sx + a * a * sll + 2 * a * b * sl + b * b * sw;
+  };
+  uint8_t l[kQK_K];
   // The plain range fit is the first candidate.
   best.scale = (hi - lo) / levels;
-  double best_err = 0;
-  for (int i = 0; i < n; ++i) {
-    q[i] = static_cast<uint8_t>(RoundClamp((x[i] - lo) / best.scale, 0, levels));
-    const float e = best.scale * q[i] + lo - x[i];
-    best_err += w[i] * e * e;
-  }
-  uint8_t l[kQK_K];
-  for (int t = 0; t <= 40; ++t) {
-    const float iscale = (levels - 1.0f + 0.05f * t) / (hi - lo);
+  {
+    const float iscale = 1 / best.scale;
     double sl = 0, sll = 0, sxl = 0;
     for (int i = 0; i < n; ++i) {
-      l[i] = static_cast<uint8_t>(RoundClamp(iscale * (x[i] - lo), 0, levels));
-      sl += w[i] * l[i], sll += w[i] * l[i] * l[i], sxl += w[i] * l[i] * x[i];
+      q[i] = static_cast<uint8_t>(RoundClamp((x[i] - lo) * iscale, 0, levels));
+      sl += w[i] * q[i], sll += w[i] * q[i] * q[i], sxl += w[i] * q[i] * x[i];
     }
-    const double det = sw * sll - sl * sl;
-    if (det <= 0) continue;
-    double a = (sw * sxl - sx * sl) / det;
-    double b = (sll * sx - sl * sxl) / det;
-    if (!free_offset && b > 0) b = 0, a = sxl / sll;
-    if (a <= 0) continue;
-    double err = 0;
-    for (int i = 0; i < n; ++i) {
-      const double e = a * l[i] + b - x[i];
-      err += w[i] * e * e;
-    }
-    if (err < best_err) {
-      best_err = err;
-      best = {static_cast<float>(a), static_cast<float>(b)};
-      std::copy(l, l + n, q);
+    double best_err = error(best.scale, lo, sl, sll, sxl);
+    for (int t = 0; t <= 40; ++t) {
+      const float candidate = (levels - 1.0f + 0.05f * t) / (hi - lo);
+      sl = sll = sxl = 0;
+      for (int i = 0; i < n; ++i) {
+        l[i] = static_cast<uint8_t>(RoundClamp(candidate * (x[i] - lo), 0, levels));
+        sl += w[i] * l[i], sll += w[i] * l[i] * l[i], sxl += w[i] * l[i] * x[i];
+      }
+      const double det = sw * sll - sl * sl;
+      if (det <= 0) continue;
+      double a = (sw * sxl - sx * sl) / det;
+      double b = (sll * sx - sl * sxl) / det;
+      if (!free_offset && b > 0) b = 0, a = sxl / sll;
+      if (a <= 0) continue;
+      const double err = error(a, b, sl, sll, sxl);
+      if (err < best_err) {
+        best_err = err;
+        best = {static_cast<float>(a), static_cast<float>(b)};
+        std::copy(l, l + n, q);
+      }
     }
   }
   return best;
@@ -170,8 +184,9 @@ double EncodeAffineK(const AffineK& f, const float* x, const float* w, float d, 
   double err = 0;
   for (int k = 0; k < kQK_K / f.sub; ++k) {
     const float step = d * sc[k], offset = dmin * m[k];
+    const float inv = step > 0 ? 1 / step : 0;
     for (int i = k * f.sub; i < (k + 1) * f.sub; ++i) {
-      q[i] = step > 0 ? static_cast<uint8_t>(RoundClamp((x[i] + offset) / step, 0, f.levels)) : 0;
+      q[i] = static_cast<uint8_t>(RoundClamp((x[i] + offset) * inv, 0, f.levels));
       const float e = step * q[i] - offset - x[i];
       err += w[i] * e * e;
     }
@@ -300,8 +315,9 @@ double EncodeSymmetricK(const SymmetricK& f, const float* x, const float* w, flo
   double err = 0;
   for (int k = 0; k < 16; ++k) {
     const float step = d * sc[k];
+    const float inv = step != 0 ? 1 / step : 0;
     for (int i = 16 * k; i < 16 * (k + 1); ++i) {
-      q[i] = step != 0 ? RoundClamp(x[i] / step, -f.nmax, f.nmax - 1) : 0;
+      q[i] = RoundClamp(x[i] * inv, -f.nmax, f.nmax - 1);
       const float e = step * q[i] - x[i];
       err += w[i] * e * e;
     }
@@ -376,13 +392,24 @@ void QuantizeQ6K(const float* x, const float* w, BlockQ6_K* b) {
 
 // ---- IQ4_NL, IQ4_XS: x = d * kIq4NlValues[q].
 
+// The IQ4 level nearest v by a table over half-units: the boundaries
+// between levels are midpoints of integers, so the answer is constant on
+// each [k/2, (k+1)/2) (at an exact midpoint it takes the upper level).
 int NearestIq4(float v) {
-  int lo = 0;
-  for (int step = 8; step > 0; step /= 2) {
-    if (lo + step < 16 && kIq4NlValues[lo + step] <= v) lo += step;
-  }
-  if (lo < 15 && v - kIq4NlValues[lo] > kIq4NlValues[lo + 1] - v) ++lo;
-  return lo;
+  static const auto table = [] {
+    std::array<uint8_t, 512> t{};
+    for (int k = 0; k < 512; ++k) {
+      const float u = (k - 256) / 2.0f + 0.25f;  // Inside the half-unit.
+      int best = 0;
+      for (int j = 1; j < 16; ++j) {
+        if (std::fabs(u - kIq4NlValues[j]) < std::fabs(u - kIq4NlValues[best])) best = j;
+      }
+      t[k] = static_cast<uint8_t>(best);
+    }
+    return t;
+  }();
+  const float c = std::clamp(2 * v, -256.0f, 255.0f);
+  return table[static_cast<int>(std::floor(c)) + 256];
 }
 
 double EncodeIq4(const float* x, const float* w, int n, float d, int* idx) {
@@ -396,8 +423,11 @@ double EncodeIq4(const float* x, const float* w, int n, float d, int* idx) {
   return err;
 }
 
-// The scale of one group of 32: the largest magnitude on either end level
-// and points between, each refit to its codes by weighted least squares.
+// The scale of one group of 32: candidates put the largest magnitude on
+// either end level and points between; each candidate's codes get their
+// least-squares scale sum w x v / sum w v^2, scored by the error that scale
+// leaves with those codes (sum w x^2 - (sum w x v)^2 / sum w v^2). Fills
+// idx with the codes at the returned scale.
 float SearchIq4Scale(const float* x, const float* w, int* idx) {
   float amax = 0;
   for (int i = 0; i < kQK32; ++i) {
@@ -408,25 +438,21 @@ float SearchIq4Scale(const float* x, const float* w, int* idx) {
     return 0;
   }
   float best_d = amax / -127;
-  double best_err = EncodeIq4(x, w, kQK32, best_d, idx);
-  int trial[kQK32];
-  for (int t = -10; t <= 10; ++t) {
+  double best_score = -1;
+  for (int t = -7; t <= 7; ++t) {
     for (float end : {-127.0f, 113.0f}) {
-      float d = amax / (end + (end < 0 ? t : t / 2.0f));
-      EncodeIq4(x, w, kQK32, d, trial);
-      double sxq = 0, sqq = 0;
+      const float id = (end + (end < 0 ? t : t / 2.0f)) / amax;
+      double sxv = 0, svv = 0;
       for (int i = 0; i < kQK32; ++i) {
-        const float v = kIq4NlValues[trial[i]];
-        sxq += w[i] * x[i] * v, sqq += w[i] * v * v;
+        const float v = kIq4NlValues[NearestIq4(x[i] * id)];
+        sxv += w[i] * x[i] * v, svv += w[i] * v * v;
       }
-      if (sqq > 0) d = static_cast<float>(sxq / sqq);
-      const double err = EncodeIq4(x, w, kQK32, d, trial);
-      if (err < best_err) {
-        best_err = err, best_d = d;
-        std::copy(trial, trial + kQK32, idx);
-      }
+      if (svv <= 0) continue;
+      const double score = sxv * sxv / svv;
+      if (score > best_score) best_score = score, best_d = static_cast<float>(sxv / svv);
     }
   }
+  EncodeIq4(x, w, kQK32, best_d, idx);
   return best_d;
 }
 
