@@ -46,7 +46,7 @@ void Engine::ReapLoop() {
     UnloadIdle(absl::Now());
     // Freed models, KV caches and call buffers go back to the system, so
     // RSS follows what is in use (common/process_memory.h).
-    if (tick % 10 == 0) ReleaseFreeHeapMemory();
+    if (tick % 2 == 0) ReleaseFreeHeapMemory();
     reaper_mu_.Lock();
   }
 }

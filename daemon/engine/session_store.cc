@@ -185,7 +185,7 @@ absl::StatusOr<SavedSessionInfo> SessionStore::Save(const Session& session) {
   info.tokens = n;
   struct stat st;
   if (::stat(path.c_str(), &st) == 0) info.bytes = static_cast<uint64_t>(st.st_size);
-  Trim(path);
+  AfterSave(path, info.bytes);
   return info;
 }
 
@@ -265,8 +265,20 @@ absl::StatusOr<std::vector<int32_t>> SessionStore::Load(const std::string& id,
   return tokens;
 }
 
-void SessionStore::Trim(const std::string& keep) {
+// Saves between two listings of the saved sessions at most.
+constexpr int kSavesPerListing = 64;
+
+void SessionStore::AfterSave(const std::string& keep, uint64_t bytes) {
   if (max_total_bytes_ == 0) return;
+  if (total_estimate_) *total_estimate_ += bytes;
+  if (!total_estimate_ || *total_estimate_ > max_total_bytes_ ||
+      ++saves_since_listing_ >= kSavesPerListing) {
+    Trim(keep);
+  }
+}
+
+void SessionStore::Trim(const std::string& keep) {
+  saves_since_listing_ = 0;
   const std::filesystem::path root = std::filesystem::path(dir_).parent_path();
   struct File {
     std::filesystem::path path;
@@ -283,16 +295,20 @@ void SessionStore::Trim(const std::string& keep) {
     files.push_back({it->path(), it->last_write_time(ec), bytes});
     total += bytes;
   }
+  total_estimate_ = total;
+  if (total <= max_total_bytes_) return;
   std::sort(files.begin(), files.end(),
             [](const File& a, const File& b) { return a.time < b.time; });
+  const uint64_t target = max_total_bytes_ / 10 * 9;
   for (const File& f : files) {
-    if (total <= max_total_bytes_) break;
+    if (total <= target) break;
     if (f.path == keep) continue;
     WLOG(INFO) << "removing saved session " << f.path.string()
                << ": saved sessions exceed max_saved_sessions_bytes (" << max_total_bytes_ << ")";
     std::filesystem::remove(f.path, ec);
     total -= f.bytes;
   }
+  total_estimate_ = total;
 }
 
 }  // namespace waste::engine

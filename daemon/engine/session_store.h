@@ -11,8 +11,9 @@
 // leaves the old file or the new one, never half of one. A file whose identity or shape
 // does not match the loaded model, or whose checksum fails, is refused
 // (FAILED_PRECONDITION / DATA_LOSS) and logged; the request then starts a
-// fresh session. The directory is bounded: after each save the least
-// recently written files go until the total is under the limit.
+// fresh session. The directory is bounded: when a save may take the total
+// over the limit, the least recently written files go until it is under
+// 90 % of it (so the next saves need not list the directory again).
 //
 // Thread-safety: a SessionStore is used by its model's scheduler thread.
 #ifndef WASTE_DAEMON_ENGINE_SESSION_STORE_H_
@@ -20,6 +21,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,12 +65,23 @@ class SessionStore {
 
  private:
   std::string PathOf(const std::string& id) const;
+  // After a save of `bytes` at `keep`: when the directory may be over its
+  // limit, lists it and removes the least recently written files (never
+  // `keep`) until it is under.
+  void AfterSave(const std::string& keep, uint64_t bytes);
   void Trim(const std::string& keep);
 
   std::string dir_;
   cache::ModelFileIdentity identity_;
   const model::Model* model_;
   uint64_t max_total_bytes_;
+  // The saved sessions' bytes as of the last listing plus this store's
+  // saves since (other models' stores save into the same limit: a listing
+  // every kSavesPerListing saves catches those). Listing the directory at
+  // every save made each save cost O(saved sessions) in time and
+  // temporary memory.
+  std::optional<uint64_t> total_estimate_;
+  int saves_since_listing_ = 0;
 };
 
 }  // namespace waste::engine

@@ -54,7 +54,8 @@ int64_t ProcStatusBytes(pid_t pid, absl::string_view field) {
 
 struct RssSample {
   absl::Duration at;  // Since the measured part began (negative: warm-up).
-  int64_t bytes;
+  int64_t bytes;      // VmRSS.
+  int64_t anon;       // RssAnon: the daemon's private memory.
 };
 
 // What the clients share: counts, the references of checked outputs.
@@ -444,15 +445,17 @@ class Client {
   bool check_next_ = false;
 };
 
-int64_t Mean(const std::vector<RssSample>& samples, absl::Duration from, absl::Duration to) {
-  int64_t sum = 0, n = 0;
+// The median of `field` over the samples in [from, to): robust to the
+// moments between a burst of requests and the daemon's next heap trim.
+int64_t Median(const std::vector<RssSample>& samples, int64_t RssSample::*field,
+               absl::Duration from, absl::Duration to) {
+  std::vector<int64_t> values;
   for (const RssSample& s : samples) {
-    if (s.at >= from && s.at < to) {
-      sum += s.bytes;
-      ++n;
-    }
+    if (s.at >= from && s.at < to) values.push_back(s.*field);
   }
-  return n > 0 ? sum / n : -1;
+  if (values.empty()) return -1;
+  std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
+  return values[values.size() / 2];
 }
 
 }  // namespace
@@ -460,11 +463,23 @@ int64_t Mean(const std::vector<RssSample>& samples, absl::Duration from, absl::D
 absl::StatusOr<SoakReport> RunSoak(const SoakOptions& options) {
   const std::string state_dir =
       options.state_dir.empty() ? testing::TempDir() + "/state" : options.state_dir;
-  std::vector<std::string> flags = {"--follow-symlinks",     "--state-dir", state_dir,
-                                    "--ctx",                 absl::StrCat(kContext),
-                                    "--threads",             absl::StrCat(options.threads),
-                                    "--max-concurrent-requests", absl::StrCat(kSessions),
-                                    "--log-level",           "warning"};
+  // Saved sessions bounded low, so the soak also exercises their LRU
+  // deletion (and the directory stays small over an hour).
+  const std::string config = testing::TempDir() + "/soak.toml";
+  std::ofstream(config) << "max_saved_sessions_bytes = \"8MiB\"\n";
+  std::vector<std::string> flags = {"--config",
+                                    config,
+                                    "--follow-symlinks",
+                                    "--state-dir",
+                                    state_dir,
+                                    "--ctx",
+                                    absl::StrCat(kContext),
+                                    "--threads",
+                                    absl::StrCat(options.threads),
+                                    "--max-concurrent-requests",
+                                    absl::StrCat(kSessions),
+                                    "--log-level",
+                                    "warning"};
   // The budget: the floor, plus KV caches for the other sessions; most
   // weights then stream through the pool at every token.
   int64_t budget = 0, per_token = 0;
@@ -507,9 +522,10 @@ absl::StatusOr<SoakReport> RunSoak(const SoakOptions& options) {
   std::thread sampler([&] {
     while (!stop.load()) {
       const int64_t bytes = ProcStatusBytes(pid, "VmRSS");
-      if (bytes > 0) {
+      const int64_t anon = ProcStatusBytes(pid, "RssAnon");
+      if (bytes > 0 && anon > 0) {
         absl::MutexLock lock(&rss_mu);
-        rss.push_back({absl::Now() - measured_from, bytes});
+        rss.push_back({absl::Now() - measured_from, bytes, anon});
       }
       absl::SleepFor(absl::Milliseconds(100));
     }
@@ -553,19 +569,23 @@ absl::StatusOr<SoakReport> RunSoak(const SoakOptions& options) {
   {
     absl::MutexLock lock(&rss_mu);
     const absl::Duration tenth = report.measured / 10;
-    report.rss_first_tenth = Mean(rss, absl::ZeroDuration(), tenth);
-    report.rss_last_tenth = Mean(rss, report.measured - tenth, report.measured + absl::Seconds(1));
+    const absl::Duration last = report.measured - tenth, end_of_run = report.measured + absl::Seconds(1);
+    report.rss_first_tenth = Median(rss, &RssSample::bytes, absl::ZeroDuration(), tenth);
+    report.rss_last_tenth = Median(rss, &RssSample::bytes, last, end_of_run);
+    report.anon_first_tenth = Median(rss, &RssSample::anon, absl::ZeroDuration(), tenth);
+    report.anon_last_tenth = Median(rss, &RssSample::anon, last, end_of_run);
     report.rss_samples = static_cast<int64_t>(rss.size());
     if (!options.rss_log.empty()) {
       std::ofstream log(options.rss_log);
       for (const RssSample& sample : rss) {
-        log << absl::StrFormat("%.1f %d\n", absl::ToDoubleSeconds(sample.at), sample.bytes);
+        log << absl::StrFormat("%.1f %d %d\n", absl::ToDoubleSeconds(sample.at), sample.bytes,
+                               sample.anon);
       }
     }
   }
-  if (report.rss_first_tenth > 0) {
-    report.rss_drift = static_cast<double>(report.rss_last_tenth - report.rss_first_tenth) /
-                       static_cast<double>(report.rss_first_tenth);
+  if (report.anon_first_tenth > 0) {
+    report.rss_drift = static_cast<double>(report.anon_last_tenth - report.anon_first_tenth) /
+                       static_cast<double>(report.anon_first_tenth);
   }
   report.daemon_exit_code = daemon.process().Stop(SIGTERM);
   for (absl::string_view line : absl::StrSplit(daemon.process().Stderr(), '\n')) {
@@ -597,11 +617,12 @@ std::string SoakReport::ToText() const {
   }
   absl::StrAppendFormat(
       &out,
-      "RSS: first tenth %.2f MiB, last tenth %.2f MiB (drift %+.2f%%, %d samples), peak %.2f "
-      "MiB; budget %.2f MiB (runtime reserve %.0f MiB included), %d bytes read per token\n",
-      rss_first_tenth / 1048576.0, rss_last_tenth / 1048576.0, rss_drift * 100, rss_samples,
-      rss_peak / 1048576.0, ram_budget_bytes / 1048576.0, runtime_reserve_bytes / 1048576.0,
-      bytes_read_per_token);
+      "RSS (medians, %d samples): private (anonymous) first tenth %.2f MiB, last tenth %.2f "
+      "MiB: drift %+.2f%%; with shared library pages %.2f -> %.2f MiB; peak %.2f MiB; budget "
+      "%.2f MiB (runtime reserve %.0f MiB included), %d bytes read per token\n",
+      rss_samples, anon_first_tenth / 1048576.0, anon_last_tenth / 1048576.0, rss_drift * 100,
+      rss_first_tenth / 1048576.0, rss_last_tenth / 1048576.0, rss_peak / 1048576.0,
+      ram_budget_bytes / 1048576.0, runtime_reserve_bytes / 1048576.0, bytes_read_per_token);
   absl::StrAppendFormat(&out, "daemon exit code %d\n", daemon_exit_code);
   if (!fault_summary.empty()) absl::StrAppend(&out, fault_summary, "\n");
   for (const std::string& e : error_samples) absl::StrAppend(&out, "  error: ", e, "\n");
@@ -623,6 +644,8 @@ std::string SoakReport::ToJson() const {
   j["bytes_read_per_token"] = bytes_read_per_token;
   j["rss_first_tenth_bytes"] = rss_first_tenth;
   j["rss_last_tenth_bytes"] = rss_last_tenth;
+  j["anon_first_tenth_bytes"] = anon_first_tenth;
+  j["anon_last_tenth_bytes"] = anon_last_tenth;
   j["rss_drift"] = rss_drift;
   j["rss_peak_bytes"] = rss_peak;
   j["rss_samples"] = rss_samples;

@@ -6,7 +6,8 @@
 // generations cancelled mid-stream, tokenize/detokenize, kept sessions
 // continued (and saved with SaveSession), load, unload, list, stats and
 // plan. It counts every outcome, samples the daemon's resident memory
-// (/proc/PID/status VmRSS) and its peak (VmHWM), and stops the daemon
+// (/proc/PID/status VmRSS and RssAnon, its private part, on which drift is
+// measured) and its peak (VmHWM), and stops the daemon
 // with SIGTERM at the end (it must exit 0).
 //
 // With read faults (--inject-read-faults, daemon/read_faults.h) it is the
@@ -79,9 +80,15 @@ struct SoakReport {
   // Memory of the daemon, in bytes.
   int64_t ram_budget_bytes = 0;
   int64_t runtime_reserve_bytes = 0;  // The plan's, included in the floor.
-  int64_t rss_first_tenth = 0;        // Mean VmRSS in the first tenth.
+  int64_t rss_first_tenth = 0;        // Median VmRSS in the first tenth.
   int64_t rss_last_tenth = 0;         // ... and in the last.
-  double rss_drift = 0;               // (last - first) / first.
+  // The same of RssAnon: the daemon's private memory (heap, stacks, pool,
+  // KV caches). VmRSS also counts pages of shared libraries (gRPC alone has
+  // 5 MiB), which the kernel maps in as code first runs and pages out when
+  // idle: not memory the daemon holds.
+  int64_t anon_first_tenth = 0;
+  int64_t anon_last_tenth = 0;
+  double rss_drift = 0;  // (anon last - anon first) / anon first.
   int64_t rss_peak = 0;               // VmHWM at the end.
   int64_t rss_samples = 0;
   int64_t bytes_read_per_token = 0;   // From the plan: streamed weights.
