@@ -31,6 +31,7 @@ scratch="$(mktemp -d "${TEST_TMPDIR:-/tmp}/openai.XXXXXX")"
 socket_dir="$(mktemp -d /tmp/waste-openai.XXXXXX)"  # Unix socket paths are short.
 key="sk-node-$RANDOM$RANDOM$RANDOM"
 log="$scratch/wasted.log"
+: > "$log"  # Before the daemon's shell opens it: the loop below reads it at once.
 daemon/wasted serve --socket "$socket_dir/w.sock" --models-dir "$models/stories260K" \
   --http-listen 127.0.0.1:0 --kv-type f32 --api-key "$key" 2> "$log" &
 pid=$!
