@@ -91,14 +91,14 @@ absl::Status ApplyModelFlags(const ParsedArgs& args, v1::ModelConfig* defaults) 
     const char* name;
     void (v1::ModelConfig::*set)(int32_t);
   };
-  static const IntFlag kInts[] = {{"ctx", &v1::ModelConfig::set_context_length},
-                                  {"prefetch-depth", &v1::ModelConfig::set_prefetch_depth},
-                                  {"io-depth", &v1::ModelConfig::set_io_depth},
-                                  {"io-threads", &v1::ModelConfig::set_io_threads},
-                                  {"threads", &v1::ModelConfig::set_threads},
-                                  {"max-concurrent-requests",
-                                   &v1::ModelConfig::set_max_concurrent_requests},
-                                  {"prefill-chunk", &v1::ModelConfig::set_prefill_chunk}};
+  static const IntFlag kInts[] = {
+      {"ctx", &v1::ModelConfig::set_context_length},
+      {"prefetch-depth", &v1::ModelConfig::set_prefetch_depth},
+      {"io-depth", &v1::ModelConfig::set_io_depth},
+      {"io-threads", &v1::ModelConfig::set_io_threads},
+      {"threads", &v1::ModelConfig::set_threads},
+      {"max-concurrent-requests", &v1::ModelConfig::set_max_concurrent_requests},
+      {"prefill-chunk", &v1::ModelConfig::set_prefill_chunk}};
   for (const IntFlag& flag : kInts) {
     if (!args.Has(flag.name)) continue;
     absl::StatusOr<int64_t> value = args.GetInt(flag.name, 0);

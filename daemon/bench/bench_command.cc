@@ -182,8 +182,7 @@ struct DecodeBound {
 
 DecodeBound DecodeBoundOf(double decode_tps, double touched_bytes_per_token, double memory_gbps,
                           double read_bytes_per_token, double read_gbps) {
-  const double memory_seconds =
-      memory_gbps > 0 ? touched_bytes_per_token / (memory_gbps * 1e9) : 0;
+  const double memory_seconds = memory_gbps > 0 ? touched_bytes_per_token / (memory_gbps * 1e9) : 0;
   const double read_seconds =
       read_gbps > 0 && read_bytes_per_token > 0 ? read_bytes_per_token / (read_gbps * 1e9) : 0;
   DecodeBound bound;

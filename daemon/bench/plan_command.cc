@@ -104,8 +104,8 @@ int RunPlan(const std::vector<std::string>& args) {
     std::cerr << "wasted plan: expected one MODEL path\n\n" << kPlanUsage;
     return 2;
   }
-  absl::StatusOr<PlannedModel> pm = OpenAndBudget(parsed->positional()[0], *parsed, 4096,
-                                                  engine::kDefaultMaxConcurrentRequests);
+  absl::StatusOr<PlannedModel> pm =
+      OpenAndBudget(parsed->positional()[0], *parsed, 4096, engine::kDefaultMaxConcurrentRequests);
   if (!pm.ok()) {
     std::cerr << "wasted plan: " << pm.status().message() << "\n";
     return pm.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;

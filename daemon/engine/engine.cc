@@ -166,9 +166,10 @@ absl::StatusOr<std::shared_ptr<LoadedModel>> Engine::Load(const std::string& req
   if (!how.empty()) WLOG(WARNING) << how << "; reloading it";
   // Free the old copy first so both never hold their budget at once.
   Drop(*slot);
-  ASSIGN_OR_RETURN(std::unique_ptr<LoadedModel> loaded,
-                   LoadedModel::Load(env_, file.name, file.path, config, this->config().state_dir(),
-                                     static_cast<uint64_t>(this->config().max_saved_sessions_bytes())));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<LoadedModel> loaded,
+      LoadedModel::Load(env_, file.name, file.path, config, this->config().state_dir(),
+                        static_cast<uint64_t>(this->config().max_saved_sessions_bytes())));
   slot->model = std::move(loaded);
   return slot->model;
 }

@@ -9,10 +9,10 @@
 #define WASTE_DAEMON_ENGINE_LOADED_MODEL_H_
 
 #include <atomic>
-#include <vector>
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"

@@ -21,9 +21,8 @@ constexpr absl::Duration kPausedNap = absl::Milliseconds(2);
 
 }  // namespace
 
-Scheduler::Scheduler(const model::Model* model, cache::ChunkStore* store,
-                     kernels::ThreadPool* pool, const ModelText* text, SchedulerOptions options,
-                     std::function<void()> on_idle)
+Scheduler::Scheduler(const model::Model* model, cache::ChunkStore* store, kernels::ThreadPool* pool,
+                     const ModelText* text, SchedulerOptions options, std::function<void()> on_idle)
     : model_(model),
       store_(store),
       text_(text),
@@ -219,9 +218,9 @@ bool Scheduler::Admit() {
           restore = true;
         }
         if (session == nullptr) {
-          refused.emplace_back(std::move(*it),
-                               absl::NotFoundError(absl::StrCat(
-                                   "session '", id, "' does not exist (it may have been evicted)")));
+          refused.emplace_back(
+              std::move(*it), absl::NotFoundError(absl::StrCat(
+                                  "session '", id, "' does not exist (it may have been evicted)")));
           it = queue_.erase(it);
           continue;
         }
@@ -272,8 +271,8 @@ bool Scheduler::Admit() {
           ++stats_.failed_requests;
           --stats_.running;
         }
-        a.gen->sink()->Finish(absl::NotFoundError(absl::StrCat(
-            "session '", id, "' could not be restored: ", tokens.status().message())));
+        a.gen->sink()->Finish(absl::NotFoundError(
+            absl::StrCat("session '", id, "' could not be restored: ", tokens.status().message())));
         continue;
       }
       a.session->tokens = *std::move(tokens);
@@ -330,14 +329,14 @@ void Scheduler::Reap(absl::Time now) {
     if (gen->sink()->Cancelled()) {
       End(r.get(), absl::CancelledError("generation cancelled"));
     } else if (now > gen->deadline()) {
-      End(r.get(), absl::DeadlineExceededError(absl::StrCat(
-                       "the request's deadline passed after ", gen->generated(),
-                       " generated tokens")));
+      End(r.get(),
+          absl::DeadlineExceededError(absl::StrCat("the request's deadline passed after ",
+                                                   gen->generated(), " generated tokens")));
     } else if (now - r->stalled_since > options_.stalled_client_limit) {
-      End(r.get(), absl::ResourceExhaustedError(absl::StrCat(
-                       "the client took none of its last ", options_.max_backlog,
-                       " events for ", absl::FormatDuration(options_.stalled_client_limit),
-                       "; generation dropped")));
+      End(r.get(),
+          absl::ResourceExhaustedError(absl::StrCat(
+              "the client took none of its last ", options_.max_backlog, " events for ",
+              absl::FormatDuration(options_.stalled_client_limit), "; generation dropped")));
     }
   }
 }
@@ -394,8 +393,8 @@ void Scheduler::Execute(std::vector<Part>& parts) {
   }
   // Which sessions needed what failed? Each alone: those that fail again
   // end, the others go on.
-  WLOG(WARNING) << text_->model_name << ": a step of " << parts.size()
-                << " sessions failed (" << status << "); retrying each alone";
+  WLOG(WARNING) << text_->model_name << ": a step of " << parts.size() << " sessions failed ("
+                << status << "); retrying each alone";
   for (Part& part : parts) {
     std::vector<Part> one = {part};
     Execute(one);
@@ -494,9 +493,9 @@ void Scheduler::UpdateGauges() {
   const int sessions = static_cast<int>(sessions_.size());
   const uint64_t bytes = sessions_.bytes();
   absl::MutexLock lock(&mu_);
-  stats_.running = static_cast<int>(
-      std::count_if(running_.begin(), running_.end(),
-                    [](const std::unique_ptr<Running>& r) { return !r->ended; }));
+  stats_.running =
+      static_cast<int>(std::count_if(running_.begin(), running_.end(),
+                                     [](const std::unique_ptr<Running>& r) { return !r->ended; }));
   stats_.sessions = sessions;
   stats_.session_bytes = bytes;
 }

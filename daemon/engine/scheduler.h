@@ -49,11 +49,11 @@
 namespace waste::engine {
 
 struct SchedulerOptions {
-  int max_batch = 4;              // Sessions per step.
-  int max_queued = 64;            // Requests waiting for a place.
-  int64_t prefill_chunk = 32;     // Prompt tokens per step (all sessions).
-  int64_t max_step_tokens = 0;    // 0: what Forward::Step takes.
-  size_t session_capacity = 1;    // KV caches the budget holds.
+  int max_batch = 4;            // Sessions per step.
+  int max_queued = 64;          // Requests waiting for a place.
+  int64_t prefill_chunk = 32;   // Prompt tokens per step (all sessions).
+  int64_t max_step_tokens = 0;  // 0: what Forward::Step takes.
+  size_t session_capacity = 1;  // KV caches the budget holds.
   kernels::ops::KvType kv_type = kernels::ops::KvType::kF16;
   bool router_lookahead = false;
   int64_t max_backlog = 64;  // Unsent events before a session pauses.
@@ -68,9 +68,9 @@ struct SchedulerOptions {
 struct SchedulerStats {
   int running = 0;
   int queued = 0;
-  int sessions = 0;           // Open sessions (KV caches allocated).
+  int sessions = 0;            // Open sessions (KV caches allocated).
   uint64_t session_bytes = 0;  // Their KV caches.
-  int64_t requests = 0;       // Finished, successfully or not.
+  int64_t requests = 0;        // Finished, successfully or not.
   int64_t failed_requests = 0;
   int64_t tokens = 0;  // Prompt tokens computed + generated.
   double compute_ms = 0;
@@ -136,9 +136,9 @@ class Scheduler {
   struct Running {
     std::unique_ptr<Generation> gen;
     Session* session = nullptr;
-    size_t fed = 0;                // Prompt tokens in the KV cache.
-    std::optional<int32_t> next;   // Decode input, once the prompt is in.
-    std::vector<float> logits;     // Of its last token.
+    size_t fed = 0;               // Prompt tokens in the KV cache.
+    std::optional<int32_t> next;  // Decode input, once the prompt is in.
+    std::vector<float> logits;    // Of its last token.
     absl::Time stalled_since = absl::InfiniteFuture();
     bool ended = false;
   };

@@ -200,13 +200,14 @@ TEST_P(SameTokensTest, ConcurrentGreedyRequestsGiveTheirSoloTokens) {
   EXPECT_GE(model->Stats().max_batch_size(), 3);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    DenseAndMoe, SameTokensTest,
-    ::testing::Values(Case{"DenseResident", false, Budget::kResident},
-                      Case{"DenseStreamed", false, Budget::kStreamed},
-                      Case{"MoeResident", true, Budget::kResident},
-                      Case{"MoeStreamed", true, Budget::kStreamed}),
-    [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(DenseAndMoe, SameTokensTest,
+                         ::testing::Values(Case{"DenseResident", false, Budget::kResident},
+                                           Case{"DenseStreamed", false, Budget::kStreamed},
+                                           Case{"MoeResident", true, Budget::kResident},
+                                           Case{"MoeStreamed", true, Budget::kStreamed}),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           return std::string(info.param.name);
+                         });
 
 TEST(SchedulerTest, AStepReadsEachStreamedChunkOnceForAllItsSessions) {
   std::unique_ptr<LoadedModel> model = Load(StoriesPath(), Budget::kStreamed);

@@ -46,8 +46,7 @@ class Checksum {
 std::string ErrnoText() { return std::strerror(errno); }
 
 // Writes all of `data` or fails, adding it to `sum`.
-absl::Status WriteAll(int fd, const std::string& path, const void* data, size_t n,
-                      Checksum* sum) {
+absl::Status WriteAll(int fd, const std::string& path, const void* data, size_t n, Checksum* sum) {
   if (sum != nullptr) sum->Add(data, n);
   const auto* p = static_cast<const uint8_t*>(data);
   while (n > 0) {
@@ -96,8 +95,8 @@ std::map<std::string, std::string> HeaderFields(const cache::ModelFileIdentity& 
 bool IsValidSessionId(const std::string& id) {
   if (id.empty() || id.size() > 64) return false;
   return std::all_of(id.begin(), id.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '-' || c == '_';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '_';
   });
 }
 
@@ -212,8 +211,8 @@ absl::StatusOr<std::vector<int32_t>> SessionStore::Load(const std::string& id,
   RETURN_IF_ERROR(ReadAll(fd, path, &header_len, sizeof(header_len), &sum));
   if (std::memcmp(magic, kMagic, sizeof(kMagic)) != 0 || version != kVersion ||
       header_len > (1u << 20)) {
-    return absl::DataLossError(absl::StrCat(path, " is not a waste session file (v", kVersion,
-                                            ")"));
+    return absl::DataLossError(
+        absl::StrCat(path, " is not a waste session file (v", kVersion, ")"));
   }
   std::string header(header_len, '\0');
   RETURN_IF_ERROR(ReadAll(fd, path, header.data(), header.size(), &sum));
@@ -227,9 +226,9 @@ absl::StatusOr<std::vector<int32_t>> SessionStore::Load(const std::string& id,
   }
   for (const auto& [key, want] : HeaderFields(identity_, *state, *model_)) {
     if (fields[key] != want) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          path, " was saved for another model or cache (", key, " is ", fields[key],
-          ", this model has ", want, ")"));
+      return absl::FailedPreconditionError(
+          absl::StrCat(path, " was saved for another model or cache (", key, " is ", fields[key],
+                       ", this model has ", want, ")"));
     }
   }
   int64_t n = 0;

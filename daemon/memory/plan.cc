@@ -69,12 +69,10 @@ void ComputeMoeSizes(const PlanInput& input, const PlanOptions& options, PlanSiz
   // With the trunk streamed: the global chunk pinned, and slots for what a
   // step holds at once (a layer's FFN trunk with one of its experts or the
   // next layer's trunk) and reads ahead (top-k experts).
-  const uint64_t streamed_floor =
-      s->global_bytes + fixed +
-      MinTrunkStreamingSlots(s->experts_per_token) * std::max(s->largest_trunk_slot,
-                                                               s->expert_slot_bytes);
-  s->floor_bytes =
-      std::min({s->weight_bytes + fixed, s->trunk_floor_bytes, streamed_floor});
+  const uint64_t streamed_floor = s->global_bytes + fixed +
+                                  MinTrunkStreamingSlots(s->experts_per_token) *
+                                      std::max(s->largest_trunk_slot, s->expert_slot_bytes);
+  s->floor_bytes = std::min({s->weight_bytes + fixed, s->trunk_floor_bytes, streamed_floor});
   s->recommended_bytes = s->all_resident_bytes;
   if (s->usable_bytes && s->all_resident_bytes > *s->usable_bytes) {
     // The trunk plus as many whole token working sets as usable RAM less a
@@ -314,8 +312,7 @@ absl::StatusOr<MemoryPlan> PlanTwoTiers(const PlanInput& input, uint64_t budget_
       return absl::ResourceExhaustedError(absl::StrCat(
           "a RAM budget of ", Bytes(budget_bytes), " (", budget_bytes,
           " bytes) is under this mixture-of-experts model's floor of ", Bytes(s.floor_bytes), " (",
-          s.floor_bytes,
-          " bytes: the pinned embeddings and output head ", Bytes(s.global_bytes),
+          s.floor_bytes, " bytes: the pinned embeddings and output head ", Bytes(s.global_bytes),
           " + KV cache for ", input.n_ctx, " tokens ", Bytes(s.kv_bytes), " + scratch ",
           Bytes(s.scratch_bytes), " + runtime ", Bytes(s.runtime_bytes), " + ",
           MinTrunkStreamingSlots(s.experts_per_token), " streaming slots of ",
@@ -323,8 +320,7 @@ absl::StatusOr<MemoryPlan> PlanTwoTiers(const PlanInput& input, uint64_t budget_
           " for the streamed trunk and experts; with the whole trunk (attention, routers, "
           "shared experts) of ",
           Bytes(s.trunk_bytes), " pinned it takes ", Bytes(s.trunk_floor_bytes),
-          "); raise --ram-budget to at least ",
-          Bytes(s.floor_bytes),
+          "); raise --ram-budget to at least ", Bytes(s.floor_bytes),
           " or lower --ctx; `wasted plan MODEL --ram-budget SIZE` shows "
           "the whole plan"));
     }
@@ -681,14 +677,14 @@ void MemoryPlan::ExplainMoe(std::string* out) const {
                   " (trunk + one session's KV + scratch + runtime + ", 2 * s.experts_per_token,
                   " expert slots: one layer's top-", s.experts_per_token,
                   " in use, the next one's being read)\n");
-  absl::StrAppend(out, "floor:        ", Bytes(s.floor_bytes),
-                  s.floor_bytes < s.trunk_floor_bytes
-                      ? absl::StrCat(" (the trunk streamed too: embeddings and output pinned + "
-                                     "fixed + ",
-                                     MinTrunkStreamingSlots(s.experts_per_token), " slots of ",
-                                     Bytes(std::max(s.largest_trunk_slot, s.expert_slot_bytes)),
-                                     ")\n")
-                      : std::string(" (the trunk floor)\n"));
+  absl::StrAppend(
+      out, "floor:        ", Bytes(s.floor_bytes),
+      s.floor_bytes < s.trunk_floor_bytes
+          ? absl::StrCat(" (the trunk streamed too: embeddings and output pinned + "
+                         "fixed + ",
+                         MinTrunkStreamingSlots(s.experts_per_token), " slots of ",
+                         Bytes(std::max(s.largest_trunk_slot, s.expert_slot_bytes)), ")\n")
+          : std::string(" (the trunk floor)\n"));
   absl::StrAppend(out, "recommended:  ", Bytes(s.recommended_bytes));
   if (s.recommended_capped) {
     const uint64_t base =

@@ -324,9 +324,9 @@ TEST_F(MoePlanTest, BudgetUnderTheFloorIsRefused) {
   ASSERT_FALSE(plan.ok());
   EXPECT_EQ(plan.status().code(), absl::StatusCode::kResourceExhausted);
   const std::string message(plan.status().message());
-  for (const char* part : {"floor of 328.00 MiB", "embeddings and output head 100.00 MiB",
-                           "6 streaming slots of 30.00 MiB", "270.00 MiB pinned it takes 334.00",
-                           "wasted plan"}) {
+  for (const char* part :
+       {"floor of 328.00 MiB", "embeddings and output head 100.00 MiB",
+        "6 streaming slots of 30.00 MiB", "270.00 MiB pinned it takes 334.00", "wasted plan"}) {
     EXPECT_NE(message.find(part), std::string::npos) << part << " not in: " << message;
   }
   input_.experts_per_token = 0;

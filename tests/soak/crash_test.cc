@@ -110,8 +110,8 @@ class CrashTest : public ::testing::Test {
   }
 
   std::vector<std::string> Flags(const std::vector<std::string>& more = {}) const {
-    std::vector<std::string> flags = {"--follow-symlinks", "--state-dir", state_, "--threads",
-                                      "1", "--kv-type", "f32"};
+    std::vector<std::string> flags = {"--follow-symlinks", "--state-dir", state_, "--threads", "1",
+                                      "--kv-type",         "f32"};
     flags.insert(flags.end(), more.begin(), more.end());
     return flags;
   }
@@ -204,7 +204,7 @@ TEST_F(CrashTest, KillDuringSessionSavingLeavesOldOrNewFiles) {
             auto saved = client->SaveSession(save);
             if (!saved.ok() && saved.status().code() == absl::StatusCode::kUnavailable) break;
             open = saved.ok();  // NOT_FOUND: an unload closed it (and saved it).
-            if (c == 2) {  // Unloading saves every kept session.
+            if (c == 2) {       // Unloading saves every kept session.
               v1::UnloadModelRequest unload;
               unload.set_model("stories260K");
               (void)client->UnloadModel(unload);
@@ -231,8 +231,7 @@ TEST_F(CrashTest, KillDuringSessionSavingLeavesOldOrNewFiles) {
     // files stay as the crash left them for the next round.
     EXPECT_EQ(restarted.process().Stop(SIGKILL), 128 + SIGKILL);
   }
-  printf("%d of %d kills landed while a session file was being written\n", mid_write,
-         Rounds());
+  printf("%d of %d kills landed while a session file was being written\n", mid_write, Rounds());
 }
 
 TEST_F(CrashTest, KillDuringHotlistSavingRestartsWarm) {

@@ -64,8 +64,7 @@ TEST(FaultStormTest, OnlyRequestsWhoseReadsFailedAfterRetriesFail) {
   // steps of several sessions retry each alone).
   EXPECT_GT(report->reads_failed_after_retries, 0) << report->fault_summary;
   EXPECT_GT(report->injected_failures, 0);
-  EXPECT_LE(report->injected_failures, report->reads_failed_after_retries)
-      << report->fault_summary;
+  EXPECT_LE(report->injected_failures, report->reads_failed_after_retries) << report->fault_summary;
   // The request after each failure was correct (or failed by a fault too).
   EXPECT_GT(report->checks_after_failure, 0);
   EXPECT_EQ(report->correct_after_failure, report->checks_after_failure);

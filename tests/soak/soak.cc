@@ -231,10 +231,17 @@ class Client {
 
   // The first operation RunOne runs for `pick`, by the report's names.
   static std::string OpOf(int pick) {
-    static const std::pair<int, const char*> kOps[] = {
-        {22, "generate_golden"}, {36, "generate_sampled"}, {46, "chat"},
-        {56, "generate_cancelled"}, {66, "tokenize"}, {80, "session_start"},
-        {86, "list_models"}, {91, "stats"}, {94, "plan"}, {98, "load"}, {100, "unload"}};
+    static const std::pair<int, const char*> kOps[] = {{22, "generate_golden"},
+                                                       {36, "generate_sampled"},
+                                                       {46, "chat"},
+                                                       {56, "generate_cancelled"},
+                                                       {66, "tokenize"},
+                                                       {80, "session_start"},
+                                                       {86, "list_models"},
+                                                       {91, "stats"},
+                                                       {94, "plan"},
+                                                       {98, "load"},
+                                                       {100, "unload"}};
     for (const auto& [below, name] : kOps) {
       if (pick < below) return name;
     }
@@ -247,8 +254,8 @@ class Client {
 
   // Greedy from BOS: the golden tokens (a prefix of them).
   void Golden(bool after_failure) {
-    static const std::vector<int32_t>& golden = *new std::vector<int32_t>(
-        testing::StoriesGoldenIds());
+    static const std::vector<int32_t>& golden =
+        *new std::vector<int32_t>(testing::StoriesGoldenIds());
     const int n = after_failure ? 64 : 16 + static_cast<int>(rng_() % 241);
     v1::GenerateRequest request;
     request.set_model(kModel);
@@ -263,8 +270,8 @@ class Client {
       shared_->Golden(matched);
       if (!matched) {
         shared_->Wrong("generate_golden",
-                       absl::StrCat("greedy from BOS gave ", g.ids.size(), " tokens [",
-                                    Ids(g.ids), "], not the first ", n, " golden ones"));
+                       absl::StrCat("greedy from BOS gave ", g.ids.size(), " tokens [", Ids(g.ids),
+                                    "], not the first ", n, " golden ones"));
       }
     }
     // Correct, or itself failed by an injected fault (counted apart).
@@ -316,8 +323,8 @@ class Client {
 
   // Cancelled after a few tokens: CANCELLED (or OK if it had finished).
   void Cancel() {
-    static const std::vector<int32_t>& golden = *new std::vector<int32_t>(
-        testing::StoriesGoldenIds());
+    static const std::vector<int32_t>& golden =
+        *new std::vector<int32_t>(testing::StoriesGoldenIds());
     v1::GenerateRequest request;
     request.set_model(kModel);
     request.set_max_tokens(200);
@@ -328,8 +335,8 @@ class Client {
     const Outcome outcome =
         shared_->Record("generate_cancelled", g.status, {absl::StatusCode::kCancelled});
     if (outcome == Outcome::kOk || outcome == Outcome::kExpected) {
-      const bool prefix = g.ids.size() <= golden.size() &&
-                          std::equal(g.ids.begin(), g.ids.end(), golden.begin());
+      const bool prefix =
+          g.ids.size() <= golden.size() && std::equal(g.ids.begin(), g.ids.end(), golden.begin());
       if (!prefix) shared_->Wrong("generate_cancelled", "tokens before the cancel are not golden");
     }
     Note(outcome);
@@ -405,7 +412,8 @@ class Client {
     Note(outcome);
     if (outcome != Outcome::kOk) return;
     bool found = false;
-    for (const auto& m : models->models()) found |= m.name() == kModel && m.unusable_reason().empty();
+    for (const auto& m : models->models())
+      found |= m.name() == kModel && m.unusable_reason().empty();
     if (!found) shared_->Wrong("list_models", "stories260K is missing or unusable");
   }
 
@@ -498,8 +506,8 @@ absl::StatusOr<SoakReport> RunSoak(const SoakOptions& options) {
     if (!at_budget.ok()) return at_budget.status();
     per_token = at_budget->plan().bytes_read_per_token();
     if (per_token <= 0) {
-      return absl::InternalError(absl::StrCat("a budget of ", budget,
-                                              " bytes streams nothing; the soak wants streaming"));
+      return absl::InternalError(
+          absl::StrCat("a budget of ", budget, " bytes streams nothing; the soak wants streaming"));
     }
   }
   flags.insert(flags.end(), {"--ram-budget", absl::StrCat(budget)});
@@ -551,8 +559,7 @@ absl::StatusOr<SoakReport> RunSoak(const SoakOptions& options) {
       const SoakReport now = shared.Take();
       fprintf(stderr, "soak: %s: %lld requests, %lld unexpected errors, RSS %lld KiB\n",
               absl::FormatDuration(absl::Trunc(absl::Now() - start, absl::Seconds(1))).c_str(),
-              static_cast<long long>(now.requests),
-              static_cast<long long>(now.unexpected_errors),
+              static_cast<long long>(now.requests), static_cast<long long>(now.unexpected_errors),
               static_cast<long long>(ProcStatusBytes(pid, "VmRSS") / 1024));
     }
   }
@@ -569,7 +576,8 @@ absl::StatusOr<SoakReport> RunSoak(const SoakOptions& options) {
   {
     absl::MutexLock lock(&rss_mu);
     const absl::Duration tenth = report.measured / 10;
-    const absl::Duration last = report.measured - tenth, end_of_run = report.measured + absl::Seconds(1);
+    const absl::Duration last = report.measured - tenth,
+                         end_of_run = report.measured + absl::Seconds(1);
     report.rss_first_tenth = Median(rss, &RssSample::bytes, absl::ZeroDuration(), tenth);
     report.rss_last_tenth = Median(rss, &RssSample::bytes, last, end_of_run);
     report.anon_first_tenth = Median(rss, &RssSample::anon, absl::ZeroDuration(), tenth);

@@ -61,7 +61,7 @@ struct SoakOptions {
 
 struct OpCounts {
   int64_t ok = 0;
-  int64_t expected_errors = 0;  // e.g. NOT_FOUND unloading what is not loaded.
+  int64_t expected_errors = 0;    // e.g. NOT_FOUND unloading what is not loaded.
   int64_t injected_failures = 0;  // UNAVAILABLE from an injected read fault.
   int64_t unexpected_errors = 0;
 };
@@ -89,9 +89,9 @@ struct SoakReport {
   int64_t anon_first_tenth = 0;
   int64_t anon_last_tenth = 0;
   double rss_drift = 0;  // (anon last - anon first) / anon first.
-  int64_t rss_peak = 0;               // VmHWM at the end.
+  int64_t rss_peak = 0;  // VmHWM at the end.
   int64_t rss_samples = 0;
-  int64_t bytes_read_per_token = 0;   // From the plan: streamed weights.
+  int64_t bytes_read_per_token = 0;  // From the plan: streamed weights.
   int daemon_exit_code = -1;
   // The daemon's "read fault injection: ..." line, and its counts.
   std::string fault_summary;

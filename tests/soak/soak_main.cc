@@ -64,8 +64,8 @@ int main(int argc, char** argv) {
   if (models.empty()) {
     models = waste::testing::TempDir() + "/models";
     std::filesystem::create_directories(models);
-    std::filesystem::create_symlink(
-        waste::testing::ModelPath("stories260K/stories260K.gguf"), models + "/stories260K.gguf");
+    std::filesystem::create_symlink(waste::testing::ModelPath("stories260K/stories260K.gguf"),
+                                    models + "/stories260K.gguf");
   }
   options.models_dir = models;
   absl::StatusOr<waste::soak::SoakReport> report = waste::soak::RunSoak(options);

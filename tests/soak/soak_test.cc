@@ -4,12 +4,13 @@
 // every greedy generation golden, the daemon's private RSS not growing
 // grossly (the 2 % flatness check is the long form's, see below) and its
 // peak under the budget plus the runtime reserve, and a clean exit.
+#include "tests/soak/soak.h"
+
 #include <cstdlib>
 #include <filesystem>
 
 #include "absl/strings/numbers.h"
 #include "gtest/gtest.h"
-#include "tests/soak/soak.h"
 #include "tests/testdata.h"
 
 #if defined(__SANITIZE_ADDRESS__)
