@@ -107,7 +107,7 @@ class ReadQueue {
 
   // Appends at least `min_completions` (at most all outstanding) finished
   // reads to `out`, blocking until they are there. Returns how many were
-  // appended.
+  // appended. Wait(0, out) collects what has finished without blocking.
   virtual absl::StatusOr<size_t> Wait(size_t min_completions, std::vector<ReadCompletion>* out) = 0;
 
   // Reads submitted and not yet returned by Wait.

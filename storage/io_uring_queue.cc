@@ -155,18 +155,14 @@ absl::Status IoUringReadQueue::SubmitPending() {
 absl::StatusOr<size_t> IoUringReadQueue::Wait(size_t min_completions,
                                               std::vector<ReadCompletion>* out) {
   const size_t want = std::min(min_completions, outstanding_);
-  while (done_.size() < want) {
+  while (true) {
     if (absl::Status status = SubmitPending(); !status.ok()) return status;
-    io_uring_cqe* cqe = nullptr;
-    int rc = io_uring_wait_cqe(&ring_, &cqe);
-    if (rc == -EINTR) continue;
-    if (rc < 0) {
-      return absl::InternalError(absl::StrFormat("io_uring_wait_cqe for %s failed: %s (errno %d)",
-                                                 file_->Path(), strerror(-rc), -rc));
-    }
-    // Reap everything that is ready, not just one, to keep syscalls down.
+    // Reap everything that is ready, not just one, to keep syscalls down;
+    // with want == 0 this is all Wait does (a poll that also refills the
+    // ring from the backlog).
     unsigned head;
     unsigned seen = 0;
+    io_uring_cqe* cqe = nullptr;
     io_uring_for_each_cqe(&ring_, head, cqe) {
       --in_flight_;
       Op* op = static_cast<Op*>(io_uring_cqe_get_data(cqe));
@@ -174,6 +170,14 @@ absl::StatusOr<size_t> IoUringReadQueue::Wait(size_t min_completions,
       ++seen;
     }
     io_uring_cq_advance(&ring_, seen);
+    if (done_.size() >= want) break;
+    if (seen > 0) continue;  // Retries may have gone back to the backlog.
+    int rc = io_uring_wait_cqe(&ring_, &cqe);
+    if (rc == -EINTR) continue;
+    if (rc < 0) {
+      return absl::InternalError(absl::StrFormat("io_uring_wait_cqe for %s failed: %s (errno %d)",
+                                                 file_->Path(), strerror(-rc), -rc));
+    }
   }
   if (absl::Status status = SubmitPending(); !status.ok()) return status;
   const size_t n = done_.size();

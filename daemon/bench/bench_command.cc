@@ -104,6 +104,7 @@ class TraceStore final : public cache::ChunkStore {
   int64_t acquired_bytes() const { return acquired_bytes_; }
   void Release(memory::ChunkId id) override { base_->Release(id); }
   void Prefetch(std::span<const memory::ChunkId> upcoming) override { base_->Prefetch(upcoming); }
+  bool Ready(memory::ChunkId id) override { return base_->Ready(id); }
   cache::ChunkStoreStats Stats() const override { return base_->Stats(); }
   void set_recording(bool on) { recording_ = on; }
 

@@ -53,6 +53,14 @@ class ChunkStore {
   // now. A hint: may be ignored; never blocks.
   virtual void Prefetch(std::span<const ChunkId> upcoming) { (void)upcoming; }
 
+  // True when Acquire(id) would not wait for a read now. Never blocks (it
+  // may collect finished reads), so a caller with several chunks to use
+  // can take first the ones already in memory.
+  virtual bool Ready(ChunkId id) {
+    (void)id;
+    return true;
+  }
+
   virtual ChunkStoreStats Stats() const = 0;
 };
 

@@ -187,6 +187,7 @@ class CountingStore final : public ChunkStore {
   }
   void Release(ChunkId id) override { base_->Release(id); }
   void Prefetch(std::span<const ChunkId> upcoming) override { base_->Prefetch(upcoming); }
+  bool Ready(ChunkId id) override { return base_->Ready(id); }
   ChunkStoreStats Stats() const override { return base_->Stats(); }
   std::map<ChunkId, int>& acquires() { return acquires_; }
 

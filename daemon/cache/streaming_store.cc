@@ -47,8 +47,8 @@ absl::StatusOr<std::unique_ptr<StreamingChunkStore>> StreamingChunkStore::Create
         absl::StrCat("the pinned set names ", options.pinned.size(), " chunks; the model has ", n));
   }
   if (!options.elsewhere.empty() && options.elsewhere.size() != n) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the set of chunks held elsewhere names ", options.elsewhere.size(), " chunks, not ", n));
+    return absl::InvalidArgumentError(absl::StrCat("the set of chunks held elsewhere names ",
+                                                   options.elsewhere.size(), " chunks, not ", n));
   }
   if (options.n_slots < 0 || options.max_read == 0 ||
       options.max_read % storage::kDirectIoAlignment != 0) {
@@ -113,6 +113,7 @@ absl::StatusOr<std::unique_ptr<StreamingChunkStore>> StreamingChunkStore::Create
   store->slot_owner_.assign(options.n_slots, -1);
   for (int s = options.n_slots - 1; s >= 0; --s) store->free_slots_.push_back(s);
   store->requests_.reserve(max_pieces);
+  store->guesses_.reserve(options.n_slots);
   store->completions_.reserve(max_pieces * std::max(1, options.n_slots) + 16);
   store->set_prefetch_depth(options.prefetch_depth);
 
@@ -220,9 +221,9 @@ absl::Status StreamingChunkStore::IssueRead(ChunkId id, int slot) {
   return absl::OkStatus();
 }
 
-absl::Status StreamingChunkStore::PollCompletions() {
+absl::Status StreamingChunkStore::PollCompletions(size_t min) {
   completions_.clear();
-  ASSIGN_OR_RETURN(size_t got, queue_->Wait(1, &completions_));
+  ASSIGN_OR_RETURN(size_t got, queue_->Wait(min, &completions_));
   (void)got;
   for (const storage::ReadCompletion& done : completions_) {
     ChunkId id = static_cast<ChunkId>(done.tag);
@@ -334,8 +335,18 @@ void StreamingChunkStore::Release(ChunkId id) {
   --c.refs;
 }
 
+bool StreamingChunkStore::Ready(ChunkId id) {
+  WCHECK(id >= 0 && static_cast<size_t>(id) < state_.size()) << "chunk " << id;
+  if (state_[id].state == State::kLoading) {
+    // A broken queue shows again at the Acquire that waits on it.
+    PollCompletions(/*min=*/0).IgnoreError();
+  }
+  return state_[id].state == State::kPinned || state_[id].state == State::kResident;
+}
+
 void StreamingChunkStore::Prefetch(std::span<const ChunkId> upcoming) {
   if (prefetch_depth_ == 0) return;
+  if (chunks_in_flight_ > 0) PollCompletions(/*min=*/0).IgnoreError();
   ++epoch_;
   // Walks the chunks needed next; false when no more reads should start.
   auto consider = [&](ChunkId id) {
@@ -352,10 +363,20 @@ void StreamingChunkStore::Prefetch(std::span<const ChunkId> upcoming) {
     c.prefetched_unused = true;
     c.protect_epoch = epoch_;
     ++prefetched_outstanding_;
+    if (order_position_[id] < 0 && !c.guess_listed) {
+      c.guess_listed = true;
+      guesses_.push_back(id);
+    }
     return true;
   };
+  bool names_guessable = false;
   for (ChunkId id : upcoming) {
     WCHECK(id >= 0 && static_cast<size_t>(id) < state_.size()) << "chunk " << id;
+    state_[id].hint_epoch = epoch_;
+    names_guessable |= order_position_[id] < 0 && state_[id].state != State::kPinned;
+  }
+  if (names_guessable) ForgetStaleGuesses();
+  for (ChunkId id : upcoming) {
     if (!consider(id)) return;
   }
   ChunkId from = upcoming.empty() ? last_acquired_ : upcoming.back();
@@ -364,6 +385,24 @@ void StreamingChunkStore::Prefetch(std::span<const ChunkId> upcoming) {
   for (int step = 1; step < n; ++step) {
     if (!consider(access_order_[(order_position_[from] + step) % n])) return;
   }
+}
+
+void StreamingChunkStore::ForgetStaleGuesses() {
+  auto kept = guesses_.begin();
+  for (ChunkId id : guesses_) {
+    Chunk& c = state_[id];
+    if (c.prefetched_unused && c.hint_epoch != epoch_) {
+      c.prefetched_unused = false;
+      --prefetched_outstanding_;
+      ++stats_.prefetch_wasted;
+    }
+    if (c.prefetched_unused) {
+      *kept++ = id;
+    } else {
+      c.guess_listed = false;
+    }
+  }
+  guesses_.erase(kept, guesses_.end());
 }
 
 absl::StatusOr<int> StreamingChunkStore::Preload(std::span<const ChunkId> ids,

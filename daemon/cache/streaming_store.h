@@ -14,13 +14,17 @@
 //     `access_order` (cyclically), and from the last acquired chunk when the
 //     hint is empty, so the reads for the next token's first layers start
 //     while this token's last layers compute.
+//   - Chunks off the access order (experts) read ahead as guesses count
+//     against the depth only until the next hint that names such chunks:
+//     a guess it does not name again was wrong and becomes ordinary cache.
 //   - A failed read fails only the Acquire that needs the chunk, with the
 //     chunk, file, offset and errno in the message; its slot is freed, the
 //     chunk is absent again and the next Acquire retries it.
 // Reads go through one storage::ReadQueue (io_uring or the pread thread
 // pool; O_DIRECT when the file was opened so), straight into the slots. The
-// queue is polled from Acquire: completions of prefetched chunks are
-// noticed when a later Acquire waits or finds the chunk.
+// queue is polled (without blocking) from Prefetch and Ready, and waited on
+// from Acquire: completions of prefetched chunks are noticed then, and
+// io_uring's backlog refills its ring then.
 //
 // Nothing on the token path allocates: per-chunk state, the read requests
 // and the completion buffer are sized at creation. (The io_uring queue
@@ -89,6 +93,7 @@ class StreamingChunkStore final : public ChunkStore {
   absl::StatusOr<const uint8_t*> Acquire(ChunkId id) override;
   void Release(ChunkId id) override;
   void Prefetch(std::span<const ChunkId> upcoming) override;
+  bool Ready(ChunkId id) override;
   ChunkStoreStats Stats() const override;
 
   StreamingStoreStats StreamingStats() const { return streaming_stats_; }
@@ -126,6 +131,8 @@ class StreamingChunkStore final : public ChunkStore {
     int refs = 0;
     int pending = 0;             // Pieces in flight.
     uint64_t protect_epoch = 0;  // == epoch_: needed before what Prefetch reads.
+    uint64_t hint_epoch = 0;     // == epoch_: named by the current Prefetch hint.
+    bool guess_listed = false;   // In guesses_.
     uint64_t pinned_offset = 0;  // In the pool's pinned region.
     absl::Status error;          // First failed piece of the read in flight.
     bool elsewhere = false;      // Held by another tier (VRAM): never read here.
@@ -141,12 +148,19 @@ class StreamingChunkStore final : public ChunkStore {
   absl::Status IssueRead(ChunkId id, int slot);
   // Waits until chunk `id` has no pieces in flight.
   absl::Status WaitFor(ChunkId id);
-  // Waits for at least one completion and applies them all.
-  absl::Status PollCompletions();
+  // Waits for at least `min` completions (0: none) and applies them all.
+  absl::Status PollCompletions(size_t min = 1);
   // A chunk's last piece came back: resident, or freed with its error kept
   // for the Acquire waiting on it.
   void FinishRead(ChunkId id);
   bool Evictable(ChunkId id, bool respect_protection) const;
+  // Read-ahead off the access order (a lookahead's guess at an expert) that
+  // the next hint naming such chunks (the experts a routing chose) does not
+  // name again was a wrong guess: it stops counting
+  // against the read-ahead depth and becomes an ordinary cached chunk that
+  // the policy may evict. Otherwise stale guesses would hold the depth and
+  // their slots until a demand read had nowhere else to go.
+  void ForgetStaleGuesses();
   absl::Status ReadError(ChunkId id) const;
 
   const std::vector<ChunkSpec>* chunks_;  // Borrowed from the caller of Create.
@@ -160,6 +174,7 @@ class StreamingChunkStore final : public ChunkStore {
   std::vector<storage::ReadRequest> requests_;
   std::vector<storage::ReadCompletion> completions_;
   std::vector<uint32_t> acquire_counts_;
+  std::vector<ChunkId> guesses_;  // Read ahead off the access order, maybe used since.
 
   std::unique_ptr<memory::WeightPool> pool_;
   std::unique_ptr<storage::ReadQueue> queue_;

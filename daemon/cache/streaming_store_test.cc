@@ -189,5 +189,38 @@ TEST_F(StreamingStoreTest, OptionsThatDoNotFitAreRefused) {
   EXPECT_FALSE(StreamingChunkStore::Create(&fault_, *file_, chunks_, o).ok());
 }
 
+// Chunks off the access order (experts): Ready says whether Acquire would
+// wait, and a read-ahead guess the next expert hint does not name again
+// stops holding the read-ahead depth (it stays cached).
+TEST_F(StreamingStoreTest, ReadyAndStaleGuesses) {
+  Build(7);
+  StreamingStoreOptions o = Options(/*slots=*/5, /*depth=*/2, PolicyKind::kLru);
+  o.access_order = {1, 2};  // 3..6 are "experts".
+  auto store = Make(o);
+  ASSERT_NE(store, nullptr);
+  EXPECT_TRUE(store->Ready(0));   // Pinned.
+  EXPECT_FALSE(store->Ready(3));  // Absent: not even read.
+  const ChunkId guesses[] = {3, 4};
+  store->Prefetch(guesses);
+  while (!store->Ready(3) || !store->Ready(4)) absl::SleepFor(absl::Milliseconds(1));
+  // The depth is used up by the two guesses: a hint naming only the
+  // attention chunk reads nothing...
+  const ChunkId attention[] = {1};
+  store->Prefetch(attention);
+  EXPECT_FALSE(store->Ready(1));
+  // ...but the next expert hint that names neither makes them stale: its
+  // chunks are read, and 3 and 4 are wasted yet still cached.
+  const ChunkId routed[] = {5, 6};
+  store->Prefetch(routed);
+  while (!store->Ready(5) || !store->Ready(6)) absl::SleepFor(absl::Milliseconds(1));
+  EXPECT_EQ(store->Stats().prefetch_wasted, 2);
+  EXPECT_TRUE(store->Ready(3));
+  Use(store.get(), 5, /*prefetch=*/false);
+  Use(store.get(), 6, /*prefetch=*/false);
+  Use(store.get(), 3, /*prefetch=*/false);
+  EXPECT_EQ(store->Stats().misses, 0);
+  EXPECT_EQ(store->Stats().prefetch_hits, 2);
+}
+
 }  // namespace
 }  // namespace waste::cache

@@ -156,6 +156,7 @@ class ProductObserver {
 };
 
 namespace internal {
+struct ExpertRoute;
 struct StepWorkspace;
 class ChunkLease;
 }  // namespace internal
@@ -250,6 +251,15 @@ class Forward {
   // Predicts layer l+1's experts for each of the n rows (see
   // set_router_lookahead).
   absl::Status PredictNextExperts(int64_t l, int64_t n);
+  // True when the expert's chunk is on the device or in memory now.
+  bool ExpertReady(memory::ChunkId id);
+  // One routed expert on its rows [begin, end) (of one expert) of xb: the
+  // expert's output rows, in that order, into rows_out.
+  absl::Status RunExpert(const LayerTensors& layer, const internal::ExpertRoute* begin,
+                         const internal::ExpertRoute* end, float* rows_out);
+  // out[token] += weight * row, for each route and its row of rows_out.
+  void AddExpertRows(const internal::ExpertRoute* begin, const internal::ExpertRoute* end,
+                     const float* rows_out, float* out) const;
   // The dense SwiGLU FFN y = down(silu(gate x) * up x) of n rows of xb into
   // tmp (dense layers and shared experts).
   absl::Status SwiGluFfn(const internal::ChunkLease& chunk, const TensorRef& gate,

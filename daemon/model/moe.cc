@@ -126,16 +126,19 @@ absl::Status Forward::MoeFeedForward(const LayerTensors& layer, int64_t l, int64
     }
   }
   ws.lookahead_layer = -1;
-  const auto routes = ws.routes.begin(), routes_end = routes + n * k;
+  ExpertRoute* const routes = ws.routes.data();
+  ExpertRoute* const routes_end = routes + n * k;
   std::sort(routes, routes_end, [](const ExpertRoute& a, const ExpertRoute& b) {
     return a.expert != b.expert ? a.expert < b.expert : a.token < b.token;
   });
   size_t n_chunks = 0;
   for (auto r = routes; r != routes_end; ++r) {
     if (r == routes || r->expert != (r - 1)->expert) {
+      ws.group_start[n_chunks] = static_cast<int32_t>(r - routes);
       ws.expert_chunks[n_chunks++] = layer.experts[r->expert].chunk;
     }
   }
+  ws.group_start[n_chunks] = static_cast<int32_t>(n * k);
   const size_t n_experts = n_chunks;
   // Then the union of the next layer's predicted experts (decode steps with
   // lookahead on)...
@@ -177,40 +180,74 @@ absl::Status Forward::MoeFeedForward(const LayerTensors& layer, int64_t l, int64
     std::fill(out, out + n * d, 0.0f);
   }
 
-  auto r = routes;
-  for (size_t i = 0; i < n_experts; ++i) {
-    const int32_t e = r->expert;
-    auto end = r;
-    int64_t rows = 0;
-    for (; end != routes_end && end->expert == e; ++end, ++rows) {
-      std::copy(&ws.xb[end->token * d], &ws.xb[(end->token + 1) * d], &ws.moe_x[rows * d]);
+  // Experts run in the order their reads land: the lowest id whose chunk is
+  // in memory, else the lowest id left (waiting for its read). Small steps
+  // keep each route's output row and sum them in id order at the end;
+  // large ones (prefill chunks) run in id order and add as they go. Either
+  // way every row sums its experts in id order.
+  const bool any_order = n <= internal::kAnyOrderMaxRows;
+  std::fill(ws.group_done.begin(), ws.group_done.begin() + n_experts, 0);
+  size_t first_left = 0;
+  for (size_t left = n_experts; left > 0; --left) {
+    while (ws.group_done[first_left]) ++first_left;
+    size_t i = first_left;
+    for (size_t j = first_left; any_order && j < n_experts; ++j) {
+      if (!ws.group_done[j] && ExpertReady(ws.expert_chunks[j])) {
+        i = j;
+        break;
+      }
     }
-    const ExpertRef& expert = layer.experts[e];
-    ChunkLease chunk(store_, expert.chunk, device_);
-    RETURN_IF_ERROR(chunk.Acquire());
-    const uint8_t* base = chunk.slot();
-    const int64_t bytes = model_->chunks()[expert.chunk].tensor_bytes;
-    ++moe_stats_.expert_acquires;
-    moe_stats_.expert_bytes += bytes;
-    ++last_step_.expert_acquires;
-    last_step_.expert_bytes += bytes;
-    internal::ProductBatch gate_up(device_, chunk);
-    RETURN_IF_ERROR(Product(chunk, layer.gate_exps.ViewAt(base + expert.gate_offset),
-                            ws.moe_x.data(), d, rows, ws.gate.data(), ff));
-    RETURN_IF_ERROR(Product(chunk, layer.up_exps.ViewAt(base + expert.up_offset), ws.moe_x.data(),
-                            d, rows, ws.up.data(), ff));
-    RETURN_IF_ERROR(gate_up.End());
-    ops::SwiGlu(ws.gate.data(), ws.up.data(), rows * ff, ws.gate.data());
-    RETURN_IF_ERROR(Product(chunk, layer.down_exps.ViewAt(base + expert.down_offset),
-                            ws.gate.data(), ff, rows, ws.tmp.data(), d));
-    for (int64_t row = 0; r != end; ++r, ++row) {
-      float* y = out + r->token * d;
-      const float* e_out = &ws.tmp[row * d];
-      for (int64_t j = 0; j < d; ++j) y[j] += r->weight * e_out[j];
-    }
+    ws.group_done[i] = 1;
+    const auto begin = routes + ws.group_start[i], end = routes + ws.group_start[i + 1];
+    float* rows_out = any_order ? &ws.expert_out[ws.group_start[i] * d] : ws.tmp.data();
+    RETURN_IF_ERROR(RunExpert(layer, begin, end, rows_out));
+    if (!any_order) AddExpertRows(begin, end, rows_out, out);
   }
+  if (any_order) AddExpertRows(routes, routes_end, ws.expert_out.data(), out);
   ops::Add(ws.x.data(), out, n * d, ws.x.data());
   return absl::OkStatus();
+}
+
+bool Forward::ExpertReady(memory::ChunkId id) {
+  return (device_ != nullptr && device_->OnDevice(id)) || store_->Ready(id);
+}
+
+absl::Status Forward::RunExpert(const LayerTensors& layer, const ExpertRoute* begin,
+                                const ExpertRoute* end, float* rows_out) {
+  StepWorkspace& ws = *ws_;
+  const int64_t d = model_->hparams().n_embd, ff = model_->hparams().moe.n_ff_exp;
+  const int64_t rows = end - begin;
+  for (int64_t row = 0; row < rows; ++row) {
+    const float* x = &ws.xb[begin[row].token * d];
+    std::copy(x, x + d, &ws.moe_x[row * d]);
+  }
+  const ExpertRef& expert = layer.experts[begin->expert];
+  ChunkLease chunk(store_, expert.chunk, device_);
+  RETURN_IF_ERROR(chunk.Acquire());
+  const uint8_t* base = chunk.slot();
+  const int64_t bytes = model_->chunks()[expert.chunk].tensor_bytes;
+  ++moe_stats_.expert_acquires;
+  moe_stats_.expert_bytes += bytes;
+  ++last_step_.expert_acquires;
+  last_step_.expert_bytes += bytes;
+  internal::ProductBatch gate_up(device_, chunk);
+  RETURN_IF_ERROR(Product(chunk, layer.gate_exps.ViewAt(base + expert.gate_offset), ws.moe_x.data(),
+                          d, rows, ws.gate.data(), ff));
+  RETURN_IF_ERROR(Product(chunk, layer.up_exps.ViewAt(base + expert.up_offset), ws.moe_x.data(), d,
+                          rows, ws.up.data(), ff));
+  RETURN_IF_ERROR(gate_up.End());
+  ops::SwiGlu(ws.gate.data(), ws.up.data(), rows * ff, ws.gate.data());
+  return Product(chunk, layer.down_exps.ViewAt(base + expert.down_offset), ws.gate.data(), ff, rows,
+                 rows_out, d);
+}
+
+void Forward::AddExpertRows(const ExpertRoute* begin, const ExpertRoute* end, const float* rows_out,
+                            float* out) const {
+  const int64_t d = model_->hparams().n_embd;
+  for (const ExpertRoute* r = begin; r != end; ++r, rows_out += d) {
+    float* y = out + r->token * d;
+    for (int64_t j = 0; j < d; ++j) y[j] += r->weight * rows_out[j];
+  }
 }
 
 absl::Status Forward::PredictNextExperts(int64_t l, int64_t n) {

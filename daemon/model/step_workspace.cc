@@ -32,6 +32,7 @@ struct BufferSizes {
   int64_t x, xb, q, kv, att, tmp, ff, rope_table, attn_scratch;
   int64_t q_lora, mla_q;
   int64_t router, select, moe_x, moe_out, routes, experts, lookahead_x, lookahead;
+  int64_t expert_out, groups;
   int64_t first_row, head_sequences, logits;
   size_t matvec;
 
@@ -58,6 +59,8 @@ struct BufferSizes {
     experts = moe ? 2 * hp.moe.n_expert + 2 : 0;
     lookahead_x = moe ? t * hp.n_embd : 0;
     lookahead = routes;
+    expert_out = std::min(t, kAnyOrderMaxRows) * hp.moe.n_expert_used * hp.n_embd;
+    groups = moe ? routes + 1 : 0;
     first_row = t + 1;
     head_sequences = t;
     logits = options.max_logit_rows * hp.n_vocab;
@@ -66,7 +69,8 @@ struct BufferSizes {
   uint64_t Bytes() const {
     return sizeof(float) *
                (x + xb + q + 2 * kv + att + tmp + 2 * ff + rope_table + attn_scratch + q_lora +
-                mla_q + router + select + moe_x + moe_out + lookahead_x + logits) +
+                mla_q + router + select + moe_x + moe_out + lookahead_x + expert_out + logits) +
+           groups * (sizeof(int32_t) + sizeof(uint8_t)) +
            routes * (sizeof(ExpertRoute) + sizeof(int32_t) + sizeof(float)) +
            lookahead * (2 * sizeof(int32_t) + sizeof(float)) + experts * sizeof(memory::ChunkId) +
            first_row * sizeof(int64_t) + head_sequences * sizeof(int32_t) + matvec;
@@ -125,6 +129,9 @@ StepWorkspace::StepWorkspace(const Model& model, const ForwardOptions& options) 
   lookahead_ids.resize(size.lookahead);
   lookahead_union.resize(size.lookahead);
   lookahead_weights.resize(size.lookahead);
+  expert_out.resize(size.expert_out);
+  group_start.resize(size.groups);
+  group_done.resize(size.groups);
   first_row.resize(size.first_row);
   head_sequences.resize(size.head_sequences);
   logits.resize(size.logits);
@@ -157,12 +164,13 @@ uint64_t StepWorkspace::bytes() const {
                                       &route_weights,
                                       &lookahead_x,
                                       &lookahead_weights,
+                                      &expert_out,
                                       &logits}) {
     sum += BytesOf(*f);
   }
   return sum + BytesOf(routes) + BytesOf(route_ids) + BytesOf(expert_chunks) +
          BytesOf(lookahead_ids) + BytesOf(lookahead_union) + BytesOf(first_row) +
-         BytesOf(head_sequences) + matvec.bytes();
+         BytesOf(head_sequences) + BytesOf(group_start) + BytesOf(group_done) + matvec.bytes();
 }
 
 }  // namespace waste::model::internal

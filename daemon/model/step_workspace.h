@@ -31,6 +31,9 @@ kernels::ops::AttentionParams AttentionParamsOf(const HParams& hp);
 // ranges (bad options are a caller's bug).
 ForwardOptions NormalizedOptions(const ForwardOptions& options);
 
+// See StepWorkspace::expert_out.
+inline constexpr int64_t kAnyOrderMaxRows = 16;
+
 struct StepWorkspace {
   // `options` must be normalized.
   StepWorkspace(const Model& model, const ForwardOptions& options);
@@ -63,6 +66,15 @@ struct StepWorkspace {
   std::vector<int32_t> lookahead_ids, lookahead_union;
   std::vector<float> lookahead_weights;
   int64_t lookahead_layer = -1;
+  // A MoE layer computes its experts in the order their reads land when the
+  // step routes at most kAnyOrderMaxRows rows (decode): each route's output
+  // row waits in expert_out (in routes' order) and the rows are summed in
+  // expert-id order afterwards, so the result does not depend on that
+  // order. group_start[i] is where expert i of the step starts in routes;
+  // group_done marks the ones computed.
+  std::vector<float> expert_out;
+  std::vector<int32_t> group_start;
+  std::vector<uint8_t> group_done;
   // The step's layout: sequence i's rows start at first_row[i];
   // first_row[n_sequences] is the step's row count.
   std::vector<int64_t> first_row;
