@@ -595,6 +595,10 @@ absl::StatusOr<SoakReport> RunSoak(const SoakOptions& options) {
     report.rss_drift = static_cast<double>(report.anon_last_tenth - report.anon_first_tenth) /
                        static_cast<double>(report.anon_first_tenth);
   }
+  if (report.rss_first_tenth > 0) {
+    report.vm_rss_drift = static_cast<double>(report.rss_last_tenth - report.rss_first_tenth) /
+                          static_cast<double>(report.rss_first_tenth);
+  }
   report.daemon_exit_code = daemon.process().Stop(SIGTERM);
   for (absl::string_view line : absl::StrSplit(daemon.process().Stderr(), '\n')) {
     const size_t at = line.find("read fault injection:");
@@ -625,16 +629,25 @@ std::string SoakReport::ToText() const {
   }
   absl::StrAppendFormat(
       &out,
-      "RSS (medians, %d samples): private (anonymous) first tenth %.2f MiB, last tenth %.2f "
-      "MiB: drift %+.2f%%; with shared library pages %.2f -> %.2f MiB; peak %.2f MiB; budget "
-      "%.2f MiB (runtime reserve %.0f MiB included), %d bytes read per token\n",
-      rss_samples, anon_first_tenth / 1048576.0, anon_last_tenth / 1048576.0, rss_drift * 100,
-      rss_first_tenth / 1048576.0, rss_last_tenth / 1048576.0, rss_peak / 1048576.0,
-      ram_budget_bytes / 1048576.0, runtime_reserve_bytes / 1048576.0, bytes_read_per_token);
+      "RSS (medians, %d samples): VmRSS first tenth %.2f MiB, last tenth %.2f MiB: drift "
+      "%+.2f%%; private (anonymous) %.2f -> %.2f MiB: drift %+.2f%% (%+.0f KiB); peak %.2f MiB; "
+      "budget %.2f MiB (runtime reserve %.0f MiB included), %d bytes read per token; memory "
+      "%s\n",
+      rss_samples, rss_first_tenth / 1048576.0, rss_last_tenth / 1048576.0, vm_rss_drift * 100,
+      anon_first_tenth / 1048576.0, anon_last_tenth / 1048576.0, rss_drift * 100,
+      (anon_last_tenth - anon_first_tenth) / 1024.0, rss_peak / 1048576.0,
+      ram_budget_bytes / 1048576.0, runtime_reserve_bytes / 1048576.0, bytes_read_per_token,
+      MemoryStable() ? "stable" : "NOT stable");
   absl::StrAppendFormat(&out, "daemon exit code %d\n", daemon_exit_code);
   if (!fault_summary.empty()) absl::StrAppend(&out, fault_summary, "\n");
   for (const std::string& e : error_samples) absl::StrAppend(&out, "  error: ", e, "\n");
   return out;
+}
+
+bool SoakReport::MemoryStable() const {
+  const int64_t private_growth = anon_last_tenth - anon_first_tenth;
+  return vm_rss_drift < 0.02 && (rss_drift < 0.02 || private_growth < kPrivateSlackBytes) &&
+         rss_peak <= ram_budget_bytes + runtime_reserve_bytes;
 }
 
 std::string SoakReport::ToJson() const {
@@ -655,6 +668,8 @@ std::string SoakReport::ToJson() const {
   j["anon_first_tenth_bytes"] = anon_first_tenth;
   j["anon_last_tenth_bytes"] = anon_last_tenth;
   j["rss_drift"] = rss_drift;
+  j["vm_rss_drift"] = vm_rss_drift;
+  j["memory_stable"] = MemoryStable();
   j["rss_peak_bytes"] = rss_peak;
   j["rss_samples"] = rss_samples;
   j["daemon_exit_code"] = daemon_exit_code;
