@@ -51,7 +51,9 @@ memory read bandwidth measured in the same run.
   --threads N             compute threads (default 2)
   --policy P              lru, lfu or lfu-aged (default: lfu-aged for MoE
                           experts, lfu for dense models)
-  --lookahead             router lookahead in decode (MoE)
+  --lookahead, --no-lookahead
+                          router lookahead in decode (MoE; default: on when
+                          experts stream, as in the daemon)
   --hotlist PATH          warm hotlist: preload the experts it names before
                           the prompt, save this run's counts to it after
   --prefill-one-by-one    prefill token at a time instead of chunks of 32
@@ -174,7 +176,9 @@ absl::StatusOr<storage::IoEngine> ParseEngine(const std::string& name) {
 // The bound a decode run is measured against: a token must bring its
 // weights in from memory (the bytes it touches at the machine's measured
 // read rate) and, when streaming, read its missed bytes from disk (at the
-// rate the reads ran at in this run). The slower of the two applies.
+// rate the reads ran at in this run): the bytes it read less read-ahead
+// that went unused (wrong lookahead guesses cost read time, but are not
+// what the token needed). The slower of the two applies.
 struct DecodeBound {
   const char* name = "memory";
   double tokens_per_second = 0;
@@ -202,6 +206,9 @@ void Print(const BenchResult& r, const PlannedModel& pm, const memory::MemoryPla
   const double prefill_tps = r.prompt_tokens / r.prefill_seconds;
   const int64_t bytes = r.after.bytes_read - r.before.bytes_read;
   const double bytes_per_token = static_cast<double>(bytes) / r.gen_tokens;
+  const int64_t wasted_bytes = r.after.wasted_bytes - r.before.wasted_bytes;
+  const double needed_per_token =
+      static_cast<double>(std::max<int64_t>(0, bytes - wasted_bytes)) / r.gen_tokens;
   const int64_t pinned_hits = r.streaming_after.pinned_hits - r.streaming_before.pinned_hits;
   const int64_t streamed_hits = r.after.hits - r.before.hits - pinned_hits;
   const int64_t misses = r.after.misses - r.before.misses;
@@ -215,7 +222,7 @@ void Print(const BenchResult& r, const PlannedModel& pm, const memory::MemoryPla
   const double touched_gbps = r.touched_bytes_per_token * decode_tps / 1e9;
   const DecodeBound bound =
       DecodeBoundOf(decode_tps, static_cast<double>(r.touched_bytes_per_token), r.memory_gbps,
-                    bytes_per_token, read_gbps);
+                    needed_per_token, read_gbps);
   if (json) {
     // Keys in the order written; non-finite numbers are written as null.
     nlohmann::ordered_json j;
@@ -239,6 +246,7 @@ void Print(const BenchResult& r, const PlannedModel& pm, const memory::MemoryPla
     num("time_to_first_token_seconds", r.prefill_seconds);
     num("decode_tokens_per_second", decode_tps);
     num("read_bytes_per_token", bytes_per_token);
+    num("needed_read_bytes_per_token", needed_per_token);
     integer("planned_read_bytes_per_token", plan.read_bytes_per_token);
     num("streamed_hit_rate", hit_rate);
     integer("prefetch_hits", r.after.prefetch_hits - r.before.prefetch_hits);
@@ -261,7 +269,7 @@ void Print(const BenchResult& r, const PlannedModel& pm, const memory::MemoryPla
       integer("lookahead_routed", r.moe_after.lookahead_routed - r.moe_before.lookahead_routed);
       integer("hotlist_preloaded", r.hotlist_preloaded);
       num("disk_bound_tokens_per_second",
-          bytes_per_token > 0 ? read_gbps * 1e9 / bytes_per_token : 0);
+          needed_per_token > 0 ? read_gbps * 1e9 / needed_per_token : 0);
     }
     if (tiers != nullptr) AddTierJson(*tiers, &j);
     // A path need not be UTF-8: replace bad bytes rather than throw.
@@ -275,7 +283,7 @@ void Print(const BenchResult& r, const PlannedModel& pm, const memory::MemoryPla
       "load:           %.2f s\n"
       "prefill:        %d tokens, %.2f tok/s (time to first token %.3f s)\n"
       "decode:         %d tokens, %.3f tok/s\n"
-      "read per token: %s (planned %s)\n"
+      "read per token: %s (%s of it needed; planned %s)\n"
       "hit rate:       %.1f%% of streamed acquires (prefetch hits %d, wasted %d)\n"
       "I/O wait:       %.1f%% of decode time\n"
       "disk reads:     %.2f GB/s while reading, %.2f GB/s over decode\n"
@@ -288,7 +296,8 @@ void Print(const BenchResult& r, const PlannedModel& pm, const memory::MemoryPla
       plan.streaming_slots, store.prefetch_depth(), store.policy_name(),
       storage::IoEngineName(store.io_engine()), r.load_seconds, r.prompt_tokens, prefill_tps,
       r.prefill_seconds, r.gen_tokens, decode_tps,
-      FormatBytes(static_cast<int64_t>(bytes_per_token)), FormatBytes(plan.read_bytes_per_token),
+      FormatBytes(static_cast<int64_t>(bytes_per_token)),
+      FormatBytes(static_cast<int64_t>(needed_per_token)), FormatBytes(plan.read_bytes_per_token),
       100 * hit_rate, r.after.prefetch_hits - r.before.prefetch_hits,
       r.after.prefetch_wasted - r.before.prefetch_wasted, 100 * io_wait / r.decode_seconds,
       read_gbps, stream_gbps, FormatBytes(r.touched_bytes_per_token), touched_gbps, r.memory_gbps,
@@ -404,7 +413,9 @@ absl::Status Bench(const ParsedArgs& args) {
   TraceStore trace_store(store.get(), *pm.model);
   model::Forward forward(pm.model.get(), &trace_store, &pool);
   forward.set_device_weights(tier.weights.get());
-  r.lookahead = args.Has("lookahead");
+  r.lookahead = args.Has("no-lookahead") ? false
+                : args.Has("lookahead")  ? true
+                                         : plan.lookahead_by_default();
   forward.set_router_lookahead(r.lookahead);
   const int64_t n_vocab = pm.model->hparams().n_vocab;
   std::vector<float> logits(n_vocab);
@@ -461,12 +472,22 @@ absl::Status Bench(const ParsedArgs& args) {
 }  // namespace
 
 int RunBench(const std::vector<std::string>& args) {
-  std::vector<FlagDef> flags = {
-      {"json", false},         {"help", false},         {"buffered", false},
-      {"prompt-tokens", true}, {"gen-tokens", true},    {"threads", true},
-      {"policy", true},        {"io-engine", true},     {"mem-bench-bytes", true},
-      {"lookahead", false},    {"hotlist", true},       {"prefill-one-by-one", false},
-      {"trace-out", true},     {"prefill-chunk", true}, {"device", true}};
+  std::vector<FlagDef> flags = {{"json", false},
+                                {"help", false},
+                                {"buffered", false},
+                                {"prompt-tokens", true},
+                                {"gen-tokens", true},
+                                {"threads", true},
+                                {"policy", true},
+                                {"io-engine", true},
+                                {"mem-bench-bytes", true},
+                                {"lookahead", false},
+                                {"no-lookahead", false},
+                                {"hotlist", true},
+                                {"prefill-one-by-one", false},
+                                {"trace-out", true},
+                                {"prefill-chunk", true},
+                                {"device", true}};
   AddBudgetFlags(&flags);
   absl::StatusOr<ParsedArgs> parsed = ParseArgs(args, flags);
   if (!parsed.ok()) {

@@ -197,6 +197,7 @@ absl::Status BenchSessions(const PlannedModel& pm, const memory::MemoryPlan& pla
   config.set_max_concurrent_requests(pm.sessions);
   config.set_max_queued_requests(0);
   if (args.Has("lookahead")) config.set_router_lookahead(true);
+  if (args.Has("no-lookahead")) config.set_router_lookahead(false);
   if (args.Has("buffered")) config.set_direct_io(false);
   ASSIGN_OR_RETURN(int64_t chunk, args.GetInt("prefill-chunk", 32));
   config.set_prefill_chunk(static_cast<int32_t>(chunk));
@@ -221,8 +222,8 @@ absl::Status BenchSessions(const PlannedModel& pm, const memory::MemoryPlan& pla
       FormatBytes(loaded_plan.bytes_read_per_token()), loaded_plan.concurrent_sessions(), prompt,
       gen, memory_gbps);
   std::cout << absl::StrFormat("%8s %11s %7s %12s %10s %10s %7s %10s %12s %12s%s\n", "sessions",
-                               "aggregate", "gain", "per-session", "ttft mean", "ttft max",
-                               "steps", "batch", "read/step", "read/token",
+                               "aggregate", "gain", "per-session", "ttft mean", "ttft max", "steps",
+                               "batch", "read/step", "read/token",
                                plan.sizes.moe ? "   ideal" : "");
   double base = 0;
   int64_t peak_rss = 0;
@@ -231,9 +232,9 @@ absl::Status BenchSessions(const PlannedModel& pm, const memory::MemoryPlan& pla
     if (n == 1 && base == 0) base = r.aggregate_tps;
     const double gain = base > 0 ? r.aggregate_tps / base : 0;
     std::cout << absl::StrFormat(
-        "%8d %7.2f t/s %6.2fx %8.2f t/s %8.0f ms %8.0f ms %7d %10.2f %12s %12s", n,
-        r.aggregate_tps, gain, r.per_session_tps, 1e3 * r.ttft_mean, 1e3 * r.ttft_max, r.steps,
-        r.mean_batch, FormatBytes(r.steps > 0 ? r.bytes / r.steps : 0),
+        "%8d %7.2f t/s %6.2fx %8.2f t/s %8.0f ms %8.0f ms %7d %10.2f %12s %12s", n, r.aggregate_tps,
+        gain, r.per_session_tps, 1e3 * r.ttft_mean, 1e3 * r.ttft_max, r.steps, r.mean_batch,
+        FormatBytes(r.steps > 0 ? r.bytes / r.steps : 0),
         FormatBytes(r.generated > 0 ? r.bytes / r.generated : 0));
     if (plan.sizes.moe) std::cout << absl::StrFormat(" %6.2fx", r.ideal_moe_gain);
     std::cout << "\n";

@@ -30,7 +30,10 @@ struct ChunkStoreStats {
   int64_t hits = 0;             // Acquires that found the chunk resident.
   int64_t misses = 0;           // Acquires that had to wait for a read.
   int64_t prefetch_hits = 0;    // Chunks read ahead of need, then used.
-  int64_t prefetch_wasted = 0;  // Chunks read ahead of need, evicted unused.
+  int64_t prefetch_wasted = 0;  // Chunks read ahead of need, evicted unused
+                                // (or, guesses, not named again: see
+                                // StreamingChunkStore).
+  int64_t wasted_bytes = 0;     // Their bytes.
   int64_t bytes_read = 0;
   int64_t read_retries = 0;
   double io_wait_seconds = 0;    // Time Acquire blocked waiting for reads.

@@ -152,6 +152,7 @@ void StreamingChunkStore::Evict(ChunkId id) {
     c.prefetched_unused = false;
     --prefetched_outstanding_;
     ++stats_.prefetch_wasted;
+    stats_.wasted_bytes += static_cast<int64_t>((*chunks_)[id].slot_bytes);
   }
   slot_owner_[c.slot] = -1;
   free_slots_.push_back(c.slot);
@@ -395,6 +396,7 @@ void StreamingChunkStore::ForgetStaleGuesses() {
       c.prefetched_unused = false;
       --prefetched_outstanding_;
       ++stats_.prefetch_wasted;
+      stats_.wasted_bytes += static_cast<int64_t>((*chunks_)[id].slot_bytes);
     }
     if (c.prefetched_unused) {
       *kept++ = id;

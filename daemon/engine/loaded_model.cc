@@ -42,10 +42,12 @@ std::vector<memory::ChunkId> HotExperts(storage::Env* env, const std::string& st
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<LoadedModel>> LoadedModel::Load(
-    storage::Env* env, const std::string& name, const std::string& path,
-    const v1::ModelConfig& config, const std::string& state_dir,
-    uint64_t max_saved_sessions_bytes) {
+absl::StatusOr<std::unique_ptr<LoadedModel>> LoadedModel::Load(storage::Env* env,
+                                                               const std::string& name,
+                                                               const std::string& path,
+                                                               const v1::ModelConfig& config,
+                                                               const std::string& state_dir,
+                                                               uint64_t max_saved_sessions_bytes) {
   absl::Time start = absl::Now();
   auto loaded = std::unique_ptr<LoadedModel>(new LoadedModel());
   loaded->name_ = name;
@@ -146,8 +148,7 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadedModel::Load(
                  << loaded->hotlist_path_;
     }
   }
-  int threads = config.has_threads() ? config.threads()
-                                     : kernels::ThreadPool::DefaultThreads();
+  int threads = config.has_threads() ? config.threads() : kernels::ThreadPool::DefaultThreads();
   loaded->pool_ = std::make_unique<kernels::ThreadPool>(std::max(1, threads));
   loaded->text_.model_name = name;
   loaded->text_.tokenizer = loaded->tokenizer_.get();
@@ -156,9 +157,9 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadedModel::Load(
   if (!state_dir.empty()) {
     ASSIGN_OR_RETURN(cache::ModelFileIdentity identity,
                      cache::IdentifyModelFile(env, path, loaded->model_->chunks()));
-    loaded->session_store_ = std::make_unique<SessionStore>(
-        SessionStore::DirFor(state_dir, path), std::move(identity), loaded->model_.get(),
-        max_saved_sessions_bytes);
+    loaded->session_store_ =
+        std::make_unique<SessionStore>(SessionStore::DirFor(state_dir, path), std::move(identity),
+                                       loaded->model_.get(), max_saved_sessions_bytes);
   }
   SchedulerOptions scheduling;
   scheduling.session_store = loaded->session_store_.get();
@@ -167,12 +168,13 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadedModel::Load(
   if (config.has_prefill_chunk()) scheduling.prefill_chunk = std::max(1, config.prefill_chunk());
   scheduling.session_capacity = static_cast<size_t>(plan.sessions);
   scheduling.kv_type = KvTypeFor(config);
-  scheduling.router_lookahead = config.has_router_lookahead() && config.router_lookahead();
+  scheduling.router_lookahead =
+      config.has_router_lookahead() ? config.router_lookahead() : plan.lookahead_by_default();
   scheduling.device_weights = loaded->device_weights_.get();
   LoadedModel* raw = loaded.get();
-  loaded->scheduler_ = std::make_unique<Scheduler>(
-      loaded->model_.get(), loaded->store_.get(), loaded->pool_.get(), &loaded->text_, scheduling,
-      [raw] { raw->SaveHotlist(); });
+  loaded->scheduler_ =
+      std::make_unique<Scheduler>(loaded->model_.get(), loaded->store_.get(), loaded->pool_.get(),
+                                  &loaded->text_, scheduling, [raw] { raw->SaveHotlist(); });
   WLOG(INFO) << "loaded " << name << " (" << hp.arch_name << ", " << hp.n_layer << " layers, "
              << loaded->model_->weight_bytes() << " weight bytes, budget " << plan.budget_bytes
              << ", " << plan.pinned_bytes << " pinned, " << plan.streaming_slots

@@ -218,6 +218,10 @@ struct MemoryPlan {
   TierBytes token;
 
   bool all_resident() const { return streaming_slots == 0; }
+  // Router lookahead (reading the next layer's likely experts while this
+  // layer computes) pays when experts are read from disk: its default
+  // (ModelConfig.router_lookahead overrides it).
+  bool lookahead_by_default() const { return sizes.moe && !all_resident(); }
   // The pool the store allocates: pinned + slots.
   uint64_t pool_bytes() const { return pinned_bytes + streaming_bytes; }
 
