@@ -14,7 +14,7 @@
 #include "daemon/memory/plan.h"
 #include "daemon/model/forward.h"
 #include "daemon/model/model_plan.h"
-#include "daemon/model/test_models.h"
+#include "daemon/tools/test_models.h"
 #include "gtest/gtest.h"
 #include "storage/env.h"
 #include "storage/gguf.h"
@@ -65,8 +65,8 @@ class StreamedMoeMatchesResident : public ::testing::TestWithParam<tools::Synthe
 // `trunk_streamed`, the floor must stream the trunk too, with pool memory
 // (pinned + slots) at most half the trunk.
 void ExpectStreamedMatchesResident(const tools::MkModelOptions& o, bool trunk_streamed = false) {
-  ASSERT_TRUE(model::testing::WriteModel(o, {}).ok());
-  auto loaded = model::testing::LoadModel(o.out);
+  ASSERT_TRUE(tools::testing::WriteModel(o, {}).ok());
+  auto loaded = tools::testing::LoadModel(o.out);
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   const model::Model& model = *loaded->model;
   constexpr int kSteps = 10;
@@ -211,8 +211,8 @@ TEST(StreamedMoeStepTest, DecodeStepOfFourAcquiresTheUnionOfTheirExpertsOnce) {
   o.expert_ffn = 64;
   o.vocab = 320;
   o.type = storage::GgmlType::kQ8_0;
-  ASSERT_TRUE(model::testing::WriteModel(o, {}).ok());
-  auto loaded = model::testing::LoadModel(o.out);
+  ASSERT_TRUE(tools::testing::WriteModel(o, {}).ok());
+  auto loaded = tools::testing::LoadModel(o.out);
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   const model::Model& model = *loaded->model;
   const int64_t n_vocab = model.hparams().n_vocab;

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "daemon/model/forward.h"
-#include "daemon/model/test_models.h"
+#include "daemon/tools/test_models.h"
 #include "gtest/gtest.h"
 
 namespace waste::model {
@@ -119,9 +119,9 @@ class BatchTest : public ::testing::TestWithParam<ModelCase> {
  protected:
   void SetUp() override {
     const tools::MkModelOptions o = OptionsFor(GetParam().arch, GetParam().name);
-    const absl::Status written = testing::WriteModel(o, {});
+    const absl::Status written = tools::testing::WriteModel(o, {});
     ASSERT_TRUE(written.ok()) << written;
-    auto loaded = testing::LoadModel(o.out);
+    auto loaded = tools::testing::LoadModel(o.out);
     ASSERT_TRUE(loaded.ok()) << loaded.status();
     m_ = *std::move(loaded);
   }
@@ -206,7 +206,7 @@ class BatchTest : public ::testing::TestWithParam<ModelCase> {
     for (size_t i = 0; i < n_seq; ++i) EXPECT_EQ(tokens[i], alone[i].tokens) << "sequence " << i;
   }
 
-  testing::LoadedModel m_;
+  tools::testing::LoadedModel m_;
   kernels::ThreadPool pool_{2};
 };
 
@@ -252,15 +252,15 @@ class StepCheckTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const tools::MkModelOptions o = OptionsFor(tools::SyntheticArch::kLlama, "checks");
-    const absl::Status written = testing::WriteModel(o, {});
+    const absl::Status written = tools::testing::WriteModel(o, {});
     ASSERT_TRUE(written.ok()) << written;
-    auto loaded = testing::LoadModel(o.out);
+    auto loaded = tools::testing::LoadModel(o.out);
     ASSERT_TRUE(loaded.ok()) << loaded.status();
     m_ = *std::move(loaded);
   }
   const Model& model() const { return *m_.model; }
 
-  testing::LoadedModel m_;
+  tools::testing::LoadedModel m_;
   kernels::ThreadPool pool_{2};
 };
 

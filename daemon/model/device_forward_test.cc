@@ -17,7 +17,7 @@
 #include "daemon/model/device_weights.h"
 #include "daemon/model/forward.h"
 #include "daemon/model/model_plan.h"
-#include "daemon/model/test_models.h"
+#include "daemon/tools/test_models.h"
 #include "gtest/gtest.h"
 
 namespace waste::model {
@@ -110,8 +110,8 @@ class DeviceForwardTest : public ::testing::TestWithParam<Case> {
       o.rope_dim = 32;
       o.kv_lora_rank = 128;
     }
-    ASSERT_TRUE(testing::WriteModel(o, {}).ok());
-    auto loaded = testing::LoadModel(o.out);
+    ASSERT_TRUE(tools::testing::WriteModel(o, {}).ok());
+    auto loaded = tools::testing::LoadModel(o.out);
     ASSERT_TRUE(loaded.ok()) << loaded.status();
     m_ = *std::move(loaded);
     cpu_ = RunModel(*m_.model, m_.store.get(), nullptr);
@@ -172,7 +172,7 @@ class DeviceForwardTest : public ::testing::TestWithParam<Case> {
     acquired_ = recording.acquired.size();
   }
 
-  testing::LoadedModel m_;
+  tools::testing::LoadedModel m_;
   Trace cpu_;
   size_t acquired_ = 0;
 };
@@ -206,8 +206,8 @@ TEST(DeviceWeightsTest, TypesTheDeviceLacksStayOffIt) {
   o.ctx = kCtx;
   o.type = storage::GgmlType::kIQ2_XS;
   o.threads = 2;
-  ASSERT_TRUE(testing::WriteModel(o, {}).ok());
-  auto m = testing::LoadModel(o.out);
+  ASSERT_TRUE(tools::testing::WriteModel(o, {}).ok());
+  auto m = tools::testing::LoadModel(o.out);
   ASSERT_TRUE(m.ok()) << m.status();
   // Every layer chunk has IQ2_XS matrices: none of them may go up.
   const std::vector<bool> eligible = DeviceWeights::Eligible(*m->model);

@@ -24,7 +24,7 @@
 #include "daemon/model/device_weights.h"
 #include "daemon/model/forward.h"
 #include "daemon/model/model_plan.h"
-#include "daemon/model/test_models.h"
+#include "daemon/tools/test_models.h"
 #include "gtest/gtest.h"
 #include "tests/testdata.h"
 
@@ -83,7 +83,7 @@ TEST(GpuForwardTest, Stories260KGreedyTokensEqualTheGolden) {
   if (dir == nullptr || !std::filesystem::exists(std::string(dir) + "/stories260K")) {
     GTEST_SKIP() << "no stories260K fixture (set WASTE_TEST_MODELS)";
   }
-  auto m = testing::LoadModel(::waste::testing::ModelPath("stories260K/stories260K.gguf"));
+  auto m = tools::testing::LoadModel(::waste::testing::ModelPath("stories260K/stories260K.gguf"));
   ASSERT_TRUE(m.ok()) << m.status();
   const Model& model = *m->model;
   const std::vector<bool> in_vram = VramFor(model, 1.5);
@@ -145,8 +145,8 @@ TEST_P(GpuModelsTest, LogitsWithinToleranceOfTheCpu) {
     o.rope_dim = 32;
     o.kv_lora_rank = 128;
   }
-  ASSERT_TRUE(testing::WriteModel(o, {}).ok());
-  auto m = testing::LoadModel(o.out);
+  ASSERT_TRUE(tools::testing::WriteModel(o, {}).ok());
+  auto m = tools::testing::LoadModel(o.out);
   ASSERT_TRUE(m.ok()) << m.status();
   const Model& model = *m->model;
   std::vector<int32_t> tokens;

@@ -9,7 +9,7 @@
 #include <cstdlib>
 
 #include "daemon/model/forward.h"
-#include "daemon/model/test_models.h"
+#include "daemon/tools/test_models.h"
 
 namespace waste::model {
 namespace {
@@ -23,7 +23,7 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "usage: moe_bench MODEL.gguf [threads]\n");
     return 2;
   }
-  auto loaded = testing::LoadModel(argv[1]);
+  auto loaded = tools::testing::LoadModel(argv[1]);
   if (!loaded.ok()) {
     std::fprintf(stderr, "%s\n", loaded.status().ToString().c_str());
     return 1;

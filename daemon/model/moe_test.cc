@@ -7,7 +7,7 @@
 #include <set>
 
 #include "daemon/model/forward.h"
-#include "daemon/model/test_models.h"
+#include "daemon/tools/test_models.h"
 #include "gtest/gtest.h"
 
 namespace waste::model {
@@ -54,14 +54,14 @@ class MoeTest : public ::testing::Test {
     o.expert_ffn = 64;
     o.vocab = 320;
     o.type = storage::GgmlType::kQ8_0;
-    ASSERT_TRUE(testing::WriteModel(o, {}).ok());
-    auto loaded = testing::LoadModel(o.out);
+    ASSERT_TRUE(tools::testing::WriteModel(o, {}).ok());
+    auto loaded = tools::testing::LoadModel(o.out);
     ASSERT_TRUE(loaded.ok()) << loaded.status();
     m_ = *std::move(loaded);
   }
   const Model& model() const { return *m_.model; }
 
-  testing::LoadedModel m_;
+  tools::testing::LoadedModel m_;
   kernels::ThreadPool pool_{2};
 };
 

@@ -12,7 +12,7 @@
 #include "common/logging.h"
 #include "daemon/kernels/dequantize.h"
 #include "daemon/model/forward.h"
-#include "daemon/model/test_models.h"
+#include "daemon/tools/test_models.h"
 #include "gtest/gtest.h"
 #include "storage/env.h"
 #include "tests/testdata.h"
@@ -327,7 +327,7 @@ struct Case {
   storage::GgmlType type;
   double tolerance;  // Relative to the logits' scale.
   int64_t q_lora_rank = -1;
-  testing::MetadataOverrides overrides = {};
+  tools::testing::MetadataOverrides overrides = {};
 };
 
 class ReferenceTest : public ::testing::TestWithParam<Case> {};
@@ -360,9 +360,9 @@ TEST_P(ReferenceTest, LogitsMatchTheReferenceForEightSteps) {
     options.q_lora_rank = c.q_lora_rank;
     options.ctx = 16384;  // > 4096: YaRN with factor 4.
   }
-  auto written = testing::WriteModel(options, c.overrides);
+  auto written = tools::testing::WriteModel(options, c.overrides);
   ASSERT_TRUE(written.ok()) << written;
-  auto loaded = testing::LoadModel(options.out);
+  auto loaded = tools::testing::LoadModel(options.out);
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   const Model& model = *loaded->model;
   kernels::ThreadPool pool(2);

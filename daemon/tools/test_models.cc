@@ -1,9 +1,9 @@
-#include "daemon/model/test_models.h"
+#include "daemon/tools/test_models.h"
 
 #include "common/status_macros.h"
 #include "storage/gguf_writer.h"
 
-namespace waste::model::testing {
+namespace waste::tools::testing {
 
 absl::Status WriteModel(const tools::MkModelOptions& options, const MetadataOverrides& overrides) {
   storage::Env* env = storage::Env::Default();
@@ -42,10 +42,10 @@ absl::StatusOr<LoadedModel> LoadModel(const std::string& path) {
   storage::Env* env = storage::Env::Default();
   LoadedModel m;
   ASSIGN_OR_RETURN(m.gguf, storage::GgufFile::Open(env, path));
-  ASSIGN_OR_RETURN(m.model, Model::Create(*m.gguf));
+  ASSIGN_OR_RETURN(m.model, model::Model::Create(*m.gguf));
   ASSIGN_OR_RETURN(m.file, env->NewRandomAccessFile(path));
   ASSIGN_OR_RETURN(m.store, cache::ResidentChunkStore::Load(env, *m.file, m.model->chunks(), {}));
   return m;
 }
 
-}  // namespace waste::model::testing
+}  // namespace waste::tools::testing
