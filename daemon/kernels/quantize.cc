@@ -325,6 +325,32 @@ void QuantizeIQ4_XS(const float* x, BlockIQ4_XS* b) {
   }
 }
 
+// As ggml's quantize_row_mxfp4_ref: the exponent puts the largest
+// magnitude at 8..16 times the scale 2^(e - 128) (so the top level, 12, may
+// clip it by up to a third), then each element takes the nearest level, the
+// first of equals (so zero is code 0, never the -0 of code 8).
+void QuantizeMXFP4(const float* x, BlockMXFP4* b) {
+  float amax = 0;
+  for (int j = 0; j < kQK32; ++j) amax = std::max(amax, std::fabs(x[j]));
+  // ggml casts without a clamp (undefined past 0..255); no real weight is
+  // that far from 1.
+  const int e =
+      amax > 0 ? std::clamp(static_cast<int>(std::floor(std::log2(amax))) + 125, 0, 255) : 0;
+  b->e = static_cast<uint8_t>(e);
+  const float d = E8M0HalfToF32(b->e);
+  int idx[kQK32];
+  for (int j = 0; j < kQK32; ++j) {
+    int best = 0;
+    float best_err = std::fabs(kMxfp4Values[0] * d - x[j]);
+    for (int i = 1; i < 16; ++i) {
+      const float err = std::fabs(kMxfp4Values[i] * d - x[j]);
+      if (err < best_err) best = i, best_err = err;
+    }
+    idx[j] = best;
+  }
+  PackIq4Nibbles(idx, b->qs);
+}
+
 }  // namespace
 
 void QuantizeRow(WeightType type, const float* src, void* dst, int64_t n) {
@@ -447,6 +473,11 @@ void QuantizeRow(WeightType type, const float* src, void* dst, int64_t n) {
     case WeightType::kIQ4_XS:
       for (int64_t i = 0; i < nb; ++i) {
         QuantizeIQ4_XS(src + kQK_K * i, static_cast<BlockIQ4_XS*>(dst) + i);
+      }
+      return;
+    case WeightType::kMXFP4:
+      for (int64_t i = 0; i < nb; ++i) {
+        QuantizeMXFP4(src + kQK32 * i, static_cast<BlockMXFP4*>(dst) + i);
       }
       return;
     case WeightType::kIQ2_XXS:
