@@ -1,4 +1,4 @@
-// The register-tiled AVX2 loops for Q4_0 and Q4_K: a unit of 256 weights (8
+// The register-tiled AVX2 loops for Q4_0, Q4_K, Q2_K and Q3_K: a unit of 256 weights (8
 // blocks of 32) is decoded once and multiplied into up to kTile activation
 // vectors before the next unit is read, so that a batch (a prefill chunk, or
 // several sessions' decode steps) pays for the decode once per kTile vectors.
@@ -21,6 +21,8 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <type_traits>
+#include <utility>
 
 #include "common/logging.h"
 #include "daemon/kernels/fp16.h"
@@ -41,6 +43,18 @@ inline uint32_t LoadU32(const uint8_t* p) {
   uint32_t v;
   std::memcpy(&v, p, sizeof(v));
   return v;
+}
+
+// Calls f(std::integral_constant<int, i>()) for i < 8 (immediate operands).
+// Forced inline: GCC otherwise kept Q23K::Load's loop body out of line,
+// with its 8 code vectors going through memory (2x slower).
+template <typename F, int... I>
+[[gnu::always_inline]] inline void UnrollImpl(F&& f, std::integer_sequence<int, I...>) {
+  (f(std::integral_constant<int, I>()), ...);
+}
+template <typename F>
+[[gnu::always_inline]] inline void Unroll8(F&& f) {
+  UnrollImpl(f, std::make_integer_sequence<int, 8>());
 }
 
 inline float HorizontalSum(__m256 v) {
@@ -171,6 +185,129 @@ struct Q4K {
   }
 };
 
+// Q2_K and Q3_K: group g's 2-bit fields are bits 2 (g % 4) of qs[32 (g / 4)
+// .. + 31], so codes[i] lane j is dword i of qs half j / 4 shifted by
+// 2 (j % 4): one vpshufd of [half 0 | half 1]'s dwords 0-3 (or 4-7), one
+// vpsrlvd, one and. Q3_K adds bit j of hmask dword i as bit 2. Lane j is
+// group j (the natural map); codes 0-3 are its first 16 elements, 4-7 its
+// last 16, each half with its own int16 scale (vpmaddwd's multiplier). The
+// codes are made one at a time as DotTile16 consumes them: all 8 at once
+// with the scales left too few of AVX2's 16 registers (spills, ~2x slower).
+template <bool kQ3>
+struct Q23K {
+  using Block = std::conditional_t<kQ3, BlockQ3_K, BlockQ2_K>;
+  static constexpr int kUnitBytes = sizeof(Block);
+  struct Prep {
+    __m256i lo, hi;    // qs dwords 0-3 (4-7) of half 0 | of half 1.
+    __m256i hlo, hhi;  // Q3_K: hmask dwords 0-3 (4-7), both 128-bit lanes.
+    __m256i sc16[2];   // Lane j: half h's scale of group j, both words.
+    __m256 coef16[2];  // Coefficients of s16 (sub-blocks 0-7, 8-15).
+    __m256 wsc;        // d.
+  };
+
+  [[gnu::always_inline]] static Prep Prepare(const uint8_t* p) {
+    const Block* b = reinterpret_cast<const Block*>(p);
+    Prep r;
+    const __m256i q0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs));
+    const __m256i q1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs + 32));
+    r.lo = _mm256_permute2x128_si256(q0, q1, 0x20);
+    r.hi = _mm256_permute2x128_si256(q0, q1, 0x31);
+    if constexpr (kQ3) {
+      const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->hmask));
+      r.hlo = _mm256_permute2x128_si256(h, h, 0x00);
+      r.hhi = _mm256_permute2x128_si256(h, h, 0x11);
+    }
+    __m128i sc;
+    const float d = F16ToF32(b->d);
+    if constexpr (kQ3) {
+      uint64_t w01;
+      std::memcpy(&w01, b->scales, 8);
+      const uint64_t w2 = LoadU32(b->scales + 8);
+      constexpr uint64_t kNib = 0x0F0F0F0F0F0F0F0F, kTwo = 0x0303030303030303;
+      const uint64_t lo6 = (w01 & kNib) | (((w2 | ((w2 >> 2) << 32)) & kTwo) << 4);
+      const uint64_t hi6 = ((w01 >> 4) & kNib) | ((((w2 >> 4) | ((w2 >> 6) << 32)) & kTwo) << 4);
+      sc = _mm_sub_epi8(_mm_set_epi64x(static_cast<int64_t>(hi6), static_cast<int64_t>(lo6)),
+                        _mm_set1_epi8(32));
+      // x = d sc (q - 4): the -4 goes to the 16-sums.
+      const __m256 minus4d = _mm256_set1_ps(-4 * d);
+      r.coef16[0] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc)), minus4d);
+      r.coef16[1] = _mm256_mul_ps(
+          _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(sc, sc))), minus4d);
+    } else {
+      const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->scales));
+      const __m128i m4 = _mm_set1_epi8(0x0F);
+      sc = _mm_and_si128(s, m4);
+      const __m128i mins = _mm_and_si128(_mm_srli_epi16(s, 4), m4);
+      const __m256 dmin = _mm256_set1_ps(-F16ToF32(b->dmin));
+      r.coef16[0] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(mins)), dmin);
+      r.coef16[1] = _mm256_mul_ps(
+          _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(mins, mins))), dmin);
+    }
+    const __m128i even = _mm_setr_epi8(0, 0, 2, 2, 4, 4, 6, 6, 8, 8, 10, 10, 12, 12, 14, 14);
+    r.sc16[0] = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc, even));
+    r.sc16[1] = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc, _mm_add_epi8(even, _mm_set1_epi8(1))));
+    r.wsc = _mm256_set1_ps(d);
+    return r;
+  }
+
+  template <int I>
+  [[gnu::always_inline]] static __m256i Code(const Prep& r) {
+    constexpr int kImm = (I % 4) * 0x55;
+    __m256i c = _mm256_and_si256(_mm256_srlv_epi32(_mm256_shuffle_epi32(I < 4 ? r.lo : r.hi, kImm),
+                                                   _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6)),
+                                 _mm256_set1_epi8(3));
+    if constexpr (kQ3) {
+      const __m256i bit =
+          _mm256_and_si256(_mm256_srlv_epi32(_mm256_shuffle_epi32(I < 4 ? r.hlo : r.hhi, kImm),
+                                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),
+                           _mm256_set1_epi8(1));
+      c = _mm256_or_si256(c, _mm256_slli_epi16(bit, 2));
+    }
+    return c;
+  }
+};
+
+// The loop of the kPer16 decoders (Q23K): per unit and half h, each code
+// vector is multiplied into every activation vector of the tile as it is
+// made; the 4 products of a half add up in int16 (2-3 bit codes: |4 x 2 x 7
+// x 127| < 2^15), then one vpmaddwd applies the half's scales.
+template <typename Dec, int NB>
+inline void DotTile16(const uint8_t* row, int64_t cols, const QuantizedActs* acts, float* out) {
+  const int64_t units = cols / 256;
+  __m256 acc[NB], bias[NB];
+#pragma GCC unroll 8
+  for (int k = 0; k < NB; ++k) acc[k] = bias[k] = _mm256_setzero_ps();
+  for (int64_t un = 0; un < units; ++un) {
+    const typename Dec::Prep prep = Dec::Prepare(row + un * Dec::kUnitBytes);
+    __m256i half[NB], dot[NB];
+    Unroll8([&](auto ii) [[gnu::always_inline]] {
+      constexpr int i = decltype(ii)::value;
+      const __m256i code = Dec::template Code<i>(prep);
+#pragma GCC unroll 8
+      for (int k = 0; k < NB; ++k) {
+        const __m256i p = _mm256_maddubs_epi16(
+            code,
+            _mm256_load_si256(reinterpret_cast<const __m256i*>(acts[k].qp + 256 * un + 32 * i)));
+        half[k] = i % 4 == 0 ? p : _mm256_add_epi16(half[k], p);
+        if constexpr (i % 4 == 3) {
+          const __m256i m = _mm256_madd_epi16(half[k], prep.sc16[i / 4]);
+          dot[k] = i == 3 ? m : _mm256_add_epi32(dot[k], m);
+        }
+      }
+    });
+#pragma GCC unroll 8
+    for (int k = 0; k < NB; ++k) {
+      const QuantizedActs& a = acts[k];
+      acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[k]),
+                               _mm256_mul_ps(prep.wsc, _mm256_load_ps(a.ds + 8 * un)), acc[k]);
+      bias[k] = _mm256_fmadd_ps(prep.coef16[0], _mm256_loadu_ps(a.s16 + 16 * un), bias[k]);
+      bias[k] = _mm256_fmadd_ps(prep.coef16[1], _mm256_loadu_ps(a.s16 + 16 * un + 8), bias[k]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int k = 0; k < NB; ++k) out[k] = HorizontalSum(acc[k]) + HorizontalSum(bias[k]);
+}
+
 template <typename Dec, int NB>
 inline void DotTile(WeightType type, const uint8_t* row, int64_t cols, const QuantizedActs* acts,
                     float* out) {
@@ -215,6 +352,16 @@ inline void DotTile(WeightType type, const uint8_t* row, int64_t cols, const Qua
   }
 }
 
+template <typename Dec, int NB>
+inline void DotAny(WeightType type, const uint8_t* row, int64_t cols, const QuantizedActs* acts,
+                   float* out) {
+  if constexpr (requires { typename Dec::Prep; }) {
+    DotTile16<Dec, NB>(row, cols, acts, out);
+  } else {
+    DotTile<Dec, NB>(type, row, cols, acts, out);
+  }
+}
+
 // Loop order: a block of weight rows small enough to stay in L2 is run
 // against each tile of activation vectors in turn, and the tile is as many
 // vectors as fit in about half of L1 (their qp, ds, zs and s32 are read once
@@ -238,9 +385,9 @@ void RowsOf(const RowsTask& t, int64_t begin, int64_t end) {
       for (int64_t r = r0; r < r1; ++r) {
         const auto* row = static_cast<const uint8_t*>(t.w.data) + r * t.w.row_stride_bytes;
         switch (nb) {
-#define WASTE_TILE_CASE(N)                            \
-  case N:                                             \
-    DotTile<Dec, N>(t.w.type, row, t.w.cols, a, out); \
+#define WASTE_TILE_CASE(N)                           \
+  case N:                                            \
+    DotAny<Dec, N>(t.w.type, row, t.w.cols, a, out); \
     break;
           WASTE_TILE_CASE(1)
           WASTE_TILE_CASE(2)
@@ -250,7 +397,7 @@ void RowsOf(const RowsTask& t, int64_t begin, int64_t end) {
           WASTE_TILE_CASE(6)
           WASTE_TILE_CASE(7)
           default:
-            DotTile<Dec, 8>(t.w.type, row, t.w.cols, a, out);
+            DotAny<Dec, 8>(t.w.type, row, t.w.cols, a, out);
             break;
 #undef WASTE_TILE_CASE
         }
@@ -266,6 +413,10 @@ void RowsTiled(const RowsTask& t, int64_t begin, int64_t end) {
       return RowsOf<Q4_0>(t, begin, end);
     case WeightType::kQ4_K:
       return RowsOf<Q4K>(t, begin, end);
+    case WeightType::kQ2_K:
+      return RowsOf<Q23K<false>>(t, begin, end);
+    case WeightType::kQ3_K:
+      return RowsOf<Q23K<true>>(t, begin, end);
     default:
       WCHECK(false) << "no tiled AVX2 kernel for type " << static_cast<uint32_t>(t.w.type);
   }
@@ -342,6 +493,8 @@ const IsaKernels* Avx2TiledKernels(WeightType type) {
   switch (type) {
     case WeightType::kQ4_0:
     case WeightType::kQ4_K:
+    case WeightType::kQ2_K:
+    case WeightType::kQ3_K:
       return &kKernels;
     default:
       return nullptr;
