@@ -1,7 +1,7 @@
-// The register-tiled AVX2 loops for Q4_0, Q4_K, Q2_K and Q3_K: a unit of 256 weights (8
-// blocks of 32) is decoded once and multiplied into up to kTile activation
-// vectors before the next unit is read, so that a batch (a prefill chunk, or
-// several sessions' decode steps) pays for the decode once per kTile vectors.
+// The register-tiled AVX2 loops for Q4_0, Q4_K, Q2_K, Q3_K, IQ4_NL and
+// MXFP4: a unit of 256 weights (8 blocks of 32) is decoded once and multiplied into up to kTile
+// activation vectors before the next unit is read, so that a batch (a prefill chunk, or several
+// sessions' decode steps) pays for the decode once per kTile vectors.
 //
 // Each ymm of codes holds 4 bytes of each of the unit's 8 blocks (32-element
 // groups), one per int32 lane, so that the 8 vpmaddubsw of a unit add up in
@@ -13,6 +13,10 @@
 // The activation is transposed to match once per call (qp), its scales
 // put in lane order (ds), and Q4_0's zero point folded into the integer dot
 // through the block sums (zs).
+//
+// Q2_K/Q3_K (a scale per 16) and IQ4_NL/MXFP4 (table lookups) keep the
+// lane layout but make each code vector just before it is used (Q23K,
+// TableNibbles, below): see there for how their sums stay within int16.
 //
 // Every activation vector runs the same instructions in the same order
 // whatever its batch, so a row's result does not depend on its batch.
@@ -352,10 +356,128 @@ inline void DotTile(WeightType type, const uint8_t* row, int64_t cols, const Qua
   }
 }
 
+// IQ4_NL and MXFP4: a 4-bit code per element looked up in a 16-entry table,
+// Q4_0's nibble placement per block of 32. The qs dwords of the unit's 8 groups are transposed once
+// (lane j: group j, the natural map); code vector i is then one and (or shift and and) and one
+// vpshufb. MXFP4 (kSigned false) looks up its values + 12 as u8: 4 products sum in int16 (|4 x 2 x
+// 24 x 127| < 2^15) and the 12 comes back out through the activation's block sums (zs). IQ4's
+// values reach -127, so they take Q8_0's signed form (|v| and the sign moved onto the activation),
+// a vpmaddwd per code vector. (IQ4_XS the same way measured ~8% slower than matvec_avx2.cc's loop,
+// which it keeps.)
+template <WeightType T>
+struct TableNibbles {
+  static constexpr bool kSigned = T != WeightType::kMXFP4;
+  static constexpr int kZeroPoint = kSigned ? 0 : -kMxfp4CodeOffset;
+  static constexpr int kUnitBytes =
+      8 * (T == WeightType::kMXFP4 ? sizeof(BlockMXFP4) : sizeof(BlockIQ4_NL));
+  struct Prep {
+    __m256i e[4];  // e[i] lane j: qs dword i of group j.
+    __m256i table;
+    __m256 wsc;
+  };
+
+  [[gnu::always_inline]] static Prep Prepare(const uint8_t* p) {
+    Prep r;
+    const uint8_t* qs[8];
+    if constexpr (T == WeightType::kMXFP4) {
+      const auto* b = reinterpret_cast<const BlockMXFP4*>(p);
+      for (int j = 0; j < 8; ++j) qs[j] = b[j].qs;
+      // The 8 exponents as 2^(e - 128) (E8M0HalfToF32, 8 at once).
+      uint64_t bytes = 0;
+      for (int j = 0; j < 8; ++j) bytes |= uint64_t{b[j].e} << (8 * j);
+      const __m256i e = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(bytes)));
+      const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+      const __m256i sub = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+      r.wsc = _mm256_castsi256_ps(
+          _mm256_blendv_epi8(normal, sub, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e)));
+    } else {
+      const auto* b = reinterpret_cast<const BlockIQ4_NL*>(p);
+      for (int j = 0; j < 8; ++j) qs[j] = b[j].qs;
+      r.wsc = GatherHalves<sizeof(BlockIQ4_NL)>(p);
+    }
+    __m256i g[4];
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      g[k] = _mm256_inserti128_si256(
+          _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs[k]))),
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs[k + 4])), 1);
+    }
+    Transpose4(g, r.e);
+    const int8_t* values = T == WeightType::kMXFP4 ? kMxfp4Values : kIq4NlValues;
+    r.table =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(values)));
+    if constexpr (!kSigned) r.table = _mm256_add_epi8(r.table, _mm256_set1_epi8(kMxfp4CodeOffset));
+    return r;
+  }
+
+  template <int I>
+  [[gnu::always_inline]] static __m256i Code(const Prep& r) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i nib = I < 4 ? _mm256_and_si256(r.e[I % 4], m4)
+                              : _mm256_and_si256(_mm256_srli_epi16(r.e[I % 4], 4), m4);
+    return _mm256_shuffle_epi8(r.table, nib);
+  }
+};
+
+// The loop of TableNibbles: as DotTile16 with one scale per lane.
+template <typename Dec, int NB>
+inline void DotTileTable(const uint8_t* row, int64_t cols, const QuantizedActs* acts, float* out) {
+  const int64_t units = cols / 256;
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[NB];
+#pragma GCC unroll 8
+  for (int k = 0; k < NB; ++k) acc[k] = _mm256_setzero_ps();
+  for (int64_t un = 0; un < units; ++un) {
+    const typename Dec::Prep prep = Dec::Prepare(row + un * Dec::kUnitBytes);
+    __m256i half[NB], dot[NB];
+    Unroll8([&](auto ii) [[gnu::always_inline]] {
+      constexpr int i = decltype(ii)::value;
+      const __m256i code = Dec::template Code<i>(prep);
+      [[maybe_unused]] __m256i magnitude;
+      if constexpr (Dec::kSigned) magnitude = _mm256_abs_epi8(code);
+#pragma GCC unroll 8
+      for (int k = 0; k < NB; ++k) {
+        const __m256i a =
+            _mm256_load_si256(reinterpret_cast<const __m256i*>(acts[k].qp + 256 * un + 32 * i));
+        if constexpr (Dec::kSigned) {
+          const __m256i m =
+              _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(a, code)), ones);
+          dot[k] = i == 0 ? m : _mm256_add_epi32(dot[k], m);
+        } else {
+          const __m256i p = _mm256_maddubs_epi16(code, a);
+          half[k] = i % 4 == 0 ? p : _mm256_add_epi16(half[k], p);
+          if constexpr (i % 4 == 3) {
+            const __m256i m = _mm256_madd_epi16(half[k], ones);
+            dot[k] = i == 3 ? m : _mm256_add_epi32(dot[k], m);
+          }
+        }
+      }
+    });
+#pragma GCC unroll 8
+    for (int k = 0; k < NB; ++k) {
+      const QuantizedActs& a = acts[k];
+      if constexpr (Dec::kZeroPoint != 0) {
+        dot[k] = _mm256_add_epi32(
+            dot[k], _mm256_load_si256(reinterpret_cast<const __m256i*>(a.zs + 8 * un)));
+      }
+      acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[k]),
+                               _mm256_mul_ps(prep.wsc, _mm256_load_ps(a.ds + 8 * un)), acc[k]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int k = 0; k < NB; ++k) out[k] = HorizontalSum(acc[k]);
+}
+
 template <typename Dec, int NB>
 inline void DotAny(WeightType type, const uint8_t* row, int64_t cols, const QuantizedActs* acts,
                    float* out) {
-  if constexpr (requires { typename Dec::Prep; }) {
+  if constexpr (requires { Dec::kSigned; }) {
+    DotTileTable<Dec, NB>(row, cols, acts, out);
+    if (cols % 256 != 0) {
+      for (int k = 0; k < NB; ++k)
+        out[k] += DotGroupsRef(type, row, cols / 256 * 8, cols / 32, acts[k]);
+    }
+  } else if constexpr (requires { typename Dec::Prep; }) {
     DotTile16<Dec, NB>(row, cols, acts, out);
   } else {
     DotTile<Dec, NB>(type, row, cols, acts, out);
@@ -417,6 +539,10 @@ void RowsTiled(const RowsTask& t, int64_t begin, int64_t end) {
       return RowsOf<Q23K<false>>(t, begin, end);
     case WeightType::kQ3_K:
       return RowsOf<Q23K<true>>(t, begin, end);
+    case WeightType::kIQ4_NL:
+      return RowsOf<TableNibbles<WeightType::kIQ4_NL>>(t, begin, end);
+    case WeightType::kMXFP4:
+      return RowsOf<TableNibbles<WeightType::kMXFP4>>(t, begin, end);
     default:
       WCHECK(false) << "no tiled AVX2 kernel for type " << static_cast<uint32_t>(t.w.type);
   }
@@ -428,7 +554,9 @@ void QuantizeActsTiled(WeightType type, const float* x, int64_t cols, const Quan
   const __m256 sign_mask = _mm256_set1_ps(-0.0f);
   alignas(32) int32_t isum[8];
   const LaneMap& map = type == WeightType::kQ4_K ? kQ4KMap : kNaturalMap;
-  const int zero_point = type == WeightType::kQ4_0 ? Q4_0::kZeroPoint : 0;
+  const int zero_point = type == WeightType::kQ4_0    ? Q4_0::kZeroPoint
+                         : type == WeightType::kMXFP4 ? TableNibbles<WeightType::kMXFP4>::kZeroPoint
+                                                      : 0;
   for (int64_t b = 0; b < cols / 32; ++b) {
     __m256 v[4];
     __m256 amax = _mm256_setzero_ps();
@@ -495,6 +623,8 @@ const IsaKernels* Avx2TiledKernels(WeightType type) {
     case WeightType::kQ4_K:
     case WeightType::kQ2_K:
     case WeightType::kQ3_K:
+    case WeightType::kIQ4_NL:
+    case WeightType::kMXFP4:
       return &kKernels;
     default:
       return nullptr;
