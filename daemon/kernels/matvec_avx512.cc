@@ -154,12 +154,13 @@ struct Nibble32 {
       u->wsc = _mm512_cvtph_ps(
           _mm512_castsi512_si256(_mm512_permutex2var_epi16(first[0], idx, first[1])));
     } else if constexpr (std::is_same_v<Block, BlockMXFP4>) {
-      // The 8 E8M0 exponents (bytes 0, 17, ...) as 2^(e - 128): float bits
-      // (e - 1) << 23, or the subnormal 2^-128 << e for e < 2.
-      uint64_t bytes = 0;
-#pragma GCC unroll 8
-      for (int i = 0; i < 8; ++i) bytes |= uint64_t{p[kBlock * i]} << (8 * i);
-      const __m256i e = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(bytes)));
+      // The 8 E8M0 exponents (bytes 0, 17, 34, 51 of each half's first load)
+      // picked by one vpermt2b, as 2^(e - 128): float bits (e - 1) << 23, or
+      // the subnormal 2^-128 << e for e < 2.
+      const __m512i idx = _mm512_castsi128_si512(
+          _mm_setr_epi8(0, 17, 34, 51, 64, 81, 98, 115, 0, 0, 0, 0, 0, 0, 0, 0));
+      const __m256i e = _mm256_cvtepu8_epi32(
+          _mm512_castsi512_si128(_mm512_permutex2var_epi8(first[0], idx, first[1])));
       const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
       const __m256i subnormal = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
       const __m256i bits = _mm256_mask_blend_epi32(_mm256_cmplt_epu32_mask(e, _mm256_set1_epi32(2)),
