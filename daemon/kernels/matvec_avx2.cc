@@ -9,8 +9,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <type_traits>
 
+#include "common/logging.h"
 #include "daemon/kernels/dequantize.h"
 #include "daemon/kernels/fp16.h"
 #include "daemon/kernels/matvec_avx2_internal.h"
@@ -209,35 +209,13 @@ void DotQ6K(const uint8_t* row, int64_t groups, const QuantizedActs* acts, float
   for (int k = 0; k < NB; ++k) out[k] = HorizontalSum(acc[k]) + bias[k];
 }
 
-// The table values of 32 nibbles (Q4_0 placement) as signed int8: one
-// vpshufb of the 16-entry table (IQ4's grid, MXFP4's doubled E2M1 values), so
-// they take Q8_0's signed path.
-template <const int8_t* kTable>
-inline __m256i TableCodes(const uint8_t* qs) {
+// The IQ4 grid values of 32 nibbles (Q4_0 placement) as signed int8: one
+// vpshufb of the 16-entry table, so they take Q8_0's signed path.
+inline __m256i Iq4Codes(const uint8_t* qs) {
   const __m256i table =
-      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kTable)));
+      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4NlValues)));
   return _mm256_shuffle_epi8(table, LowHighNibbles(qs));
 }
-inline __m256i Iq4Codes(const uint8_t* qs) { return TableCodes<kIq4NlValues>(qs); }
-
-// IQ4_NL and MXFP4: a 4-bit code per element looked up in a 16-entry table,
-// one scale per 32 (an f16, or MXFP4's E8M0 exponent).
-template <typename Block, const int8_t* kTable>
-struct TableNibbles {
-  static constexpr bool kSigned = true;
-  static GroupV Decode(const uint8_t* row, int64_t gi) {
-    const Block* b = reinterpret_cast<const Block*>(row) + gi;
-    float d;
-    if constexpr (std::is_same_v<Block, BlockMXFP4>) {
-      d = E8M0HalfToF32(b->e);
-    } else {
-      d = F16ToF32(b->d);
-    }
-    return {TableCodes<kTable>(b->qs), _mm256_set1_ps(d), {0, 0}};
-  }
-};
-using IQ4_NL = TableNibbles<BlockIQ4_NL, kIq4NlValues>;
-using MXFP4 = TableNibbles<BlockMXFP4, kMxfp4Values>;
 
 template <int NB>
 void DotIQ4XS(const uint8_t* row, int64_t groups, const QuantizedActs* acts, float* out) {
@@ -328,14 +306,15 @@ void DotRow(const RowsTask& t, const uint8_t* row, int64_t b0, float* out) {
       return DotQ45K<true, NB>(row, g, a, out);
     case WeightType::kQ6_K:
       return DotQ6K<NB>(row, g, a, out);
-    case WeightType::kIQ4_NL:
-      return DotLegacy<IQ4_NL, NB>(row, g, a, out);
-    case WeightType::kMXFP4:
-      return DotLegacy<MXFP4, NB>(row, g, a, out);
     case WeightType::kIQ4_XS:
       return DotIQ4XS<NB>(row, g, a, out);
     case WeightType::kQ2_K:
     case WeightType::kQ3_K:
+    case WeightType::kIQ4_NL:
+    case WeightType::kMXFP4:
+      // Register-tiled in matmul_avx2.cc, which matvec.cc always picks.
+      WCHECK(false) << GetWeightTypeInfo(t.w.type).name << " has only the tiled AVX2 kernel";
+      return;
     case WeightType::kIQ2_XXS:
     case WeightType::kIQ2_XS:
     case WeightType::kIQ2_S:
