@@ -166,13 +166,13 @@ TEST_F(StreamedMatchesResident, SyntheticQwen3) {
   CompareAtBudgets(40, nullptr);
 }
 
-// The 1-4-bit types: with rows of 256 every matrix keeps the type (no
+// The 1-4-bit types and MXFP4: with rows of 256 every matrix keeps the type (no
 // fallback), embeddings and head included.
 TEST_F(StreamedMatchesResident, SyntheticLowBitTypes) {
   using storage::GgmlType;
   for (GgmlType type : {GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kIQ4_NL, GgmlType::kIQ4_XS,
                         GgmlType::kIQ3_S, GgmlType::kIQ3_XXS, GgmlType::kIQ2_S, GgmlType::kIQ2_XS,
-                        GgmlType::kIQ2_XXS, GgmlType::kIQ1_M, GgmlType::kIQ1_S}) {
+                        GgmlType::kIQ2_XXS, GgmlType::kIQ1_M, GgmlType::kIQ1_S, GgmlType::kMXFP4}) {
     SCOPED_TRACE(std::string(storage::GgmlTypeName(type)));
     storage::MemEnv env;
     WriteSynthetic(&env, tools::SyntheticArch::kLlama, type);

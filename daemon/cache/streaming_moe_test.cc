@@ -137,12 +137,12 @@ TEST_P(StreamedMoeMatchesResident, TokensAndLogitsBitIdentical) {
   ExpectStreamedMatchesResident(MoeOptions(GetParam()));
 }
 
-// The 1-4-bit types in experts: rows of 256 (dim and expert_ffn) keep them.
+// The 1-4-bit types and MXFP4 in experts: rows of 256 (dim and expert_ffn) keep them.
 TEST(StreamedMoeLowBitTest, TokensAndLogitsBitIdentical) {
   using storage::GgmlType;
   for (GgmlType type : {GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kIQ4_NL, GgmlType::kIQ4_XS,
                         GgmlType::kIQ3_S, GgmlType::kIQ3_XXS, GgmlType::kIQ2_S, GgmlType::kIQ2_XS,
-                        GgmlType::kIQ2_XXS, GgmlType::kIQ1_M, GgmlType::kIQ1_S}) {
+                        GgmlType::kIQ2_XXS, GgmlType::kIQ1_M, GgmlType::kIQ1_S, GgmlType::kMXFP4}) {
     SCOPED_TRACE(std::string(storage::GgmlTypeName(type)));
     tools::MkModelOptions o = MoeOptions(tools::SyntheticArch::kQwen3Moe);
     o.out = ::testing::TempDir() + "/streaming_moe_" + std::string(storage::GgmlTypeName(type)) +

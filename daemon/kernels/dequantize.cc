@@ -164,6 +164,16 @@ void DequantIQ4_NL(const BlockIQ4_NL* b, int64_t nb, float* y) {
   }
 }
 
+void DequantMXFP4(const BlockMXFP4* b, int64_t nb, float* y) {
+  for (int64_t i = 0; i < nb; ++i, y += kQK32) {
+    const float d = E8M0HalfToF32(b[i].e);
+    for (int j = 0; j < 16; ++j) {
+      y[j] = d * kMxfp4Values[b[i].qs[j] & 0xF];
+      y[j + 16] = d * kMxfp4Values[b[i].qs[j] >> 4];
+    }
+  }
+}
+
 void DequantIQ4_XS(const BlockIQ4_XS* b, int64_t nb, float* y) {
   for (int64_t i = 0; i < nb; ++i) {
     const float d = F16ToF32(b[i].d);
@@ -231,6 +241,8 @@ void DequantizeRow(WeightType type, const void* src, float* dst, int64_t n) {
       return DequantIQ4_NL(static_cast<const BlockIQ4_NL*>(src), nb, dst);
     case WeightType::kIQ4_XS:
       return DequantIQ4_XS(static_cast<const BlockIQ4_XS*>(src), nb, dst);
+    case WeightType::kMXFP4:
+      return DequantMXFP4(static_cast<const BlockMXFP4*>(src), nb, dst);
     case WeightType::kIQ2_XXS:
     case WeightType::kIQ2_XS:
     case WeightType::kIQ2_S:

@@ -37,6 +37,13 @@ inline uint32_t F32ToBits(float f) {
   return bits;
 }
 
+// MXFP4's E8M0 block exponent as ggml's GGML_E8M0_TO_FP32_HALF reads it:
+// 2^(e - 128), i.e. the scale 2^(e - 127) halved. e = 0 and 1 are the
+// subnormals 2^-128 and 2^-127; e = 255 is 2^127 (ggml has no NaN here).
+inline float E8M0HalfToF32(uint8_t e) {
+  return BitsToF32(e < 2 ? uint32_t{0x00200000} << e : static_cast<uint32_t>(e - 1) << 23);
+}
+
 inline float F16ToF32(uint16_t h) {
 #if defined(__F16C__)
   return _cvtsh_ss(h);

@@ -1,7 +1,7 @@
-// The register-tiled AVX2 loops for Q4_0 and Q4_K: a unit of 256 weights (8
-// blocks of 32) is decoded once and multiplied into up to kTile activation
-// vectors before the next unit is read, so that a batch (a prefill chunk, or
-// several sessions' decode steps) pays for the decode once per kTile vectors.
+// The register-tiled AVX2 loops for Q4_0, Q4_K, Q2_K, Q3_K, IQ4_NL and
+// MXFP4: a unit of 256 weights (8 blocks of 32) is decoded once and multiplied into up to kTile
+// activation vectors before the next unit is read, so that a batch (a prefill chunk, or several
+// sessions' decode steps) pays for the decode once per kTile vectors.
 //
 // Each ymm of codes holds 4 bytes of each of the unit's 8 blocks (32-element
 // groups), one per int32 lane, so that the 8 vpmaddubsw of a unit add up in
@@ -14,6 +14,10 @@
 // put in lane order (ds), and Q4_0's zero point folded into the integer dot
 // through the block sums (zs).
 //
+// Q2_K/Q3_K (a scale per 16) and IQ4_NL/MXFP4 (table lookups) keep the
+// lane layout but make each code vector just before it is used (Q23K,
+// TableNibbles, below): see there for how their sums stay within int16.
+//
 // Every activation vector runs the same instructions in the same order
 // whatever its batch, so a row's result does not depend on its batch.
 #include <immintrin.h>
@@ -21,6 +25,8 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <type_traits>
+#include <utility>
 
 #include "common/logging.h"
 #include "daemon/kernels/fp16.h"
@@ -41,6 +47,18 @@ inline uint32_t LoadU32(const uint8_t* p) {
   uint32_t v;
   std::memcpy(&v, p, sizeof(v));
   return v;
+}
+
+// Calls f(std::integral_constant<int, i>()) for i < 8 (immediate operands).
+// Forced inline: GCC otherwise kept Q23K::Load's loop body out of line,
+// with its 8 code vectors going through memory (2x slower).
+template <typename F, int... I>
+[[gnu::always_inline]] inline void UnrollImpl(F&& f, std::integer_sequence<int, I...>) {
+  (f(std::integral_constant<int, I>()), ...);
+}
+template <typename F>
+[[gnu::always_inline]] inline void Unroll8(F&& f) {
+  UnrollImpl(f, std::make_integer_sequence<int, 8>());
 }
 
 inline float HorizontalSum(__m256 v) {
@@ -171,6 +189,129 @@ struct Q4K {
   }
 };
 
+// Q2_K and Q3_K: group g's 2-bit fields are bits 2 (g % 4) of qs[32 (g / 4)
+// .. + 31], so codes[i] lane j is dword i of qs half j / 4 shifted by
+// 2 (j % 4): one vpshufd of [half 0 | half 1]'s dwords 0-3 (or 4-7), one
+// vpsrlvd, one and. Q3_K adds bit j of hmask dword i as bit 2. Lane j is
+// group j (the natural map); codes 0-3 are its first 16 elements, 4-7 its
+// last 16, each half with its own int16 scale (vpmaddwd's multiplier). The
+// codes are made one at a time as DotTile16 consumes them: all 8 at once
+// with the scales left too few of AVX2's 16 registers (spills, ~2x slower).
+template <bool kQ3>
+struct Q23K {
+  using Block = std::conditional_t<kQ3, BlockQ3_K, BlockQ2_K>;
+  static constexpr int kUnitBytes = sizeof(Block);
+  struct Prep {
+    __m256i lo, hi;    // qs dwords 0-3 (4-7) of half 0 | of half 1.
+    __m256i hlo, hhi;  // Q3_K: hmask dwords 0-3 (4-7), both 128-bit lanes.
+    __m256i sc16[2];   // Lane j: half h's scale of group j, both words.
+    __m256 coef16[2];  // Coefficients of s16 (sub-blocks 0-7, 8-15).
+    __m256 wsc;        // d.
+  };
+
+  [[gnu::always_inline]] static Prep Prepare(const uint8_t* p) {
+    const Block* b = reinterpret_cast<const Block*>(p);
+    Prep r;
+    const __m256i q0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs));
+    const __m256i q1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs + 32));
+    r.lo = _mm256_permute2x128_si256(q0, q1, 0x20);
+    r.hi = _mm256_permute2x128_si256(q0, q1, 0x31);
+    if constexpr (kQ3) {
+      const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->hmask));
+      r.hlo = _mm256_permute2x128_si256(h, h, 0x00);
+      r.hhi = _mm256_permute2x128_si256(h, h, 0x11);
+    }
+    __m128i sc;
+    const float d = F16ToF32(b->d);
+    if constexpr (kQ3) {
+      uint64_t w01;
+      std::memcpy(&w01, b->scales, 8);
+      const uint64_t w2 = LoadU32(b->scales + 8);
+      constexpr uint64_t kNib = 0x0F0F0F0F0F0F0F0F, kTwo = 0x0303030303030303;
+      const uint64_t lo6 = (w01 & kNib) | (((w2 | ((w2 >> 2) << 32)) & kTwo) << 4);
+      const uint64_t hi6 = ((w01 >> 4) & kNib) | ((((w2 >> 4) | ((w2 >> 6) << 32)) & kTwo) << 4);
+      sc = _mm_sub_epi8(_mm_set_epi64x(static_cast<int64_t>(hi6), static_cast<int64_t>(lo6)),
+                        _mm_set1_epi8(32));
+      // x = d sc (q - 4): the -4 goes to the 16-sums.
+      const __m256 minus4d = _mm256_set1_ps(-4 * d);
+      r.coef16[0] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc)), minus4d);
+      r.coef16[1] = _mm256_mul_ps(
+          _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(sc, sc))), minus4d);
+    } else {
+      const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->scales));
+      const __m128i m4 = _mm_set1_epi8(0x0F);
+      sc = _mm_and_si128(s, m4);
+      const __m128i mins = _mm_and_si128(_mm_srli_epi16(s, 4), m4);
+      const __m256 dmin = _mm256_set1_ps(-F16ToF32(b->dmin));
+      r.coef16[0] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(mins)), dmin);
+      r.coef16[1] = _mm256_mul_ps(
+          _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(mins, mins))), dmin);
+    }
+    const __m128i even = _mm_setr_epi8(0, 0, 2, 2, 4, 4, 6, 6, 8, 8, 10, 10, 12, 12, 14, 14);
+    r.sc16[0] = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc, even));
+    r.sc16[1] = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc, _mm_add_epi8(even, _mm_set1_epi8(1))));
+    r.wsc = _mm256_set1_ps(d);
+    return r;
+  }
+
+  template <int I>
+  [[gnu::always_inline]] static __m256i Code(const Prep& r) {
+    constexpr int kImm = (I % 4) * 0x55;
+    __m256i c = _mm256_and_si256(_mm256_srlv_epi32(_mm256_shuffle_epi32(I < 4 ? r.lo : r.hi, kImm),
+                                                   _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6)),
+                                 _mm256_set1_epi8(3));
+    if constexpr (kQ3) {
+      const __m256i bit =
+          _mm256_and_si256(_mm256_srlv_epi32(_mm256_shuffle_epi32(I < 4 ? r.hlo : r.hhi, kImm),
+                                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),
+                           _mm256_set1_epi8(1));
+      c = _mm256_or_si256(c, _mm256_slli_epi16(bit, 2));
+    }
+    return c;
+  }
+};
+
+// The loop of the kPer16 decoders (Q23K): per unit and half h, each code
+// vector is multiplied into every activation vector of the tile as it is
+// made; the 4 products of a half add up in int16 (2-3 bit codes: |4 x 2 x 7
+// x 127| < 2^15), then one vpmaddwd applies the half's scales.
+template <typename Dec, int NB>
+inline void DotTile16(const uint8_t* row, int64_t cols, const QuantizedActs* acts, float* out) {
+  const int64_t units = cols / 256;
+  __m256 acc[NB], bias[NB];
+#pragma GCC unroll 8
+  for (int k = 0; k < NB; ++k) acc[k] = bias[k] = _mm256_setzero_ps();
+  for (int64_t un = 0; un < units; ++un) {
+    const typename Dec::Prep prep = Dec::Prepare(row + un * Dec::kUnitBytes);
+    __m256i half[NB], dot[NB];
+    Unroll8([&](auto ii) [[gnu::always_inline]] {
+      constexpr int i = decltype(ii)::value;
+      const __m256i code = Dec::template Code<i>(prep);
+#pragma GCC unroll 8
+      for (int k = 0; k < NB; ++k) {
+        const __m256i p = _mm256_maddubs_epi16(
+            code,
+            _mm256_load_si256(reinterpret_cast<const __m256i*>(acts[k].qp + 256 * un + 32 * i)));
+        half[k] = i % 4 == 0 ? p : _mm256_add_epi16(half[k], p);
+        if constexpr (i % 4 == 3) {
+          const __m256i m = _mm256_madd_epi16(half[k], prep.sc16[i / 4]);
+          dot[k] = i == 3 ? m : _mm256_add_epi32(dot[k], m);
+        }
+      }
+    });
+#pragma GCC unroll 8
+    for (int k = 0; k < NB; ++k) {
+      const QuantizedActs& a = acts[k];
+      acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[k]),
+                               _mm256_mul_ps(prep.wsc, _mm256_load_ps(a.ds + 8 * un)), acc[k]);
+      bias[k] = _mm256_fmadd_ps(prep.coef16[0], _mm256_loadu_ps(a.s16 + 16 * un), bias[k]);
+      bias[k] = _mm256_fmadd_ps(prep.coef16[1], _mm256_loadu_ps(a.s16 + 16 * un + 8), bias[k]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int k = 0; k < NB; ++k) out[k] = HorizontalSum(acc[k]) + HorizontalSum(bias[k]);
+}
+
 template <typename Dec, int NB>
 inline void DotTile(WeightType type, const uint8_t* row, int64_t cols, const QuantizedActs* acts,
                     float* out) {
@@ -215,6 +356,134 @@ inline void DotTile(WeightType type, const uint8_t* row, int64_t cols, const Qua
   }
 }
 
+// IQ4_NL and MXFP4: a 4-bit code per element looked up in a 16-entry table,
+// Q4_0's nibble placement per block of 32. The qs dwords of the unit's 8 groups are transposed once
+// (lane j: group j, the natural map); code vector i is then one and (or shift and and) and one
+// vpshufb. MXFP4 (kSigned false) looks up its values + 12 as u8: 4 products sum in int16 (|4 x 2 x
+// 24 x 127| < 2^15) and the 12 comes back out through the activation's block sums (zs). IQ4's
+// values reach -127, so they take Q8_0's signed form (|v| and the sign moved onto the activation),
+// a vpmaddwd per code vector. (IQ4_XS the same way measured ~8% slower than matvec_avx2.cc's loop,
+// which it keeps.)
+template <WeightType T>
+struct TableNibbles {
+  static constexpr bool kSigned = T != WeightType::kMXFP4;
+  static constexpr int kZeroPoint = kSigned ? 0 : -kMxfp4CodeOffset;
+  static constexpr int kUnitBytes =
+      8 * (T == WeightType::kMXFP4 ? sizeof(BlockMXFP4) : sizeof(BlockIQ4_NL));
+  struct Prep {
+    __m256i e[4];  // e[i] lane j: qs dword i of group j.
+    __m256i table;
+    __m256 wsc;
+  };
+
+  [[gnu::always_inline]] static Prep Prepare(const uint8_t* p) {
+    Prep r;
+    const uint8_t* qs[8];
+    if constexpr (T == WeightType::kMXFP4) {
+      const auto* b = reinterpret_cast<const BlockMXFP4*>(p);
+      for (int j = 0; j < 8; ++j) qs[j] = b[j].qs;
+      // The 8 exponents as 2^(e - 128) (E8M0HalfToF32, 8 at once).
+      uint64_t bytes = 0;
+      for (int j = 0; j < 8; ++j) bytes |= uint64_t{b[j].e} << (8 * j);
+      const __m256i e = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(bytes)));
+      const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+      const __m256i sub = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+      r.wsc = _mm256_castsi256_ps(
+          _mm256_blendv_epi8(normal, sub, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e)));
+    } else {
+      const auto* b = reinterpret_cast<const BlockIQ4_NL*>(p);
+      for (int j = 0; j < 8; ++j) qs[j] = b[j].qs;
+      r.wsc = GatherHalves<sizeof(BlockIQ4_NL)>(p);
+    }
+    __m256i g[4];
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      g[k] = _mm256_inserti128_si256(
+          _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs[k]))),
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs[k + 4])), 1);
+    }
+    Transpose4(g, r.e);
+    const int8_t* values = T == WeightType::kMXFP4 ? kMxfp4Values : kIq4NlValues;
+    r.table =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(values)));
+    if constexpr (!kSigned) r.table = _mm256_add_epi8(r.table, _mm256_set1_epi8(kMxfp4CodeOffset));
+    return r;
+  }
+
+  template <int I>
+  [[gnu::always_inline]] static __m256i Code(const Prep& r) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i nib = I < 4 ? _mm256_and_si256(r.e[I % 4], m4)
+                              : _mm256_and_si256(_mm256_srli_epi16(r.e[I % 4], 4), m4);
+    return _mm256_shuffle_epi8(r.table, nib);
+  }
+};
+
+// The loop of TableNibbles: as DotTile16 with one scale per lane.
+template <typename Dec, int NB>
+inline void DotTileTable(const uint8_t* row, int64_t cols, const QuantizedActs* acts, float* out) {
+  const int64_t units = cols / 256;
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[NB];
+#pragma GCC unroll 8
+  for (int k = 0; k < NB; ++k) acc[k] = _mm256_setzero_ps();
+  for (int64_t un = 0; un < units; ++un) {
+    const typename Dec::Prep prep = Dec::Prepare(row + un * Dec::kUnitBytes);
+    __m256i half[NB], dot[NB];
+    Unroll8([&](auto ii) [[gnu::always_inline]] {
+      constexpr int i = decltype(ii)::value;
+      const __m256i code = Dec::template Code<i>(prep);
+      [[maybe_unused]] __m256i magnitude;
+      if constexpr (Dec::kSigned) magnitude = _mm256_abs_epi8(code);
+#pragma GCC unroll 8
+      for (int k = 0; k < NB; ++k) {
+        const __m256i a =
+            _mm256_load_si256(reinterpret_cast<const __m256i*>(acts[k].qp + 256 * un + 32 * i));
+        if constexpr (Dec::kSigned) {
+          const __m256i m =
+              _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(a, code)), ones);
+          dot[k] = i == 0 ? m : _mm256_add_epi32(dot[k], m);
+        } else {
+          const __m256i p = _mm256_maddubs_epi16(code, a);
+          half[k] = i % 4 == 0 ? p : _mm256_add_epi16(half[k], p);
+          if constexpr (i % 4 == 3) {
+            const __m256i m = _mm256_madd_epi16(half[k], ones);
+            dot[k] = i == 3 ? m : _mm256_add_epi32(dot[k], m);
+          }
+        }
+      }
+    });
+#pragma GCC unroll 8
+    for (int k = 0; k < NB; ++k) {
+      const QuantizedActs& a = acts[k];
+      if constexpr (Dec::kZeroPoint != 0) {
+        dot[k] = _mm256_add_epi32(
+            dot[k], _mm256_load_si256(reinterpret_cast<const __m256i*>(a.zs + 8 * un)));
+      }
+      acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[k]),
+                               _mm256_mul_ps(prep.wsc, _mm256_load_ps(a.ds + 8 * un)), acc[k]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int k = 0; k < NB; ++k) out[k] = HorizontalSum(acc[k]);
+}
+
+template <typename Dec, int NB>
+inline void DotAny(WeightType type, const uint8_t* row, int64_t cols, const QuantizedActs* acts,
+                   float* out) {
+  if constexpr (requires { Dec::kSigned; }) {
+    DotTileTable<Dec, NB>(row, cols, acts, out);
+    if (cols % 256 != 0) {
+      for (int k = 0; k < NB; ++k)
+        out[k] += DotGroupsRef(type, row, cols / 256 * 8, cols / 32, acts[k]);
+    }
+  } else if constexpr (requires { typename Dec::Prep; }) {
+    DotTile16<Dec, NB>(row, cols, acts, out);
+  } else {
+    DotTile<Dec, NB>(type, row, cols, acts, out);
+  }
+}
+
 // Loop order: a block of weight rows small enough to stay in L2 is run
 // against each tile of activation vectors in turn, and the tile is as many
 // vectors as fit in about half of L1 (their qp, ds, zs and s32 are read once
@@ -238,9 +507,9 @@ void RowsOf(const RowsTask& t, int64_t begin, int64_t end) {
       for (int64_t r = r0; r < r1; ++r) {
         const auto* row = static_cast<const uint8_t*>(t.w.data) + r * t.w.row_stride_bytes;
         switch (nb) {
-#define WASTE_TILE_CASE(N)                            \
-  case N:                                             \
-    DotTile<Dec, N>(t.w.type, row, t.w.cols, a, out); \
+#define WASTE_TILE_CASE(N)                           \
+  case N:                                            \
+    DotAny<Dec, N>(t.w.type, row, t.w.cols, a, out); \
     break;
           WASTE_TILE_CASE(1)
           WASTE_TILE_CASE(2)
@@ -250,7 +519,7 @@ void RowsOf(const RowsTask& t, int64_t begin, int64_t end) {
           WASTE_TILE_CASE(6)
           WASTE_TILE_CASE(7)
           default:
-            DotTile<Dec, 8>(t.w.type, row, t.w.cols, a, out);
+            DotAny<Dec, 8>(t.w.type, row, t.w.cols, a, out);
             break;
 #undef WASTE_TILE_CASE
         }
@@ -266,6 +535,14 @@ void RowsTiled(const RowsTask& t, int64_t begin, int64_t end) {
       return RowsOf<Q4_0>(t, begin, end);
     case WeightType::kQ4_K:
       return RowsOf<Q4K>(t, begin, end);
+    case WeightType::kQ2_K:
+      return RowsOf<Q23K<false>>(t, begin, end);
+    case WeightType::kQ3_K:
+      return RowsOf<Q23K<true>>(t, begin, end);
+    case WeightType::kIQ4_NL:
+      return RowsOf<TableNibbles<WeightType::kIQ4_NL>>(t, begin, end);
+    case WeightType::kMXFP4:
+      return RowsOf<TableNibbles<WeightType::kMXFP4>>(t, begin, end);
     default:
       WCHECK(false) << "no tiled AVX2 kernel for type " << static_cast<uint32_t>(t.w.type);
   }
@@ -277,7 +554,9 @@ void QuantizeActsTiled(WeightType type, const float* x, int64_t cols, const Quan
   const __m256 sign_mask = _mm256_set1_ps(-0.0f);
   alignas(32) int32_t isum[8];
   const LaneMap& map = type == WeightType::kQ4_K ? kQ4KMap : kNaturalMap;
-  const int zero_point = type == WeightType::kQ4_0 ? Q4_0::kZeroPoint : 0;
+  const int zero_point = type == WeightType::kQ4_0    ? Q4_0::kZeroPoint
+                         : type == WeightType::kMXFP4 ? TableNibbles<WeightType::kMXFP4>::kZeroPoint
+                                                      : 0;
   for (int64_t b = 0; b < cols / 32; ++b) {
     __m256 v[4];
     __m256 amax = _mm256_setzero_ps();
@@ -342,6 +621,10 @@ const IsaKernels* Avx2TiledKernels(WeightType type) {
   switch (type) {
     case WeightType::kQ4_0:
     case WeightType::kQ4_K:
+    case WeightType::kQ2_K:
+    case WeightType::kQ3_K:
+    case WeightType::kIQ4_NL:
+    case WeightType::kMXFP4:
       return &kKernels;
     default:
       return nullptr;

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "common/logging.h"
 #include "daemon/kernels/dequantize.h"
 #include "daemon/kernels/fp16.h"
 #include "daemon/kernels/matvec_avx2_internal.h"
@@ -216,14 +217,6 @@ inline __m256i Iq4Codes(const uint8_t* qs) {
   return _mm256_shuffle_epi8(table, LowHighNibbles(qs));
 }
 
-struct IQ4_NL {
-  static constexpr bool kSigned = true;
-  static GroupV Decode(const uint8_t* row, int64_t gi) {
-    const auto* b = reinterpret_cast<const BlockIQ4_NL*>(row) + gi;
-    return {Iq4Codes(b->qs), _mm256_set1_ps(F16ToF32(b->d)), {0, 0}};
-  }
-};
-
 template <int NB>
 void DotIQ4XS(const uint8_t* row, int64_t groups, const QuantizedActs* acts, float* out) {
   __m256 acc[NB];
@@ -313,12 +306,15 @@ void DotRow(const RowsTask& t, const uint8_t* row, int64_t b0, float* out) {
       return DotQ45K<true, NB>(row, g, a, out);
     case WeightType::kQ6_K:
       return DotQ6K<NB>(row, g, a, out);
-    case WeightType::kIQ4_NL:
-      return DotLegacy<IQ4_NL, NB>(row, g, a, out);
     case WeightType::kIQ4_XS:
       return DotIQ4XS<NB>(row, g, a, out);
     case WeightType::kQ2_K:
     case WeightType::kQ3_K:
+    case WeightType::kIQ4_NL:
+    case WeightType::kMXFP4:
+      // Register-tiled in matmul_avx2.cc, which matvec.cc always picks.
+      WCHECK(false) << GetWeightTypeInfo(t.w.type).name << " has only the tiled AVX2 kernel";
+      return;
     case WeightType::kIQ2_XXS:
     case WeightType::kIQ2_XS:
     case WeightType::kIQ2_S:

@@ -1,5 +1,6 @@
-// AVX2 loops of the 1-3 bit types: Q2_K, Q3_K and the codebook types (IQ1_S,
-// IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S). Compiled with AVX2_COPTS.
+// AVX2 loops of the codebook types (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S,
+// IQ3_XXS, IQ3_S). Compiled with AVX2_COPTS. (Q2_K and Q3_K, once here too,
+// are register-tiled in matmul_avx2.cc.)
 //
 // A super-block (256 elements, 8 groups of 32) at a time. A type's decoder
 // takes apart what the whole block shares once (Prepare: scales, sign bytes)
@@ -8,15 +9,15 @@
 //   - codes are unsigned bytes. The codebook types give the magnitudes (grid
 //     values are >= 0) and move the signs onto the activation with vpsignb,
 //     as the other operand of vpmaddubsw must be signed anyway;
-//   - a scale per 16 elements that is a small integer (Q2_K's, Q3_K's, the
-//     IQ2/IQ1_M (2s + 1)) is the int16 multiplier of vpmaddwd, so a group's
+//   - a scale per 16 elements that is a small integer (the IQ2/IQ1_M
+//     (2s + 1)) is the int16 multiplier of vpmaddwd, so a group's
 //     dot is exact in int32;
 //   - the 8 groups' int32 vectors are summed horizontally in one tree of
 //     vphaddd into one vector of 8 group sums, converted once and scaled by
 //     [activation d of each group] x [weight scale of each group] in one fma.
 //     No loop-carried chain is longer than one fma per super-block.
-// Zero points and mins (Q2_K's min, Q3_K's -4, IQ1_S's shift) fold into an
-// fma per 8 or 16 elements against the activation's block sums.
+// IQ1_S's shift folds into an fma per group against the activation's block
+// sums.
 //
 // The codebooks are read with scalar-indexed 8-byte (IQ3: 4-byte) loads into
 // xmm halves: AVX2 gathers are slower than that on the AMD cores and on
@@ -172,103 +173,14 @@ inline __m128i OddNibbleScales(const uint8_t* p) {
   return _mm_add_epi8(_mm_add_epi8(s, s), _mm_set1_epi8(1));
 }
 
-// Where a type's zero point or min goes: nowhere, an fma per 16 elements
-// against s16, or one per group against s32.
-enum class Bias { kNone, kPer16, kPer32 };
+// Where a type's zero point goes: nowhere, or an fma per group against s32.
+enum class Bias { kNone, kPer32 };
 
 // One group's codes for the dot (see the file comment).
 struct GroupCodes {
   __m256i codes;  // u8.
   __m256i sign;   // kSigned: the activation's vpsignb operand.
   __m256i scale;  // kPer16: int16 multipliers, 8 per half.
-};
-
-// Q2_K: group j is bits 2(j % 4) of qs[32 (j / 4) ..]; x = d sc q - dmin m.
-struct Q2K {
-  static constexpr int kBlockBytes = sizeof(BlockQ2_K);
-  static constexpr bool kSigned = false, kPer16 = true;
-  static constexpr Bias kBias = Bias::kPer16;
-  struct Prep {
-    __m256i q[2];
-    __m128i scales;
-    __m256 wscale;
-    __m256 coef[2];
-  };
-  static Prep Prepare(const uint8_t* p) {
-    const auto* b = reinterpret_cast<const BlockQ2_K*>(p);
-    Prep r;
-    r.q[0] = Load256(b->qs);
-    r.q[1] = Load256(b->qs + 32);
-    const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->scales));
-    const __m128i m4 = _mm_set1_epi8(0x0F);
-    r.scales = _mm_and_si128(s, m4);
-    const __m128i mins = _mm_and_si128(_mm_srli_epi16(s, 4), m4);
-    const __m256 dmin = _mm256_set1_ps(-F16ToF32(b->dmin));
-    r.coef[0] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(mins)), dmin);
-    r.coef[1] = _mm256_mul_ps(
-        _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(mins, mins))), dmin);
-    r.wscale = _mm256_set1_ps(F16ToF32(b->d));
-    return r;
-  }
-  template <int J>
-  static GroupCodes Group(const uint8_t*, const Prep& r) {
-    return {_mm256_and_si256(_mm256_srli_epi16(r.q[J / 4], 2 * (J % 4)), _mm256_set1_epi8(3)),
-            _mm256_setzero_si256(), Scales16<J, false>(r.scales)};
-  }
-};
-
-// Q3_K: Q2_K's 2 bits plus bit j of hmask as bit 2 (codes 0..7 for q - 4),
-// signed 6-bit scales; the -4 goes to the bias.
-struct Q3K {
-  static constexpr int kBlockBytes = sizeof(BlockQ3_K);
-  static constexpr bool kSigned = false, kPer16 = true;
-  static constexpr Bias kBias = Bias::kPer16;
-  struct Prep {
-    __m256i q[2];
-    __m256i hmask;
-    __m128i scales;
-    __m256 wscale;
-    __m256 coef[2];
-  };
-  static Prep Prepare(const uint8_t* p) {
-    const auto* b = reinterpret_cast<const BlockQ3_K*>(p);
-    Prep r;
-    r.q[0] = Load256(b->qs);
-    r.q[1] = Load256(b->qs + 32);
-    r.hmask = Load256(b->hmask);
-    // In 64-bit integer arithmetic: scales 0-7 and 8-15 as bytes, each a
-    // nibble of bytes 0-7 plus 2 bits of bytes 8-11 (UnpackScaleQ3K).
-    uint64_t w01;
-    std::memcpy(&w01, b->scales, 8);
-    const uint64_t w2 = LoadU32(b->scales + 8);
-    constexpr uint64_t kNib = 0x0F0F0F0F0F0F0F0F, kTwo = 0x0303030303030303;
-    const uint64_t lo = (w01 & kNib) | (((w2 | ((w2 >> 2) << 32)) & kTwo) << 4);
-    const uint64_t hi = ((w01 >> 4) & kNib) | ((((w2 >> 4) | ((w2 >> 6) << 32)) & kTwo) << 4);
-    r.scales = _mm_sub_epi8(_mm_set_epi64x(static_cast<int64_t>(hi), static_cast<int64_t>(lo)),
-                            _mm_set1_epi8(32));
-    const float d = F16ToF32(b->d);
-    r.wscale = _mm256_set1_ps(d);
-    const __m256 minus4d = _mm256_set1_ps(-4 * d);
-    r.coef[0] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(r.scales)), minus4d);
-    r.coef[1] = _mm256_mul_ps(
-        _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(r.scales, r.scales))), minus4d);
-    return r;
-  }
-  template <int J>
-  static GroupCodes Group(const uint8_t*, const Prep& r) {
-    const __m256i low =
-        _mm256_and_si256(_mm256_srli_epi16(r.q[J / 4], 2 * (J % 4)), _mm256_set1_epi8(3));
-    // Bit J of each hmask byte to bit 2 (16-bit shifts; the mask keeps the
-    // bit that stayed in its byte).
-    __m256i high;
-    if constexpr (J >= 2) {
-      high = _mm256_srli_epi16(r.hmask, J - 2);
-    } else {
-      high = _mm256_slli_epi16(r.hmask, 2 - J);
-    }
-    return {_mm256_or_si256(low, _mm256_and_si256(high, _mm256_set1_epi8(4))),
-            _mm256_setzero_si256(), Scales16<J, true>(r.scales)};
-  }
 };
 
 // IQ2_XXS: per group 4 index bytes, then a word of four 7-bit sign indices
@@ -529,10 +441,7 @@ void DotSuperBlocks(const uint8_t* row, int64_t blocks, const QuantizedActs* act
                            _mm256_permute2x128_si256(half[k][0], half[k][1], 0x31));
       acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums),
                                _mm256_mul_ps(_mm256_loadu_ps(a.d + 8 * sb), prep.wscale), acc[k]);
-      if constexpr (Dec::kBias == Bias::kPer16) {
-        bias[k] = _mm256_fmadd_ps(prep.coef[0], _mm256_loadu_ps(a.s16 + 16 * sb), bias[k]);
-        bias[k] = _mm256_fmadd_ps(prep.coef[1], _mm256_loadu_ps(a.s16 + 16 * sb + 8), bias[k]);
-      } else if constexpr (Dec::kBias == Bias::kPer32) {
+      if constexpr (Dec::kBias == Bias::kPer32) {
         bias[k] = _mm256_fmadd_ps(prep.coef, _mm256_loadu_ps(a.s32 + 8 * sb), bias[k]);
       }
     });
@@ -547,10 +456,6 @@ void DotLowBit(WeightType type, const uint8_t* row, int64_t cols, const Quantize
                float* out) {
   const int64_t blocks = cols / kQK_K;
   switch (type) {
-    case WeightType::kQ2_K:
-      return DotSuperBlocks<Q2K, NB>(row, blocks, acts, out);
-    case WeightType::kQ3_K:
-      return DotSuperBlocks<Q3K, NB>(row, blocks, acts, out);
     case WeightType::kIQ2_XXS:
       return DotSuperBlocks<Iq2Xxs, NB>(row, blocks, acts, out);
     case WeightType::kIQ2_XS:

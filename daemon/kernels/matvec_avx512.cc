@@ -32,13 +32,15 @@
 namespace waste::kernels::internal::avx512 {
 namespace {
 
-// The 16 IQ4 grid values + 128 as u8 (vpdpbusd's unsigned operand), in each
-// 128-bit lane for vpshufb.
-inline __m512i Iq4Table() {
-  return _mm512_xor_si512(
-      _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4NlValues))),
-      _mm512_set1_epi8(static_cast<char>(0x80)));
+// A 16-entry code table (IQ4's grid, MXFP4's doubled E2M1 values) + kOffset
+// as u8 (vpdpbusd's unsigned operand), in each 128-bit lane for vpshufb.
+template <const int8_t* kTable, int kOffset>
+inline __m512i CodeTable() {
+  return _mm512_add_epi8(
+      _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kTable))),
+      _mm512_set1_epi8(static_cast<char>(kOffset)));
 }
+inline __m512i Iq4Table() { return CodeTable<kIq4NlValues, 128>(); }
 
 // The 16-bit words at p + kStride * i, i < 8, put together in integer
 // registers (off the vector ports, which the dot products keep busy).
@@ -71,20 +73,25 @@ inline __m512 ScaleTwice(__m128i halves) {
   return _mm512_cvtph_ps(_mm256_broadcastsi128_si256(halves));
 }
 
-// Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL: each half unit (4 blocks) is one vpermt2b that
-// packs the 64 nibble bytes, then low nibbles (the first 16 elements of each
-// block) and high nibbles (the last 16); the activation is in kNibble32
-// order to match. Both nibbles of a byte belong to one block, so the two
-// vpdpbusd of a half chain into one zmm of lanes, 4 lanes per block. IQ4_NL
-// (kGrid) looks its nibbles up in the grid (+128, so the zero point is -128).
-template <typename Block, int kQsOffset, bool kFifthBit, bool kMin, bool kGrid = false>
+// Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4: each half unit (4 blocks) is one
+// vpermt2b that packs the 64 nibble bytes, then low nibbles (the first 16
+// elements of each block) and high nibbles (the last 16); the activation is
+// in kNibble32 order to match. Both nibbles of a byte belong to one block, so
+// the two vpdpbusd of a half chain into one zmm of lanes, 4 lanes per block.
+// IQ4_NL and MXFP4 (kTable) look their nibbles up in their table, + 128
+// (IQ4) or + kMxfp4CodeOffset, which is then the zero point.
+template <typename Block, int kQsOffset, bool kFifthBit, bool kMin, const int8_t* kTable = nullptr>
 struct Nibble32 {
   static constexpr int kBlock = sizeof(Block);
   static constexpr int kUnitBytes = 8 * kBlock;
   static constexpr ActOrder kOrder = ActOrder::kNibble32;
   static constexpr int kLaneVecs = 2;
   static constexpr bool kPer16 = false;
-  static constexpr float kSumScale = kGrid ? -128 : kMin ? 1 : kFifthBit ? -16 : -8;
+  static constexpr int kCodeOffset = kTable == kMxfp4Values ? kMxfp4CodeOffset : 128;
+  static constexpr float kSumScale = kTable != nullptr ? -kCodeOffset
+                                     : kMin            ? 1
+                                     : kFifthBit       ? -16
+                                                       : -8;
   // The second load of a half ends where its 4 blocks end (never past the row).
   static constexpr int kSecond = 4 * kBlock - 64;
   static constexpr SlotTable kSlots = [] {
@@ -132,9 +139,9 @@ struct Nibble32 {
         lo = _mm512_mask_add_epi8(lo, _cvtu64_mask64(mlo), lo, bit4);
         hi = _mm512_mask_add_epi8(hi, _cvtu64_mask64(mhi), hi, bit4);
       }
-      if constexpr (kGrid) {
-        lo = _mm512_shuffle_epi8(Iq4Table(), lo);
-        hi = _mm512_shuffle_epi8(Iq4Table(), hi);
+      if constexpr (kTable != nullptr) {
+        lo = _mm512_shuffle_epi8(CodeTable<kTable, kCodeOffset>(), lo);
+        hi = _mm512_shuffle_epi8(CodeTable<kTable, kCodeOffset>(), hi);
       }
       u->codes[2 * h] = lo;
       u->codes[2 * h + 1] = hi;
@@ -146,6 +153,19 @@ struct Nibble32 {
           _mm256_setr_epi16(0, 9, 18, 27, 32, 41, 50, 59, 0, 9, 18, 27, 32, 41, 50, 59));
       u->wsc = _mm512_cvtph_ps(
           _mm512_castsi512_si256(_mm512_permutex2var_epi16(first[0], idx, first[1])));
+    } else if constexpr (std::is_same_v<Block, BlockMXFP4>) {
+      // The 8 E8M0 exponents (bytes 0, 17, 34, 51 of each half's first load)
+      // picked by one vpermt2b, as 2^(e - 128): float bits (e - 1) << 23, or
+      // the subnormal 2^-128 << e for e < 2.
+      const __m512i idx = _mm512_castsi128_si512(
+          _mm_setr_epi8(0, 17, 34, 51, 64, 81, 98, 115, 0, 0, 0, 0, 0, 0, 0, 0));
+      const __m256i e = _mm256_cvtepu8_epi32(
+          _mm512_castsi512_si128(_mm512_permutex2var_epi8(first[0], idx, first[1])));
+      const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+      const __m256i subnormal = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+      const __m256i bits = _mm256_mask_blend_epi32(_mm256_cmplt_epu32_mask(e, _mm256_set1_epi32(2)),
+                                                   normal, subnormal);
+      u->wsc = _mm512_broadcast_f32x8(_mm256_castsi256_ps(bits));
     } else if constexpr (kMin) {
       // d and m are adjacent: [d0 m0 d1 m1 ...] -> [d0..d7, m0..m7].
       const __m512 dm = _mm512_cvtph_ps(GatherU32x8<kBlock>(p));
@@ -160,7 +180,8 @@ using Q4_0 = Nibble32<BlockQ4_0, offsetof(BlockQ4_0, qs), false, false>;
 using Q4_1 = Nibble32<BlockQ4_1, offsetof(BlockQ4_1, qs), false, true>;
 using Q5_0 = Nibble32<BlockQ5_0, offsetof(BlockQ5_0, qs), true, false>;
 using Q5_1 = Nibble32<BlockQ5_1, offsetof(BlockQ5_1, qs), true, true>;
-using IQ4NL = Nibble32<BlockIQ4_NL, offsetof(BlockIQ4_NL, qs), false, false, true>;
+using IQ4NL = Nibble32<BlockIQ4_NL, offsetof(BlockIQ4_NL, qs), false, false, kIq4NlValues>;
+using MXFP4 = Nibble32<BlockMXFP4, offsetof(BlockMXFP4, qs), false, false, kMxfp4Values>;
 
 // IQ4_XS: a unit is one block; each 64 bytes of qs are 4 groups' nibbles in
 // the kNibble32 order already, looked up in the grid (+128) as for IQ4_NL.
@@ -478,6 +499,8 @@ void DotRow(const RowsTask& t, const uint8_t* row, int64_t b0, float* out) {
       return DotLane16<Q23K<true>, NB>(row, c, a, out);
     case WeightType::kIQ4_NL:
       return DotQuantized<IQ4NL, NB>(type, row, c, a, out);
+    case WeightType::kMXFP4:
+      return DotQuantized<MXFP4, NB>(type, row, c, a, out);
     case WeightType::kIQ4_XS:
       return DotQuantized<IQ4XS, NB>(type, row, c, a, out);
     case WeightType::kIQ1_S:
@@ -510,6 +533,7 @@ ActOrder OrderFor(WeightType type) {
     case WeightType::kQ5_1:
     case WeightType::kIQ4_NL:
     case WeightType::kIQ4_XS:
+    case WeightType::kMXFP4:
       return ActOrder::kNibble32;
     case WeightType::kQ4_K:
     case WeightType::kQ5_K:

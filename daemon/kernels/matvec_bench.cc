@@ -163,7 +163,7 @@ constexpr WeightType kBenchTypes[] = {
     WeightType::kQ5_K,    WeightType::kBF16,   WeightType::kF32,    WeightType::kQ2_K,
     WeightType::kQ3_K,    WeightType::kIQ4_NL, WeightType::kIQ4_XS, WeightType::kIQ3_S,
     WeightType::kIQ3_XXS, WeightType::kIQ2_S,  WeightType::kIQ2_XS, WeightType::kIQ2_XXS,
-    WeightType::kIQ1_M,   WeightType::kIQ1_S};
+    WeightType::kIQ1_M,   WeightType::kIQ1_S,  WeightType::kMXFP4};
 
 std::vector<int> Batches() {
   std::vector<int> out;

@@ -67,6 +67,12 @@ inline void RunRowTiles(const RowsTask& t, int64_t begin, int64_t end, DotRowFn 
   }
 }
 
+// MXFP4's codes in the unsigned form of the integer dots (see Group in
+// matvec_scalar.cc): its doubled E2M1 values -12..12 plus 12, and the zero
+// point -12 x the scale goes to the activation sums. (IQ4's 128 would do
+// too, but a zero point ten times the weights' magnitude costs f32 digits.)
+inline constexpr int kMxfp4CodeOffset = 12;
+
 struct IsaKernels {
   // Quantizes one activation vector (cols a multiple of 32) for a dot with
   // weights of `type` (the AVX-512 loops read it in a per-type order).

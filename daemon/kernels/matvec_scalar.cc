@@ -144,24 +144,34 @@ Group DecodeGroup(WeightType type, const uint8_t* row, int64_t gi) {
       break;
     }
     case WeightType::kIQ4_NL:
-    case WeightType::kIQ4_XS: {
-      // Codes are the grid value + 128, as for Q8_0.
+    case WeightType::kIQ4_XS:
+    case WeightType::kMXFP4: {
+      // Codes are the table value + an offset that makes them unsigned (IQ4:
+      // 128, as for Q8_0; MXFP4: kMxfp4CodeOffset).
+      const int8_t* table = kIq4NlValues;
+      int offset = 128;
       const uint8_t* qs;
       float scale;
       if (type == WeightType::kIQ4_NL) {
         const auto* b = reinterpret_cast<const BlockIQ4_NL*>(row) + gi;
         qs = b->qs;
         scale = F16ToF32(b->d);
+      } else if (type == WeightType::kMXFP4) {
+        const auto* b = reinterpret_cast<const BlockMXFP4*>(row) + gi;
+        qs = b->qs;
+        scale = E8M0HalfToF32(b->e);
+        table = kMxfp4Values;
+        offset = kMxfp4CodeOffset;
       } else {
         const auto* b = reinterpret_cast<const BlockIQ4_XS*>(row) + gi / 8;
         qs = b->qs + 16 * (gi % 8);
         scale = F16ToF32(b->d) * UnpackScaleIQ4XS(gi % 8, *b);
       }
       for (int j = 0; j < 16; ++j) {
-        g.codes[j] = static_cast<uint8_t>(kIq4NlValues[qs[j] & 0xF] + 128);
-        g.codes[j + 16] = static_cast<uint8_t>(kIq4NlValues[qs[j] >> 4] + 128);
+        g.codes[j] = static_cast<uint8_t>(table[qs[j] & 0xF] + offset);
+        g.codes[j + 16] = static_cast<uint8_t>(table[qs[j] >> 4] + offset);
       }
-      SetScale(&g, scale, -128 * scale);
+      SetScale(&g, scale, -offset * scale);
       break;
     }
     case WeightType::kIQ2_XXS:

@@ -168,6 +168,11 @@ Matrix MakeRandomBlockMatrix(WeightType type, int64_t rows, int64_t cols, uint32
       case WeightType::kQ3_K:
         std::memcpy(block + offsetof(BlockQ3_K, d), &kOne, 2);
         break;
+      case WeightType::kMXFP4:
+        // Exponent bytes near 127 (2^-17 .. 2^12): the whole byte would
+        // overflow f32 in the dot's sums.
+        block[0] = static_cast<uint8_t>(110 + block[0] % 32);
+        break;
       case WeightType::kIQ1_M: {
         // d = 0x3C00 spread over the top nibbles of the 4 scale words.
         uint8_t* sc = block + offsetof(BlockIQ1_M, scales);
@@ -193,7 +198,7 @@ TEST(MatVecTest, LowBitTypesOnRandomBlocksMatchOracle) {
   const WeightType types[] = {WeightType::kQ2_K,   WeightType::kQ3_K,    WeightType::kIQ4_XS,
                               WeightType::kIQ3_S,  WeightType::kIQ3_XXS, WeightType::kIQ2_S,
                               WeightType::kIQ2_XS, WeightType::kIQ2_XXS, WeightType::kIQ1_M,
-                              WeightType::kIQ1_S};
+                              WeightType::kIQ1_S,  WeightType::kMXFP4};
   for (WeightType type : types) {
     const int64_t rows = 23, cols = 1024;
     const Matrix m = MakeRandomBlockMatrix(type, rows, cols, 7 + static_cast<uint32_t>(type));

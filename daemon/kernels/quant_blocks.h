@@ -41,6 +41,7 @@ enum class WeightType : uint32_t {
   kIQ4_XS = 23,
   kIQ1_M = 29,
   kBF16 = 30,
+  kMXFP4 = 39,
 };
 
 // Every type above, for tests and benchmarks that iterate over all of them.
@@ -50,7 +51,7 @@ inline constexpr WeightType kAllWeightTypes[] = {
     WeightType::kQ2_K,    WeightType::kQ3_K,   WeightType::kQ4_K,   WeightType::kQ5_K,
     WeightType::kQ6_K,    WeightType::kIQ4_NL, WeightType::kIQ4_XS, WeightType::kIQ3_S,
     WeightType::kIQ3_XXS, WeightType::kIQ2_S,  WeightType::kIQ2_XS, WeightType::kIQ2_XXS,
-    WeightType::kIQ1_M,   WeightType::kIQ1_S,
+    WeightType::kIQ1_M,   WeightType::kIQ1_S,  WeightType::kMXFP4,
 };
 
 // Elements per super-block of the K-quants.
@@ -171,6 +172,21 @@ struct BlockIQ4_NL {
   uint8_t qs[kQK32 / 2];
 };
 static_assert(sizeof(BlockIQ4_NL) == 18);
+
+// The E2M1 (1 sign, 2 exponent, 1 mantissa bit) values of MXFP4's 4-bit
+// codes, doubled so that they are integers (ggml's kvalues_mxfp4): code c is
+// (-1)^(c >> 3) * {0, 0.5, 1, 1.5, 2, 3, 4, 6}[c & 7], times 2.
+inline constexpr int8_t kMxfp4Values[16] = {0, 1,  2,  3,  4,  6,  8,  12,
+                                            0, -1, -2, -3, -4, -6, -8, -12};
+
+// MXFP4 (OCP microscaling, gpt-oss): x = 2^(e - 128) * kMxfp4Values[q] (the
+// E8M0 scale 2^(e - 127) halved to undo the doubling; E8M0HalfToF32 in
+// fp16.h), q 4-bit, nibbles placed as in Q4_0.
+struct BlockMXFP4 {
+  uint8_t e;
+  uint8_t qs[kQK32 / 2];
+};
+static_assert(sizeof(BlockMXFP4) == 17);
 
 // 8 groups of 32: x = d * (ls[g] - 32) * kIq4NlValues[q]. ls is 6-bit: low 4
 // bits in nibble g % 2 of scales_l[g / 2], high 2 bits at bit 2g of
@@ -299,6 +315,8 @@ constexpr WeightTypeInfo GetWeightTypeInfo(WeightType type) {
       return {"IQ4_NL", kQK32, sizeof(BlockIQ4_NL)};
     case WeightType::kIQ4_XS:
       return {"IQ4_XS", kQK_K, sizeof(BlockIQ4_XS)};
+    case WeightType::kMXFP4:
+      return {"MXFP4", kQK32, sizeof(BlockMXFP4)};
     case WeightType::kIQ2_XXS:
       return {"IQ2_XXS", kQK_K, sizeof(BlockIQ2_XXS)};
     case WeightType::kIQ2_XS:

@@ -6,10 +6,15 @@
 
 #include "common/logging.h"
 #include "daemon/kernels/fp16.h"
+#include "daemon/kernels/quant_pack.h"
 #include "daemon/kernels/quantize_iq.h"
 
 namespace waste::kernels {
 namespace {
+
+using internal::PackFiveBits;
+using internal::PackKNibbles;
+using internal::PackNibbles;
 
 size_t Align64(size_t n) { return (n + 63) & ~size_t{63}; }
 
@@ -47,16 +52,6 @@ void QuantizeAffine32(const float* x, int bits, float* d_out, float* m_out, int*
   for (int j = 0; j < kQK32; ++j) q[j] = RoundClamp((x[j] - lo) * id, 0, levels);
   *d_out = d;
   *m_out = lo;
-}
-
-void PackNibbles(const int* q, uint8_t* qs) {
-  for (int j = 0; j < 16; ++j) qs[j] = static_cast<uint8_t>(q[j] | (q[j + 16] << 4));
-}
-
-uint32_t HighBits(const int* q) {
-  uint32_t qh = 0;
-  for (int j = 0; j < kQK32; ++j) qh |= static_cast<uint32_t>((q[j] >> 4) & 1) << j;
-  return qh;
 }
 
 // Q4_K / Q5_K: per sub-block of 32, x = d*sc*q - dmin*m with 6-bit sc, m.
@@ -105,15 +100,6 @@ void QuantizeKAffine(const float* x, int bits, Half* d_out, Half* dmin_out, uint
   }
   *d_out = d_h;
   *dmin_out = dmin_h;
-}
-
-void PackKNibbles(const int* q, uint8_t* qs) {
-  for (int pair = 0; pair < 4; ++pair) {
-    for (int l = 0; l < 32; ++l) {
-      qs[32 * pair + l] =
-          static_cast<uint8_t>((q[64 * pair + l] & 0xF) | ((q[64 * pair + 32 + l] & 0xF) << 4));
-    }
-  }
 }
 
 void QuantizeQ6_K(const float* x, BlockQ6_K* b) {
@@ -303,10 +289,6 @@ float SearchIq4Scale(const float* x) {
   return best_d;
 }
 
-void PackIq4Nibbles(const int* idx, uint8_t* qs) {
-  for (int j = 0; j < 16; ++j) qs[j] = static_cast<uint8_t>(idx[j] | (idx[j + 16] << 4));
-}
-
 void QuantizeIQ4_XS(const float* x, BlockIQ4_XS* b) {
   float sub_scale[8];
   for (int g = 0; g < 8; ++g) sub_scale[g] = SearchIq4Scale(x + 32 * g);
@@ -321,8 +303,34 @@ void QuantizeIQ4_XS(const float* x, BlockIQ4_XS* b) {
     b->scales_l[g / 2] |= static_cast<uint8_t>(((ls + 32) & 0xF) << (4 * (g % 2)));
     b->scales_h |= static_cast<uint16_t>(((ls + 32) >> 4) << (2 * g));
     RoundIq4(x + 32 * g, kQK32, d * ls, idx);
-    PackIq4Nibbles(idx, b->qs + 16 * g);
+    PackNibbles(idx, b->qs + 16 * g);
   }
+}
+
+// As ggml's quantize_row_mxfp4_ref: the exponent puts the largest
+// magnitude at 8..16 times the scale 2^(e - 128) (so the top level, 12, may
+// clip it by up to a third), then each element takes the nearest level, the
+// first of equals (so zero is code 0, never the -0 of code 8).
+void QuantizeMXFP4(const float* x, BlockMXFP4* b) {
+  float amax = 0;
+  for (int j = 0; j < kQK32; ++j) amax = std::max(amax, std::fabs(x[j]));
+  // ggml casts without a clamp (undefined past 0..255); no real weight is
+  // that far from 1.
+  const int e =
+      amax > 0 ? std::clamp(static_cast<int>(std::floor(std::log2(amax))) + 125, 0, 255) : 0;
+  b->e = static_cast<uint8_t>(e);
+  const float d = E8M0HalfToF32(b->e);
+  int idx[kQK32];
+  for (int j = 0; j < kQK32; ++j) {
+    int best = 0;
+    float best_err = std::fabs(kMxfp4Values[0] * d - x[j]);
+    for (int i = 1; i < 16; ++i) {
+      const float err = std::fabs(kMxfp4Values[i] * d - x[j]);
+      if (err < best_err) best = i, best_err = err;
+    }
+    idx[j] = best;
+  }
+  PackNibbles(idx, b->qs);
 }
 
 }  // namespace
@@ -381,10 +389,7 @@ void QuantizeRow(WeightType type, const float* src, void* dst, int64_t n) {
         float d;
         QuantizeSymmetric32(src + kQK32 * i, 5, &d, q);
         b->d = F32ToF16(d);
-        const uint32_t qh = HighBits(q);
-        std::memcpy(b->qh, &qh, 4);
-        for (int j = 0; j < kQK32; ++j) q[j] &= 0xF;
-        PackNibbles(q, b->qs);
+        PackFiveBits(q, b->qh, b->qs);
       }
       return;
     case WeightType::kQ5_1:
@@ -394,10 +399,7 @@ void QuantizeRow(WeightType type, const float* src, void* dst, int64_t n) {
         QuantizeAffine32(src + kQK32 * i, 5, &d, &m, q);
         b->d = F32ToF16(d);
         b->m = F32ToF16(m);
-        const uint32_t qh = HighBits(q);
-        std::memcpy(b->qh, &qh, 4);
-        for (int j = 0; j < kQK32; ++j) q[j] &= 0xF;
-        PackNibbles(q, b->qs);
+        PackFiveBits(q, b->qh, b->qs);
       }
       return;
     case WeightType::kQ4_K:
@@ -441,12 +443,17 @@ void QuantizeRow(WeightType type, const float* src, void* dst, int64_t n) {
         const float* x = src + kQK32 * i;
         b->d = F32ToF16(SearchIq4Scale(x));
         RoundIq4(x, kQK32, F16ToF32(b->d), q);
-        PackIq4Nibbles(q, b->qs);
+        PackNibbles(q, b->qs);
       }
       return;
     case WeightType::kIQ4_XS:
       for (int64_t i = 0; i < nb; ++i) {
         QuantizeIQ4_XS(src + kQK_K * i, static_cast<BlockIQ4_XS*>(dst) + i);
+      }
+      return;
+    case WeightType::kMXFP4:
+      for (int64_t i = 0; i < nb; ++i) {
+        QuantizeMXFP4(src + kQK32 * i, static_cast<BlockMXFP4*>(dst) + i);
       }
       return;
     case WeightType::kIQ2_XXS:

@@ -24,11 +24,16 @@
 
 #include "common/logging.h"
 #include "daemon/kernels/fp16.h"
+#include "daemon/kernels/quant_pack.h"
 #include "daemon/kernels/quantize.h"
 #include "daemon/kernels/quantize_iq.h"
 
 namespace waste::kernels {
 namespace {
+
+using internal::PackFiveBits;
+using internal::PackKNibbles;
+using internal::PackNibbles;
 
 // round(v) clamped to [lo, hi], ties to even as std::nearbyint in the
 // default rounding mode, without its library call (the searches below round
@@ -259,15 +264,6 @@ void PackScaleMinK4(const int* sc, const int* m, uint8_t* scales) {
   }
 }
 
-void PackKNibbles(const uint8_t* q, uint8_t* qs) {
-  for (int pair = 0; pair < 4; ++pair) {
-    for (int l = 0; l < 32; ++l) {
-      qs[32 * pair + l] =
-          static_cast<uint8_t>((q[64 * pair + l] & 0xF) | ((q[64 * pair + 32 + l] & 0xF) << 4));
-    }
-  }
-}
-
 void QuantizeQ4K(const float* x, const float* w, BlockQ4_K* b) {
   int sc[8], m[8];
   uint8_t q[kQK_K];
@@ -456,15 +452,11 @@ float SearchIq4Scale(const float* x, const float* w, int* idx) {
   return best_d;
 }
 
-void PackIq4Nibbles(const int* idx, uint8_t* qs) {
-  for (int j = 0; j < 16; ++j) qs[j] = static_cast<uint8_t>(idx[j] | (idx[j + 16] << 4));
-}
-
 void QuantizeIQ4NL(const float* x, const float* w, BlockIQ4_NL* b) {
   int idx[kQK32];
   b->d = F32ToF16(SearchIq4Scale(x, w, idx));
   EncodeIq4(x, w, kQK32, F16ToF32(b->d), idx);
-  PackIq4Nibbles(idx, b->qs);
+  PackNibbles(idx, b->qs);
 }
 
 double EncodeIq4Xs(const float* x, const float* w, float d, const int* ls, int* idx) {
@@ -510,21 +502,11 @@ void QuantizeIQ4XS(const float* x, const float* w, BlockIQ4_XS* b) {
   for (int g = 0; g < 8; ++g) {
     b->scales_l[g / 2] |= static_cast<uint8_t>(((ls[g] + 32) & 0xF) << (4 * (g % 2)));
     b->scales_h |= static_cast<uint16_t>(((ls[g] + 32) >> 4) << (2 * g));
-    PackIq4Nibbles(idx + 32 * g, b->qs + 16 * g);
+    PackNibbles(idx + 32 * g, b->qs + 16 * g);
   }
 }
 
 // ---- Q4_0, Q5_0 (x = d * (q - 2^(b-1))) and Q4_1, Q5_1 (x = d * q + m).
-
-void PackNibbles(const int* q, uint8_t* qs) {
-  for (int j = 0; j < 16; ++j) qs[j] = static_cast<uint8_t>(q[j] | (q[j + 16] << 4));
-}
-
-uint32_t HighBits(const int* q) {
-  uint32_t qh = 0;
-  for (int j = 0; j < kQK32; ++j) qh |= static_cast<uint32_t>((q[j] >> 4) & 1) << j;
-  return qh;
-}
 
 // Symmetric b-bit codes q + 2^(b-1) of 32 values; returns d (f16).
 Half LegacySymmetric(const float* x, const float* w, int bits, int* q) {
@@ -614,10 +596,7 @@ void QuantizeRowWeighted(WeightType type, const float* src, void* dst, int64_t n
       case WeightType::kQ5_0: {
         auto* b = reinterpret_cast<BlockQ5_0*>(out);
         b->d = LegacySymmetric(x, w, 5, q);
-        const uint32_t qh = HighBits(q);
-        std::memcpy(b->qh, &qh, 4);
-        for (int j = 0; j < kQK32; ++j) q[j] &= 0xF;
-        PackNibbles(q, b->qs);
+        PackFiveBits(q, b->qh, b->qs);
         break;
       }
       case WeightType::kQ4_1: {
@@ -629,10 +608,7 @@ void QuantizeRowWeighted(WeightType type, const float* src, void* dst, int64_t n
       case WeightType::kQ5_1: {
         auto* b = reinterpret_cast<BlockQ5_1*>(out);
         LegacyAffine(x, w, 5, &b->d, &b->m, q);
-        const uint32_t qh = HighBits(q);
-        std::memcpy(b->qh, &qh, 4);
-        for (int j = 0; j < kQK32; ++j) q[j] &= 0xF;
-        PackNibbles(q, b->qs);
+        PackFiveBits(q, b->qh, b->qs);
         break;
       }
       default:

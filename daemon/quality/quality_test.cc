@@ -343,6 +343,50 @@ TEST(QuantizeSyntheticTest, KQuantsConvertRowsOf256AndStayCloseToTheSource) {
   }
 }
 
+// mxfp4 as llama.cpp's MXFP4_MOE: the expert stacks MXFP4, every other
+// matrix Q8_0, the head Q6_K; --pure makes them all MXFP4.
+TEST(QuantizeSyntheticTest, Mxfp4QuantizesTheExpertsAsLlamaCppsMxfp4Moe) {
+  storage::MemEnv env;
+  tools::MkModelOptions mk;
+  mk.arch = tools::SyntheticArch::kQwen3Moe;
+  mk.out = "/m/f32.gguf";
+  mk.dim = 256;
+  mk.layers = 2;
+  mk.heads = 4;
+  mk.experts = 4;
+  mk.expert_ffn = 128;
+  mk.type = GgmlType::kF32;
+  mk.threads = 2;
+  ASSERT_TRUE(tools::WriteSyntheticModel(mk, &env).ok());
+  for (bool pure : {false, true}) {
+    SCOPED_TRACE(pure ? "pure" : "mixture");
+    const std::string out = pure ? "/m/mxfp4-pure.gguf" : "/m/mxfp4.gguf";
+    QuantizeOptions options;
+    options.type = GgmlType::kMXFP4;
+    options.pure = pure;
+    options.threads = 2;
+    auto report = QuantizeModel(&env, mk.out, out, options);
+    ASSERT_TRUE(report.ok()) << report.status();
+    auto gguf = storage::GgufFile::Open(&env, out);
+    ASSERT_TRUE(gguf.ok()) << gguf.status();
+    EXPECT_EQ(*(*gguf)->GetUint("general.file_type"), 38u);
+    EXPECT_EQ((*gguf)->FindTensor("blk.1.ffn_down_exps.weight")->type, GgmlType::kMXFP4);
+    EXPECT_EQ((*gguf)->FindTensor("blk.0.ffn_gate_exps.weight")->type, GgmlType::kMXFP4);
+    EXPECT_EQ((*gguf)->FindTensor("blk.0.attn_q.weight")->type,
+              pure ? GgmlType::kMXFP4 : GgmlType::kQ8_0);
+    EXPECT_EQ((*gguf)->FindTensor("output.weight")->type,
+              pure ? GgmlType::kMXFP4 : GgmlType::kQ6_K);
+    EXPECT_EQ((*gguf)->FindTensor("blk.0.attn_norm.weight")->type, GgmlType::kF32);
+    for (int64_t row : {0, 5}) {
+      // 3 bits of E2M1 and a power-of-two scale per 32: ~0.1 on Gaussian rows.
+      EXPECT_LT(RelativeRmsError(ReadRow(&env, mk.out, "blk.1.ffn_down_exps.weight", row),
+                                 ReadRow(&env, out, "blk.1.ffn_down_exps.weight", row)),
+                0.15)
+          << "row " << row;
+    }
+  }
+}
+
 TEST(QuantizeSyntheticTest, ReadErrorsNameTheTensorAndLeaveNoOutput) {
   storage::MemEnv mem;
   tools::MkModelOptions mk;

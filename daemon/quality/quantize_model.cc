@@ -53,7 +53,7 @@ constexpr TargetType kTargets[] = {
     {"iq2_s", GgmlType::kIQ2_S, 28},     {"iq2_xs", GgmlType::kIQ2_XS, 20},
     {"iq2_xxs", GgmlType::kIQ2_XXS, 19}, {"iq1_m", GgmlType::kIQ1_M, 31},
     {"iq1_s", GgmlType::kIQ1_S, 24},     {"f16", GgmlType::kF16, 1},
-    {"bf16", GgmlType::kBF16, 32},
+    {"bf16", GgmlType::kBF16, 32},       {"mxfp4", GgmlType::kMXFP4, 38},  // MXFP4_MOE
 };
 
 std::string TargetList() {
@@ -112,6 +112,11 @@ GgmlType TensorTarget(const storage::TensorInfo& t, const std::string& head, Ggm
   if (t.name == head && type != GgmlType::kQ8_0 && !IsFloatType(type)) {
     if (t.shape[0] % kernels::kQK_K != 0) return GgmlType::kQ8_0;
     return IsLowBitGridTarget(type) ? GgmlType::kQ5_K : GgmlType::kQ6_K;
+  }
+  // llama.cpp's MXFP4_MOE: the expert stacks (3-D) MXFP4, every other
+  // matrix Q8_0.
+  if (type == GgmlType::kMXFP4) {
+    return t.shape.size() >= 3 && t.shape[2] > 1 ? GgmlType::kMXFP4 : GgmlType::kQ8_0;
   }
   // Untied token embeddings: looked up, never multiplied, so no importance
   // is ever collected for them.
@@ -402,7 +407,8 @@ int RunQuantize(const std::vector<std::string>& args) {
       "usage: wasted quantize IN.gguf OUT.gguf --type TYPE [--imatrix FILE] [--threads N]\n"
       "                       [--pure] [--tensor-type GLOB=TYPE ...] [--allow-requantize]\n"
       "  TYPE: q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k iq4_nl iq4_xs iq3_s\n"
-      "        iq3_xxs iq2_s iq2_xs iq2_xxs iq1_m iq1_s f16 bf16\n"
+      "        iq3_xxs iq2_s iq2_xs iq2_xxs iq1_m iq1_s mxfp4 f16 bf16\n"
+      "        (mxfp4: the expert matrices, the others q8_0, as llama.cpp's MXFP4_MOE)\n"
       "  --imatrix FILE  column importances (wasted imatrix, or llama.cpp's llama-imatrix):\n"
       "                  a weighted scale search instead of plain rounding; required for\n"
       "                  iq2_s iq2_xs iq2_xxs iq1_m iq1_s\n"

@@ -108,10 +108,11 @@ struct QuantizeReport {
 
 // Target types `wasted quantize` writes: q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k
 // q4_k q5_k q6_k iq4_nl iq4_xs iq3_s iq3_xxs iq2_s iq2_xs iq2_xxs iq1_m
-// iq1_s f16 bf16 (case-insensitive). INVALID_ARGUMENT listing them
-// otherwise. Without an importance matrix the 2-4-bit types use a plain
-// scale search per block (kernels::QuantizeRow), so their error is larger
-// than llama.cpp's imatrix files of the same type.
+// iq1_s mxfp4 f16 bf16 (case-insensitive). mxfp4 is llama.cpp's MXFP4_MOE
+// (ftype 38): expert stacks MXFP4, the other matrices Q8_0 (unless --pure). INVALID_ARGUMENT
+// listing them otherwise. Without an importance matrix the 2-4-bit types use a plain scale search
+// per block (kernels::QuantizeRow), so their error is larger than llama.cpp's imatrix files of the
+// same type.
 absl::StatusOr<storage::GgmlType> ParseQuantizeType(std::string_view name);
 
 // llama.cpp's LLAMA_FTYPE for a file whose matrices are `type`: Q8_0 -> 7,

@@ -26,7 +26,7 @@ Writes a synthetic GGUF model (random weights, llama.cpp's names and keys).
   --out FILE          where to write (required)
   --type T            matrix type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k
                       q5_k q6_k iq4_nl iq4_xs iq3_s iq3_xxs iq2_s iq2_xs iq2_xxs
-                      iq1_m iq1_s (q8_0)
+                      iq1_m iq1_s mxfp4 (q8_0)
   --dim N --layers N --heads N --kv-heads N --head-dim N --ffn N --ctx N
   --vocab N           token count (default: the tokenizer's)
   --experts N --experts-used N --expert-ffn N     MoE archs
@@ -73,7 +73,7 @@ absl::StatusOr<MkModelOptions> ParseMkModelArgs(const std::vector<std::string>& 
     return absl::InvalidArgumentError(absl::StrCat(
         "--type ", type,
         " is not one of f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k iq4_nl "
-        "iq4_xs iq3_s iq3_xxs iq2_s iq2_xs iq2_xxs iq1_m iq1_s"));
+        "iq4_xs iq3_s iq3_xxs iq2_s iq2_xs iq2_xxs iq1_m iq1_s mxfp4"));
   }
   o.type = *ggml_type;
   struct IntFlag {

@@ -244,7 +244,7 @@ INSTANTIATE_TEST_SUITE_P(
                       GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K, GgmlType::kQ2_K,
                       GgmlType::kQ3_K, GgmlType::kIQ4_NL, GgmlType::kIQ4_XS, GgmlType::kIQ3_S,
                       GgmlType::kIQ3_XXS, GgmlType::kIQ2_S, GgmlType::kIQ2_XS, GgmlType::kIQ2_XXS,
-                      GgmlType::kIQ1_M, GgmlType::kIQ1_S),
+                      GgmlType::kIQ1_M, GgmlType::kIQ1_S, GgmlType::kMXFP4),
     [](const auto& info) { return std::string(storage::GgmlTypeName(info.param)); });
 
 TEST(MkModelTest, FallsBackWhereRowsAreNotWholeBlocks) {

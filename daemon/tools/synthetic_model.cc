@@ -326,6 +326,8 @@ uint32_t FileTypeFor(GgmlType type) {
       return 18;
     case GgmlType::kBF16:
       return 32;
+    case GgmlType::kMXFP4:
+      return 38;  // MXFP4_MOE
     default:
       return 0;
   }
