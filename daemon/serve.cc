@@ -332,6 +332,12 @@ int RunServe(const std::vector<std::string>& raw_args) {
     }
     read_faults = std::make_unique<ReadFaultInjection>(storage::Env::Default(), *faults);
   }
+  // The signal handlers exist before anything serves: a SIGTERM that comes
+  // as soon as the socket answers waits for io.run() below instead of
+  // killing the daemon.
+  boost::asio::io_context io;
+  boost::asio::signal_set hangups(io, SIGHUP);
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   engine::Engine engine(read_faults != nullptr ? read_faults->env() : storage::Env::Default(),
                         &catalog, *config);
   WasteService service(&engine, {.metrics = &request_metrics, .api_key = *api_key});
@@ -371,8 +377,6 @@ int RunServe(const std::vector<std::string>& raw_args) {
   }
   NotifySystemd("READY=1\nSTATUS=serving");
 
-  boost::asio::io_context io;
-  boost::asio::signal_set hangups(io, SIGHUP);
   std::function<void()> await_hangup = [&] {
     hangups.async_wait([&](const boost::system::error_code& error, int) {
       if (error) return;
@@ -381,7 +385,6 @@ int RunServe(const std::vector<std::string>& raw_args) {
     });
   };
   await_hangup();
-  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& error, int signal_number) {
     if (error) return;
     hangups.cancel();
