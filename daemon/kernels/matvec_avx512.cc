@@ -78,20 +78,23 @@ inline __m512 ScaleTwice(__m128i halves) {
 // elements of each block) and high nibbles (the last 16); the activation is
 // in kNibble32 order to match. Both nibbles of a byte belong to one block, so
 // the two vpdpbusd of a half chain into one zmm of lanes, 4 lanes per block.
-// IQ4_NL and MXFP4 (kTable) look their nibbles up in their table, + 128
-// (IQ4) or + kMxfp4CodeOffset, which is then the zero point.
-template <typename Block, int kQsOffset, bool kFifthBit, bool kMin, const int8_t* kTable = nullptr>
+// IQ4_NL and MXFP4 (kCodes) look their nibbles up in their table, + 128
+// (IQ4) or + kMxfp4CodeOffset, which is then the zero point. (An enum, not
+// the table's address: GCC's sanitizers make address comparisons
+// non-constant.)
+enum class NibbleCodes { kPlain, kIq4Nl, kMxfp4 };
+
+template <typename Block, int kQsOffset, bool kFifthBit, bool kMin,
+          NibbleCodes kCodes = NibbleCodes::kPlain>
 struct Nibble32 {
   static constexpr int kBlock = sizeof(Block);
   static constexpr int kUnitBytes = 8 * kBlock;
   static constexpr ActOrder kOrder = ActOrder::kNibble32;
   static constexpr int kLaneVecs = 2;
   static constexpr bool kPer16 = false;
-  static constexpr int kCodeOffset = kTable == kMxfp4Values ? kMxfp4CodeOffset : 128;
-  static constexpr float kSumScale = kTable != nullptr ? -kCodeOffset
-                                     : kMin            ? 1
-                                     : kFifthBit       ? -16
-                                                       : -8;
+  static constexpr bool kTabled = kCodes != NibbleCodes::kPlain;
+  static constexpr int kCodeOffset = kCodes == NibbleCodes::kMxfp4 ? kMxfp4CodeOffset : 128;
+  static constexpr float kSumScale = kTabled ? -kCodeOffset : kMin ? 1 : kFifthBit ? -16 : -8;
   // The second load of a half ends where its 4 blocks end (never past the row).
   static constexpr int kSecond = 4 * kBlock - 64;
   static constexpr SlotTable kSlots = [] {
@@ -139,9 +142,12 @@ struct Nibble32 {
         lo = _mm512_mask_add_epi8(lo, _cvtu64_mask64(mlo), lo, bit4);
         hi = _mm512_mask_add_epi8(hi, _cvtu64_mask64(mhi), hi, bit4);
       }
-      if constexpr (kTable != nullptr) {
-        lo = _mm512_shuffle_epi8(CodeTable<kTable, kCodeOffset>(), lo);
-        hi = _mm512_shuffle_epi8(CodeTable<kTable, kCodeOffset>(), hi);
+      if constexpr (kTabled) {
+        const __m512i table = kCodes == NibbleCodes::kMxfp4
+                                  ? CodeTable<kMxfp4Values, kCodeOffset>()
+                                  : CodeTable<kIq4NlValues, kCodeOffset>();
+        lo = _mm512_shuffle_epi8(table, lo);
+        hi = _mm512_shuffle_epi8(table, hi);
       }
       u->codes[2 * h] = lo;
       u->codes[2 * h + 1] = hi;
@@ -180,8 +186,8 @@ using Q4_0 = Nibble32<BlockQ4_0, offsetof(BlockQ4_0, qs), false, false>;
 using Q4_1 = Nibble32<BlockQ4_1, offsetof(BlockQ4_1, qs), false, true>;
 using Q5_0 = Nibble32<BlockQ5_0, offsetof(BlockQ5_0, qs), true, false>;
 using Q5_1 = Nibble32<BlockQ5_1, offsetof(BlockQ5_1, qs), true, true>;
-using IQ4NL = Nibble32<BlockIQ4_NL, offsetof(BlockIQ4_NL, qs), false, false, kIq4NlValues>;
-using MXFP4 = Nibble32<BlockMXFP4, offsetof(BlockMXFP4, qs), false, false, kMxfp4Values>;
+using IQ4NL = Nibble32<BlockIQ4_NL, offsetof(BlockIQ4_NL, qs), false, false, NibbleCodes::kIq4Nl>;
+using MXFP4 = Nibble32<BlockMXFP4, offsetof(BlockMXFP4, qs), false, false, NibbleCodes::kMxfp4>;
 
 // IQ4_XS: a unit is one block; each 64 bytes of qs are 4 groups' nibbles in
 // the kNibble32 order already, looked up in the grid (+128) as for IQ4_NL.
