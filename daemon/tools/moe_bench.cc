@@ -1,7 +1,7 @@
 // moe_bench MODEL.gguf [threads]: on a fully resident MoE model, the
 // routed-expert bytes a token touches in a 32-token prefill run as one
 // chunked batch versus token at a time, and decode speed.
-//   bazel run -c opt //daemon/model:moe_bench -- /tmp/ds2.gguf 8
+//   bazel run -c opt //daemon/tools:moe_bench -- /tmp/ds2.gguf 8
 // (e.g. after `wasted mkmodel --arch deepseek2 --dim 1024 --layers 8
 //  --experts 64 --experts-used 6 --expert-ffn 512 --type q4_0 --out ...`).
 #include <chrono>
