@@ -30,6 +30,7 @@
 
 #include "common/logging.h"
 #include "daemon/kernels/fp16.h"
+#include "daemon/kernels/matvec_avx2_internal.h"
 #include "daemon/kernels/matvec_internal.h"
 
 namespace waste::kernels::internal::avx2_tiled {
@@ -548,59 +549,23 @@ void RowsTiled(const RowsTask& t, int64_t begin, int64_t end) {
   }
 }
 
-// Per block of 32 as QuantizeActsAvx2 (the same instructions, so the natural
-// arrays agree with it), then per unit qp, ds and zs in the type's lane order.
+// The natural arrays as every AVX2 loop has them (avx2::QuantizeBlocks), then
+// per unit qp, ds and zs in the type's lane order.
 void QuantizeActsTiled(WeightType type, const float* x, int64_t cols, const QuantizedActs& out) {
-  const __m256 sign_mask = _mm256_set1_ps(-0.0f);
-  alignas(32) int32_t isum[8];
   const LaneMap& map = type == WeightType::kQ4_K ? kQ4KMap : kNaturalMap;
   const int zero_point = type == WeightType::kQ4_0    ? Q4_0::kZeroPoint
                          : type == WeightType::kMXFP4 ? TableNibbles<WeightType::kMXFP4>::kZeroPoint
                                                       : 0;
-  for (int64_t b = 0; b < cols / 32; ++b) {
-    __m256 v[4];
-    __m256 amax = _mm256_setzero_ps();
-    for (int i = 0; i < 4; ++i) {
-      v[i] = _mm256_loadu_ps(x + 32 * b + 8 * i);
-      amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign_mask, v[i]));
-    }
-    __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
-    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-    m = _mm_max_ss(m, _mm_movehdup_ps(m));
-    const float max_abs = _mm_cvtss_f32(m);
-    const float d = max_abs / 127;
-    const __m256 id = _mm256_set1_ps(max_abs != 0 ? 127 / max_abs : 0.0f);
-    __m256i q[4];
-    for (int i = 0; i < 4; ++i) {
-      q[i] =
-          _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[i], id), _MM_FROUND_TO_NEAREST_INT));
-    }
-    const __m256i s0 = _mm256_add_epi32(q[0], q[1]), s1 = _mm256_add_epi32(q[2], q[3]);
-    const __m256 sums = _mm256_cvtepi32_ps(_mm256_hadd_epi32(s0, s1));
-    alignas(32) float part[8];
-    _mm256_store_ps(part, sums);
-    const float sum0 = part[0] + part[1] + part[4] + part[5];
-    const float sum1 = part[2] + part[3] + part[6] + part[7];
-    const __m256i p16a = _mm256_packs_epi32(q[0], q[1]), p16b = _mm256_packs_epi32(q[2], q[3]);
-    __m256i p8 = _mm256_packs_epi16(p16a, p16b);
-    p8 = _mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-    _mm256_store_si256(reinterpret_cast<__m256i*>(out.qs + 32 * b), p8);
-    out.d[b] = d;
-    out.s16[2 * b] = d * sum0;
-    out.s16[2 * b + 1] = d * sum1;
-    out.s32[b] = d * (sum0 + sum1);
-    // The block's int sum, exact (the float sums above are of at most 32
-    // values of |q| <= 127, also exact, but kept as QuantizeActsAvx2 has them).
-    isum[b % 8] = static_cast<int32_t>(sum0 + sum1);
-    if (b % 8 == 7) {
-      const int64_t un = b / 8;
-      for (int j = 0; j < 8; ++j) {
-        out.ds[8 * un + j] = out.d[8 * un + map.block[j]];
-        out.zs[8 * un + j] = zero_point * isum[map.block[j]];
-      }
-    }
-  }
+  // The block sums land in zs (one per block, as zs has one per lane), and
+  // each unit's 8 are copied out before their lane-order values replace them.
+  avx2::QuantizeBlocks(x, cols, out, out.zs);
   for (int64_t un = 0; un < cols / 256; ++un) {
+    int32_t isum[8];
+    std::memcpy(isum, out.zs + 8 * un, sizeof(isum));
+    for (int j = 0; j < 8; ++j) {
+      out.ds[8 * un + j] = out.d[8 * un + map.block[j]];
+      out.zs[8 * un + j] = zero_point * isum[map.block[j]];
+    }
     const int8_t* src = out.qs + 256 * un;
     int8_t* dst = out.qp + 256 * un;
     for (int i = 0; i < 8; ++i) {

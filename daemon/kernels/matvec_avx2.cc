@@ -332,8 +332,15 @@ void RowsAvx2(const RowsTask& t, int64_t begin, int64_t end) {
   });
 }
 
-// Per block of 32: d = max|x| / 127, qs = round(x * 127 / max|x|).
 void QuantizeActsAvx2(WeightType, const float* x, int64_t cols, const QuantizedActs& out) {
+  avx2::QuantizeBlocks(x, cols, out, nullptr);
+}
+
+}  // namespace
+
+namespace avx2 {
+
+void QuantizeBlocks(const float* x, int64_t cols, const QuantizedActs& out, int32_t* block_sums) {
   const __m256 sign_mask = _mm256_set1_ps(-0.0f);
   for (int64_t b = 0; b < cols / 32; ++b) {
     __m256 v[4];
@@ -369,10 +376,12 @@ void QuantizeActsAvx2(WeightType, const float* x, int64_t cols, const QuantizedA
     out.s16[2 * b] = d * sum0;
     out.s16[2 * b + 1] = d * sum1;
     out.s32[b] = d * (sum0 + sum1);
+    // Sums of at most 32 values of |q| <= 127: exact in f32.
+    if (block_sums != nullptr) block_sums[b] = static_cast<int32_t>(sum0 + sum1);
   }
 }
 
-}  // namespace
+}  // namespace avx2
 
 const IsaKernels& Avx2Kernels() {
   static constexpr IsaKernels kKernels = {&QuantizeActsAvx2, &RowsAvx2};
