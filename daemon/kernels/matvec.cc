@@ -1,5 +1,6 @@
 #include "daemon/kernels/matvec.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 #include <string>
@@ -69,6 +70,42 @@ int64_t MinRowsPerChunk(const WeightView& w) {
   return std::max<int64_t>(1, (16 << 10) / row_bytes);
 }
 
+// Quantizes the batch's input vectors for `type` into `scratch` (validated
+// large enough): the QuantizedActs headers first, then each vector's arrays.
+const QuantizedActs* QuantizeBatch(const IsaKernels& kernels, WeightType type, int64_t cols,
+                                   const float* x, int64_t x_stride, int64_t batch,
+                                   Scratch* scratch) {
+  auto* base = static_cast<uint8_t*>(scratch->data());
+  auto* headers = reinterpret_cast<QuantizedActs*>(base);
+  uint8_t* arrays = base + ((batch * sizeof(QuantizedActs) + 63) & ~size_t{63});
+  for (int64_t b = 0; b < batch; ++b) {
+    headers[b] = LayoutActs(arrays + b * ActsScratchBytes(cols), cols);
+    kernels.quantize_acts(type, x + b * x_stride, cols, headers[b]);
+  }
+  return headers;
+}
+
+// The rows of all `tasks` (one weight type and shape) as one range, the
+// first task's rows first, run on the pool.
+void RunTasks(const IsaKernels& kernels, std::span<const RowsTask> tasks, ThreadPool* pool) {
+  if (tasks.empty()) return;
+  int64_t total = 0;
+  for (const RowsTask& t : tasks) total += t.w.rows;
+  auto run = [&](int64_t begin, int64_t end) {
+    int64_t first = 0;
+    for (const RowsTask& t : tasks) {
+      const int64_t b = std::max(begin, first), e = std::min(end, first + t.w.rows);
+      if (b < e) kernels.rows(t, b - first, e - first);
+      first += t.w.rows;
+    }
+  };
+  if (pool == nullptr) {
+    run(0, total);
+  } else {
+    pool->ParallelFor(total, run, MinRowsPerChunk(tasks.front().w));
+  }
+}
+
 }  // namespace
 
 void Scratch::FreeDeleter::operator()(void* p) const { std::free(p); }
@@ -102,36 +139,48 @@ absl::Status MatMul(const WeightView& w, const float* x, int64_t x_stride, int64
 absl::Status MatMulOnIsa(Isa isa, const WeightView& w, const float* x, int64_t x_stride,
                          int64_t batch, float* y, int64_t y_stride, ThreadPool* pool,
                          Scratch* scratch) {
-  if (absl::Status s = Validate(w, x, batch, y, scratch); !s.ok()) return s;
+  const SharedProduct product{w, y, y_stride};
+  return MatMulSharedOnIsa(isa, {&product, 1}, x, x_stride, batch, pool, scratch);
+}
+
+absl::Status MatMulShared(std::span<const SharedProduct> products, const float* x, int64_t x_stride,
+                          int64_t batch, ThreadPool* pool, Scratch* scratch) {
+  return MatMulSharedOnIsa(DetectIsa(), products, x, x_stride, batch, pool, scratch);
+}
+
+absl::Status MatMulSharedOnIsa(Isa isa, std::span<const SharedProduct> products, const float* x,
+                               int64_t x_stride, int64_t batch, ThreadPool* pool,
+                               Scratch* scratch) {
+  if (products.size() > static_cast<size_t>(kMaxSharedProducts)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "matvec: ", products.size(), " products share an input, at most ", kMaxSharedProducts));
+  }
+  for (const SharedProduct& p : products) {
+    if (absl::Status s = Validate(p.w, x, batch, p.y, scratch); !s.ok()) return s;
+    if (p.w.cols != products.front().w.cols) {
+      return absl::InvalidArgumentError(absl::StrCat("matvec: matrices of ", p.w.cols, " and ",
+                                                     products.front().w.cols,
+                                                     " columns cannot share an input"));
+    }
+  }
   WCHECK(static_cast<int>(isa) <= static_cast<int>(SupportedIsas().back()))
       << "ISA " << IsaName(isa) << " not supported by this CPU";
-  if (w.rows == 0) return absl::OkStatus();
-  const IsaKernels& kernels = KernelsFor(isa, w.type);
-
-  RowsTask task;
-  task.w = w;
-  task.batch = batch;
-  task.x = x;
-  task.x_stride = x_stride;
-  task.y = y;
-  task.y_stride = y_stride;
-  if (UsesQuantizedActivations(w.type)) {
-    // Layout: the QuantizedActs headers first, then each vector's arrays.
-    auto* base = static_cast<uint8_t*>(scratch->data());
-    auto* headers = reinterpret_cast<QuantizedActs*>(base);
-    uint8_t* arrays = base + ((batch * sizeof(QuantizedActs) + 63) & ~size_t{63});
-    for (int64_t b = 0; b < batch; ++b) {
-      headers[b] = LayoutActs(arrays + b * ActsScratchBytes(w.cols), w.cols);
-      kernels.quantize_acts(w.type, x + b * x_stride, w.cols, headers[b]);
+  RowsTask tasks[kMaxSharedProducts];
+  for (size_t i = 0; i < products.size();) {
+    // A run of one type: one quantized input, one loop.
+    const WeightType type = products[i].w.type;
+    const IsaKernels& kernels = KernelsFor(isa, type);
+    const QuantizedActs* acts = nullptr;
+    if (UsesQuantizedActivations(type)) {
+      acts = QuantizeBatch(kernels, type, products[i].w.cols, x, x_stride, batch, scratch);
     }
-    task.acts = headers;
-  }
-  if (pool == nullptr) {
-    kernels.rows(task, 0, w.rows);
-  } else {
-    pool->ParallelFor(
-        w.rows, [&](int64_t begin, int64_t end) { kernels.rows(task, begin, end); },
-        MinRowsPerChunk(w));
+    int n = 0;
+    for (; i < products.size() && products[i].w.type == type; ++i) {
+      const SharedProduct& p = products[i];
+      if (p.w.rows == 0) continue;
+      tasks[n++] = RowsTask{p.w, batch, x, x_stride, acts, p.y, p.y_stride};
+    }
+    RunTasks(kernels, {tasks, static_cast<size_t>(n)}, pool);
   }
   return absl::OkStatus();
 }

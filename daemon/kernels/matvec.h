@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 
 #include "absl/status/status.h"
 #include "daemon/kernels/cpu_features.h"
@@ -76,6 +77,29 @@ absl::Status MatVec(const WeightView& w, const float* x, float* y, ThreadPool* p
 // Each weight row is read from memory once for the whole batch.
 absl::Status MatMul(const WeightView& w, const float* x, int64_t x_stride, int64_t batch, float* y,
                     int64_t y_stride, ThreadPool* pool, Scratch* scratch);
+
+// One matrix of a MatMulShared call and where its results go:
+// y[b * y_stride + r] for its rows r.
+struct SharedProduct {
+  WeightView w;
+  float* y = nullptr;
+  int64_t y_stride = 0;
+};
+
+// The most matrices one MatMulShared call takes.
+inline constexpr int kMaxSharedProducts = 8;
+
+// MatMul of several matrices by the same input (Q, K and V; gate and up):
+// each y is to the bit what MatMul of its matrix gives, but the input is
+// quantized once for every run of consecutive matrices of one type, and the
+// rows of a run go to the pool as one parallel loop, so the small matrices
+// (K and V of grouped-query attention) do not each pay a loop's start and
+// tail. Every matrix has x's cols. Errors as MatMul (and for more than
+// kMaxSharedProducts matrices); nothing is written then.
+absl::Status MatMulShared(std::span<const SharedProduct> products, const float* x, int64_t x_stride,
+                          int64_t batch, ThreadPool* pool, Scratch* scratch);
+absl::Status MatMulSharedOnIsa(Isa isa, std::span<const SharedProduct> products, const float* x,
+                               int64_t x_stride, int64_t batch, ThreadPool* pool, Scratch* scratch);
 
 // As MatMul, on an explicit family (tests and benchmarks compare them); `isa`
 // must be one that SupportedIsas() lists (CHECKed).

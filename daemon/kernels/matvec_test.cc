@@ -304,6 +304,74 @@ TEST(MatMulTest, EachRowIsBitIdenticalToItsBatchOfOne) {
   }
 }
 
+// Matrices that share an input give, to the bit, what a MatMul each gives:
+// runs of one type (one quantized input, one loop over their rows) and a
+// change of type between them, with padded strides and strided outputs.
+TEST(MatMulSharedTest, EachProductIsBitIdenticalToItsOwnMatMul) {
+  ThreadPool pool(2);
+  const int64_t cols = 512, x_stride = cols + 5;
+  const std::vector<std::vector<std::pair<WeightType, int64_t>>> groups = {
+      {{WeightType::kQ4_0, 37}, {WeightType::kQ4_0, 5}, {WeightType::kQ4_0, 5}},
+      {{WeightType::kQ4_K, 300}, {WeightType::kQ4_K, 40}, {WeightType::kQ6_K, 40}},
+      {{WeightType::kQ8_0, 64}, {WeightType::kQ8_0, 0}, {WeightType::kQ8_0, 130}},
+      {{WeightType::kF16, 9}, {WeightType::kQ5_K, 11}, {WeightType::kQ5_K, 7}},
+  };
+  for (const auto& group : groups) {
+    std::vector<Matrix> ms;
+    size_t scratch_bytes = 0;
+    for (auto [type, rows] : group) {
+      ms.push_back(MakeMatrix(type, rows, cols, rows % 3, static_cast<uint32_t>(rows + 7)));
+      scratch_bytes = std::max(scratch_bytes, MatVecScratchBytes(type, cols, 5));
+    }
+    Scratch scratch(scratch_bytes);
+    for (int64_t batch : {1, 3, 5}) {
+      const std::vector<float> x = MakeInput(x_stride * batch, static_cast<uint32_t>(batch));
+      for (Isa isa : SupportedIsas()) {
+        for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+          std::vector<std::vector<float>> alone, shared;
+          std::vector<SharedProduct> products;
+          for (const Matrix& m : ms) {
+            const int64_t y_stride = m.rows + 1;
+            alone.emplace_back(y_stride * batch, NAN);
+            shared.emplace_back(y_stride * batch, NAN);
+            ASSERT_TRUE(MatMulOnIsa(isa, m.view(), x.data(), x_stride, batch, alone.back().data(),
+                                    y_stride, p, &scratch)
+                            .ok());
+          }
+          for (size_t i = 0; i < ms.size(); ++i)
+            products.push_back({ms[i].view(), shared[i].data(), ms[i].rows + 1});
+          ASSERT_TRUE(
+              MatMulSharedOnIsa(isa, products, x.data(), x_stride, batch, p, &scratch).ok());
+          for (size_t i = 0; i < ms.size(); ++i) {
+            const Matrix& m = ms[i];
+            for (int64_t b = 0; b < batch; ++b) {
+              ASSERT_EQ(0, std::memcmp(&shared[i][b * (m.rows + 1)], &alone[i][b * (m.rows + 1)],
+                                       m.rows * sizeof(float)))
+                  << Label(m.type, isa, m.rows, cols, p ? 2 : 1) << " product " << i << " batch "
+                  << batch << " b " << b;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(MatMulSharedTest, RejectsMismatchedColumnsAndTooManyProducts) {
+  const Matrix a = MakeMatrix(WeightType::kQ4_0, 4, 256, 0, 1);
+  const Matrix b = MakeMatrix(WeightType::kQ4_0, 4, 512, 0, 2);
+  std::vector<float> x(512), ya(4), yb(4);
+  Scratch scratch(MatVecScratchBytes(WeightType::kQ4_0, 512));
+  const SharedProduct mismatched[] = {{a.view(), ya.data(), 4}, {b.view(), yb.data(), 4}};
+  EXPECT_EQ(MatMulShared(mismatched, x.data(), 512, 1, nullptr, &scratch).code(),
+            absl::StatusCode::kInvalidArgument);
+  std::vector<SharedProduct> many(kMaxSharedProducts + 1, SharedProduct{a.view(), ya.data(), 4});
+  EXPECT_EQ(MatMulShared(many, x.data(), 256, 1, nullptr, &scratch).code(),
+            absl::StatusCode::kInvalidArgument);
+  many.pop_back();
+  EXPECT_TRUE(MatMulShared(many, x.data(), 256, 1, nullptr, &scratch).ok());
+}
+
 TEST(MatVecTest, RejectsBadShapesAndScratch) {
   std::vector<uint8_t> w(RowBytes(WeightType::kQ4_K, 512) * 4);
   std::vector<float> x(512), y(4);

@@ -205,6 +205,18 @@ absl::Status Forward::Product(const ChunkLease& chunk, const kernels::WeightView
   return device_->MatMul(chunk.id(), offset, w, x, x_stride, n, y, y_stride);
 }
 
+absl::Status Forward::SharedProducts(const ChunkLease& chunk,
+                                     std::span<const kernels::SharedProduct> products,
+                                     const float* x, int64_t x_stride, int64_t n) {
+  if (observer_ != nullptr || chunk.on_device()) {
+    for (const kernels::SharedProduct& p : products) {
+      RETURN_IF_ERROR(Product(chunk, p.w, x, x_stride, n, p.y, p.y_stride));
+    }
+    return absl::OkStatus();
+  }
+  return kernels::MatMulShared(products, x, x_stride, n, pool_, &ws_->matvec);
+}
+
 absl::Status Forward::Embed(std::span<const SequenceStep> steps, const ChunkLease& lease) {
   const uint8_t* global = lease.slot();
   const HParams& hp = model_->hparams();
@@ -298,11 +310,10 @@ absl::Status Forward::Attention(std::span<const SequenceStep> steps, const Layer
                  &ws.xb[b * hp.n_embd]);
   }
   internal::ProductBatch qkv(device_, chunk);
-  RETURN_IF_ERROR(Product(chunk, layer.wq.View(slot), ws.xb.data(), hp.n_embd, n, ws.q.data(), qd));
-  RETURN_IF_ERROR(
-      Product(chunk, layer.wk.View(slot), ws.xb.data(), hp.n_embd, n, ws.k.data(), kvd));
-  RETURN_IF_ERROR(
-      Product(chunk, layer.wv.View(slot), ws.xb.data(), hp.n_embd, n, ws.v.data(), kvd));
+  const kernels::SharedProduct qkv_products[] = {{layer.wq.View(slot), ws.q.data(), qd},
+                                                 {layer.wk.View(slot), ws.k.data(), kvd},
+                                                 {layer.wv.View(slot), ws.v.data(), kvd}};
+  RETURN_IF_ERROR(SharedProducts(chunk, qkv_products, ws.xb.data(), hp.n_embd, n));
   RETURN_IF_ERROR(qkv.End());
   const int64_t table_floats = ops::RopeTableFloats(hp.rope);
   for (int64_t b = 0; b < n; ++b) {
@@ -366,8 +377,9 @@ absl::Status Forward::SwiGluFfn(const ChunkLease& chunk, const TensorRef& gate, 
   StepWorkspace& ws = *ws_;
   const int64_t d = model_->hparams().n_embd, ff = gate.rows;
   internal::ProductBatch gate_up(device_, chunk);
-  RETURN_IF_ERROR(Product(chunk, gate.View(slot), ws.xb.data(), d, n, ws.gate.data(), ff));
-  RETURN_IF_ERROR(Product(chunk, up.View(slot), ws.xb.data(), d, n, ws.up.data(), ff));
+  const kernels::SharedProduct gate_up_products[] = {{gate.View(slot), ws.gate.data(), ff},
+                                                     {up.View(slot), ws.up.data(), ff}};
+  RETURN_IF_ERROR(SharedProducts(chunk, gate_up_products, ws.xb.data(), d, n));
   RETURN_IF_ERROR(gate_up.End());
   ops::SwiGlu(ws.gate.data(), ws.up.data(), n * ff, ws.gate.data());
   return Product(chunk, down.View(slot), ws.gate.data(), ff, n, ws.tmp.data(), d);

@@ -238,6 +238,12 @@ class Forward {
   // device when the chunk lives there, else kernels::MatMul on the pool.
   absl::Status Product(const internal::ChunkLease& chunk, const kernels::WeightView& w,
                        const float* x, int64_t x_stride, int64_t n, float* y, int64_t y_stride);
+  // Products of several matrices of `chunk` with one input (Q, K and V; gate
+  // and up), each as Product would compute it: on the CPU one
+  // kernels::MatMulShared (the input quantized once, one parallel loop).
+  absl::Status SharedProducts(const internal::ChunkLease& chunk,
+                              std::span<const kernels::SharedProduct> products, const float* x,
+                              int64_t x_stride, int64_t n);
   // Prefetch hints for the store, less the chunks on the device.
   void PrefetchChunks(memory::ChunkId* ids, size_t n);
   // Layer l over the step's n rows (attention per sequence).

@@ -231,10 +231,10 @@ absl::Status Forward::RunExpert(const LayerTensors& layer, const ExpertRoute* be
   ++last_step_.expert_acquires;
   last_step_.expert_bytes += bytes;
   internal::ProductBatch gate_up(device_, chunk);
-  RETURN_IF_ERROR(Product(chunk, layer.gate_exps.ViewAt(base + expert.gate_offset), ws.moe_x.data(),
-                          d, rows, ws.gate.data(), ff));
-  RETURN_IF_ERROR(Product(chunk, layer.up_exps.ViewAt(base + expert.up_offset), ws.moe_x.data(), d,
-                          rows, ws.up.data(), ff));
+  const kernels::SharedProduct gate_up_products[] = {
+      {layer.gate_exps.ViewAt(base + expert.gate_offset), ws.gate.data(), ff},
+      {layer.up_exps.ViewAt(base + expert.up_offset), ws.up.data(), ff}};
+  RETURN_IF_ERROR(SharedProducts(chunk, gate_up_products, ws.moe_x.data(), d, rows));
   RETURN_IF_ERROR(gate_up.End());
   ops::SwiGlu(ws.gate.data(), ws.up.data(), rows * ff, ws.gate.data());
   return Product(chunk, layer.down_exps.ViewAt(base + expert.down_offset), ws.gate.data(), ff, rows,
