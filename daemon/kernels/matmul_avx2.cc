@@ -322,6 +322,7 @@ inline void DotTile(WeightType type, const uint8_t* row, int64_t cols, const Qua
 #pragma GCC unroll 8
   for (int k = 0; k < NB; ++k) acc[k] = bias[k] = _mm256_setzero_ps();
   for (int64_t un = 0; un < units; ++un) {
+    PrefetchAhead<Dec::kUnitBytes>(row + un * Dec::kUnitBytes);
     TileUnit u;
     Dec::Load(row + un * Dec::kUnitBytes, &u);
 #pragma GCC unroll 8
@@ -504,7 +505,6 @@ void RowsOf(const RowsTask& t, int64_t begin, int64_t end) {
     for (int64_t b0 = 0; b0 < t.batch; b0 += tile) {
       const int nb = static_cast<int>(std::min<int64_t>(tile, t.batch - b0));
       const QuantizedActs* a = t.acts + b0;
-      [[maybe_unused]] const bool prefetch = b0 == 0;
       for (int64_t r = r0; r < r1; ++r) {
         const auto* row = static_cast<const uint8_t*>(t.w.data) + r * t.w.row_stride_bytes;
         switch (nb) {

@@ -88,6 +88,7 @@ inline void Accumulate(const GroupV& g, int64_t gi, const QuantizedActs* acts, _
 
 // Per-type decoders: Decode(row, group index) -> GroupV.
 struct Q4_0 {
+  static constexpr int kBlockBytes = sizeof(BlockQ4_0);
   static constexpr bool kSigned = false;
   static GroupV Decode(const uint8_t* row, int64_t gi) {
     const auto* b = reinterpret_cast<const BlockQ4_0*>(row) + gi;
@@ -96,6 +97,7 @@ struct Q4_0 {
   }
 };
 struct Q4_1 {
+  static constexpr int kBlockBytes = sizeof(BlockQ4_1);
   static constexpr bool kSigned = false;
   static GroupV Decode(const uint8_t* row, int64_t gi) {
     const auto* b = reinterpret_cast<const BlockQ4_1*>(row) + gi;
@@ -104,6 +106,7 @@ struct Q4_1 {
   }
 };
 struct Q5_0 {
+  static constexpr int kBlockBytes = sizeof(BlockQ5_0);
   static constexpr bool kSigned = false;
   static GroupV Decode(const uint8_t* row, int64_t gi) {
     const auto* b = reinterpret_cast<const BlockQ5_0*>(row) + gi;
@@ -114,6 +117,7 @@ struct Q5_0 {
   }
 };
 struct Q5_1 {
+  static constexpr int kBlockBytes = sizeof(BlockQ5_1);
   static constexpr bool kSigned = false;
   static GroupV Decode(const uint8_t* row, int64_t gi) {
     const auto* b = reinterpret_cast<const BlockQ5_1*>(row) + gi;
@@ -124,6 +128,7 @@ struct Q5_1 {
   }
 };
 struct Q8_0 {
+  static constexpr int kBlockBytes = sizeof(BlockQ8_0);
   static constexpr bool kSigned = true;
   static GroupV Decode(const uint8_t* row, int64_t gi) {
     const auto* b = reinterpret_cast<const BlockQ8_0*>(row) + gi;
@@ -139,7 +144,10 @@ void DotLegacy(const uint8_t* row, int64_t groups, const QuantizedActs* acts, fl
   float bias[NB];
 #pragma GCC unroll 8
   for (int k = 0; k < NB; ++k) acc[k] = _mm256_setzero_ps(), bias[k] = 0;
+  // One prefetch per line or less: a step of whole blocks of at most 64 bytes.
+  constexpr int kStep = std::max(1, 64 / Dec::kBlockBytes);
   for (int64_t gi = 0; gi < groups; ++gi) {
+    if (gi % kStep == 0) PrefetchAhead<1>(row + gi * Dec::kBlockBytes);
     Accumulate<Dec::kSigned, NB>(Dec::Decode(row, gi), gi, acts, acc, bias);
   }
 #pragma GCC unroll 8
@@ -158,6 +166,7 @@ void DotQ45K(const uint8_t* row, int64_t groups, const QuantizedActs* acts, floa
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   for (int64_t sb = 0; sb < groups / 8; ++sb) {
     const Block* b = reinterpret_cast<const Block*>(row) + sb;
+    PrefetchAhead<sizeof(Block)>(reinterpret_cast<const uint8_t*>(b));
     const float d = F16ToF32(b->d), dmin = F16ToF32(b->dmin);
     __m256i hbits;
     if constexpr (kQ5) hbits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qh));
@@ -189,6 +198,7 @@ void DotQ6K(const uint8_t* row, int64_t groups, const QuantizedActs* acts, float
   const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
   for (int64_t sb = 0; sb < groups / 8; ++sb) {
     const BlockQ6_K* b = reinterpret_cast<const BlockQ6_K*>(row) + sb;
+    PrefetchAhead<sizeof(BlockQ6_K)>(reinterpret_cast<const uint8_t*>(b));
     const float d = F16ToF32(b->d);
 #pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) {
@@ -225,6 +235,7 @@ void DotIQ4XS(const uint8_t* row, int64_t groups, const QuantizedActs* acts, flo
   for (int k = 0; k < NB; ++k) acc[k] = _mm256_setzero_ps(), bias[k] = 0;
   for (int64_t sb = 0; sb < groups / 8; ++sb) {
     const BlockIQ4_XS* b = reinterpret_cast<const BlockIQ4_XS*>(row) + sb;
+    PrefetchAhead<sizeof(BlockIQ4_XS)>(reinterpret_cast<const uint8_t*>(b));
     const float d = F16ToF32(b->d);
 #pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) {

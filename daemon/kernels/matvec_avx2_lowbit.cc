@@ -39,10 +39,6 @@
 namespace waste::kernels::internal::avx2 {
 namespace {
 
-// How far ahead of the block being decoded the weight stream is prefetched
-// (as in the AVX-512 loops).
-constexpr int kPrefetchBytes = 2048;
-
 template <typename F, int... J>
 inline void UnrollImpl(F&& f, std::integer_sequence<int, J...>) {
   (f(std::integral_constant<int, J>()), ...);
@@ -409,9 +405,7 @@ void DotSuperBlocks(const uint8_t* row, int64_t blocks, const QuantizedActs* act
   const __m256i ones = _mm256_set1_epi16(1);
   for (int64_t sb = 0; sb < blocks; ++sb) {
     const uint8_t* block = row + sb * Dec::kBlockBytes;
-    Unroll<(Dec::kBlockBytes + 63) / 64>([&](auto l) {
-      _mm_prefetch(reinterpret_cast<const char*>(block) + kPrefetchBytes + 64 * l, _MM_HINT_T0);
-    });
+    PrefetchAhead<Dec::kBlockBytes>(block);
     const typename Dec::Prep prep = Dec::Prepare(block);
     // Per tile entry, groups 0-3 and 4-7 summed by vphaddd: lane i of the low
     // (high) 128 bits is group i's sum over its elements 0-15 (16-31).

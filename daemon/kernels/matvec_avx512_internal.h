@@ -24,16 +24,6 @@ namespace waste::kernels::internal::avx512 {
 
 inline constexpr int kMaxNb = kRowTile;
 
-// How far ahead of the unit being decoded the weight stream is prefetched.
-// The hardware prefetchers alone left the 1 GiB decode at ~60% of the
-// machine's read bandwidth; asking for each line ~2 KiB early keeps enough
-// misses in flight (rows are usually contiguous, so this runs into the next
-// row; a prefetch past the matrix is harmless).
-#ifndef WASTE_MATVEC_PREFETCH
-#define WASTE_MATVEC_PREFETCH 2048
-#endif
-inline constexpr int kPrefetchBytes = WASTE_MATVEC_PREFETCH;
-
 // How a type's loop wants the activation's int8 values laid out (qp).
 enum class ActOrder {
   kNatural,   // As qs.
@@ -112,13 +102,7 @@ inline void DotQuantized(WeightType type, const uint8_t* row, int64_t cols,
 #pragma GCC unroll 16
   for (int v = 0; v < kLanes; ++v) slots[v] = _mm512_loadu_si512(Dec::kSlots[v].data());
   for (int64_t un = 0; un < units; ++un) {
-    if constexpr (kPrefetchBytes > 0) {
-      const char* ahead =
-          reinterpret_cast<const char*>(row) + un * Dec::kUnitBytes + kPrefetchBytes;
-#pragma GCC unroll 8
-      for (int l = 0; l < (Dec::kUnitBytes + 63) / 64; ++l)
-        _mm_prefetch(ahead + 64 * l, _MM_HINT_T0);
-    }
+    PrefetchAhead<Dec::kUnitBytes>(row + un * Dec::kUnitBytes);
     Unit u;
     Dec::Load(row + un * Dec::kUnitBytes, &u);
 #pragma GCC unroll 16
@@ -179,13 +163,7 @@ inline void DotLane16(const uint8_t* row, int64_t cols, const QuantizedActs* act
 #pragma GCC unroll 16
   for (int k = 0; k < NB; ++k) acc[k] = bias[k] = _mm512_setzero_ps();
   for (int64_t un = 0; un < units; ++un) {
-    if constexpr (kPrefetchBytes > 0) {
-      const char* ahead =
-          reinterpret_cast<const char*>(row) + un * Dec::kUnitBytes + kPrefetchBytes;
-#pragma GCC unroll 8
-      for (int l = 0; l < (Dec::kUnitBytes + 63) / 64; ++l)
-        _mm_prefetch(ahead + 64 * l, _MM_HINT_T0);
-    }
+    PrefetchAhead<Dec::kUnitBytes>(row + un * Dec::kUnitBytes);
     Lane16Unit u;
     Dec::Load(row + un * Dec::kUnitBytes, &u);
 #pragma GCC unroll 16
