@@ -6,6 +6,8 @@
 //   WASTE_KERNELS_ISA=avx2 bazel-bin/...   (cap the kernel family)
 //   bazel-bin/... --cache_kib=256        (in-cache: compute cost per core, timed
 //                                         in thread CPU time)
+//   bazel-bin/... --cache_kib=262144 --cpu_threads=2   (streaming from DRAM,
+//                                         timed in CPU time: for A/B on a busy machine)
 //
 // For each type a ~1 GiB matrix (4096 columns; far larger than the caches,
 // so every call streams from DRAM, as decode does) is multiplied by one
@@ -50,6 +52,11 @@ ABSL_FLAG(int, cache_kib, 0,
           "the weights stay in cache and the figure is the kernel's compute cost");
 ABSL_FLAG(std::string, types, "", "comma-separated types to run (e.g. Q4_0,Q4_K); empty: all");
 ABSL_FLAG(int, calls, 0, "in-cache mode: calls per repetition (0: about 50 ms worth)");
+ABSL_FLAG(int, cpu_threads, 1,
+          "in-cache mode: threads of the pool the calls run on; the time is the process's CPU "
+          "time divided by this. With a --cache_kib far above the caches (e.g. 262144) the "
+          "calls stream from DRAM, timed in CPU time, which a busy machine disturbs less than "
+          "wall time (a thread's stalls on memory count; the time it is descheduled does not)");
 
 namespace waste::kernels {
 namespace {
@@ -63,6 +70,13 @@ double Now() {
 double ThreadCpuNow() {
   timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+// The process's CPU time over all its threads.
+double ProcessCpuNow() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
@@ -190,8 +204,13 @@ int InCacheMain() {
   const int reps = absl::GetFlag(FLAGS_reps);
   const int64_t cols = absl::GetFlag(FLAGS_cols);
   const std::vector<int> batches = Batches();
-  std::printf("kernels: %s, cols %ld, in cache (%d KiB), 1 thread\n\n",
-              std::string(IsaName(DetectIsa())).c_str(), cols, absl::GetFlag(FLAGS_cache_kib));
+  const int threads = std::max(1, absl::GetFlag(FLAGS_cpu_threads));
+  ThreadPool pool(threads);
+  ThreadPool* pool_or_null = threads > 1 ? &pool : nullptr;
+  auto cpu_now = [&] { return threads > 1 ? ProcessCpuNow() / threads : ThreadCpuNow(); };
+  std::printf("kernels: %s, cols %ld, in cache (%d KiB), %d thread(s), CPU time\n\n",
+              std::string(IsaName(DetectIsa())).c_str(), cols, absl::GetFlag(FLAGS_cache_kib),
+              threads);
   std::printf("%-8s %5s %9s %14s %11s %10s %8s\n", "type", "batch", "GB/s", "ns/256 elems",
               "GB/s equiv", "us/call", "x batch1");
   for (WeightType type : kBenchTypes) {
@@ -211,16 +230,16 @@ int InCacheMain() {
       if (calls <= 0) calls = std::max<int64_t>(1, int64_t{500'000'000} / bytes / batch);
       double best = 1e30;
       for (int r = 0; r < reps + 1; ++r) {
-        const double t0 = ThreadCpuNow();
+        const double t0 = cpu_now();
         for (int c = 0; c < calls; ++c) {
           const absl::Status s =
-              MatMul(w, x.data(), cols, batch, y.data(), w.rows, nullptr, &scratch);
+              MatMul(w, x.data(), cols, batch, y.data(), w.rows, pool_or_null, &scratch);
           if (!s.ok()) {
             std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
             std::exit(1);
           }
         }
-        if (r > 0) best = std::min(best, (ThreadCpuNow() - t0) / calls);
+        if (r > 0) best = std::min(best, (cpu_now() - t0) / calls);
       }
       if (first == 0) first = best;
       std::printf("%-8s %5d %9.1f %14.2f %11.1f %10.1f %8.2f\n",
