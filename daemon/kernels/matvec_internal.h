@@ -82,8 +82,9 @@ inline constexpr int kMxfp4CodeOffset = 12;
 // runs each on a loaded machine), 6 KiB gave the best median for Q4_0, Q4_K
 // and Q8_0 on both ISAs (AVX-512 Q4_0 51.9 vs 48.0 GB/s, Q4_K 44.0 vs 39.9,
 // Q8_0 61.1 vs 53.9; AVX2 Q4_0 37.1 vs 35.4, Q8_0 43.5 vs 37.2), 8 and
-// 12 KiB no better. Rows are usually contiguous, so this runs into the next
-// rows; a prefetch past the matrix is harmless.
+// 12 KiB no better. A third sweep, under heavier load, did not separate 0,
+// 2 and 6 KiB: confirm on a quiet machine. Rows are usually contiguous, so
+// this runs into the next rows; a prefetch past the matrix is harmless.
 #ifndef WASTE_MATVEC_PREFETCH
 #define WASTE_MATVEC_PREFETCH 6144
 #endif
