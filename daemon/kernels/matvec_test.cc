@@ -320,7 +320,7 @@ TEST(MatMulSharedTest, EachProductIsBitIdenticalToItsOwnMatMul) {
     std::vector<Matrix> ms;
     size_t scratch_bytes = 0;
     for (auto [type, rows] : group) {
-      ms.push_back(MakeMatrix(type, rows, cols, rows % 3, static_cast<uint32_t>(rows + 7)));
+      ms.push_back(MakeMatrix(type, rows, cols, 2 * (rows % 3), static_cast<uint32_t>(rows + 7)));
       scratch_bytes = std::max(scratch_bytes, MatVecScratchBytes(type, cols, 5));
     }
     Scratch scratch(scratch_bytes);
