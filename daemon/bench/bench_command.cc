@@ -238,6 +238,7 @@ void Print(const BenchResult& r, const PlannedModel& pm, const memory::MemoryPla
     integer("pinned_layers", plan.pinned_layers);
     integer("layers", plan.n_layers);
     integer("streaming_slots", plan.streaming_slots);
+    integer("large_slots", plan.large_slots);
     integer("prefetch_depth", store.prefetch_depth());
     num("load_seconds", r.load_seconds);
     integer("prompt_tokens", r.prompt_tokens);
@@ -276,9 +277,13 @@ void Print(const BenchResult& r, const PlannedModel& pm, const memory::MemoryPla
     std::cout << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
     return;
   }
+  const std::string large_slots =
+      plan.large_slots > 0
+          ? absl::StrCat(" (", plan.large_slots, " of ", FormatBytes(plan.large_slot_bytes), ")")
+          : "";
   std::cout << absl::StrFormat(
       "model:          %s\n"
-      "mode:           %s (budget %s, pool %s%s, %d/%d layers pinned, %d slots, prefetch %d, "
+      "mode:           %s (budget %s, pool %s%s, %d/%d layers pinned, %d slots%s, prefetch %d, "
       "policy %s, %s)\n"
       "load:           %.2f s\n"
       "prefill:        %d tokens, %.2f tok/s (time to first token %.3f s)\n"
@@ -293,7 +298,7 @@ void Print(const BenchResult& r, const PlannedModel& pm, const memory::MemoryPla
       "bound:          %s, %.2f tok/s -> decode achieved %.0f%% of it\n",
       pm.path, r.mode, FormatBytes(pm.budget_bytes), FormatBytes(store.pool().bytes()),
       store.pool().huge_pages() ? ", huge pages" : "", plan.pinned_layers, plan.n_layers,
-      plan.streaming_slots, store.prefetch_depth(), store.policy_name(),
+      plan.streaming_slots, large_slots, store.prefetch_depth(), store.policy_name(),
       storage::IoEngineName(store.io_engine()), r.load_seconds, r.prompt_tokens, prefill_tps,
       r.prefill_seconds, r.gen_tokens, decode_tps,
       FormatBytes(static_cast<int64_t>(bytes_per_token)),

@@ -61,6 +61,8 @@ void WriteJson(const PlannedModel& pm, const memory::PlanSizes& s,
     j["layers"] = plan->n_layers;
     j["streaming_slots"] = plan->streaming_slots;
     j["slot_bytes"] = plan->slot_bytes;
+    j["large_slots"] = plan->large_slots;
+    j["large_slot_bytes"] = plan->large_slot_bytes;
     j["prefetch_depth"] = plan->prefetch_depth;
     j["read_bytes_per_token"] = plan->read_bytes_per_token;
     j["sessions"] = plan->sessions;

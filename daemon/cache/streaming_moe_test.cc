@@ -86,6 +86,10 @@ void ExpectStreamedMatchesResident(const tools::MkModelOptions& o, bool trunk_st
       ASSERT_TRUE(plan->trunk_streamed) << plan->Explain();
       EXPECT_LE(2 * plan->pool_bytes(), sizes.trunk_bytes) << plan->Explain();
       EXPECT_GT(plan->streamed_trunk_chunks, 0);
+      // Attention is larger than an expert here: it has slots of its own
+      // size, and every other slot stays expert-sized.
+      EXPECT_GT(plan->large_slots, 0) << plan->Explain();
+      EXPECT_EQ(plan->slot_bytes, sizes.expert_slot_bytes);
     }
     for (bool lookahead : {false, true}) {
       SCOPED_TRACE(plan->Explain() + (lookahead ? "lookahead on" : "lookahead off"));

@@ -15,8 +15,10 @@ StreamingStoreOptions StreamingStoreOptions::FromPlan(const memory::MemoryPlan& 
   StreamingStoreOptions options;
   options.pinned = plan.is_pinned;
   if (plan.vram.enabled()) options.elsewhere = plan.in_vram;
-  options.n_slots = plan.streaming_slots;
+  options.n_slots = plan.streaming_slots - plan.large_slots;
   options.slot_bytes = plan.slot_bytes;
+  options.n_large_slots = plan.large_slots;
+  options.large_slot_bytes = plan.large_slot_bytes;
   options.prefetch_depth = plan.prefetch_depth;
   options.access_order = plan.access_order;
   options.policy = plan.sizes.moe ? kDefaultExpertPolicy : kDefaultPolicy;
@@ -50,9 +52,10 @@ absl::StatusOr<std::unique_ptr<StreamingChunkStore>> StreamingChunkStore::Create
     return absl::InvalidArgumentError(absl::StrCat("the set of chunks held elsewhere names ",
                                                    options.elsewhere.size(), " chunks, not ", n));
   }
-  if (options.n_slots < 0 || options.max_read == 0 ||
+  if (options.n_slots < 0 || options.n_large_slots < 0 || options.max_read == 0 ||
       options.max_read % storage::kDirectIoAlignment != 0) {
     return absl::InvalidArgumentError(absl::StrCat("bad streaming options: ", options.n_slots,
+                                                   " + ", options.n_large_slots,
                                                    " slots, max_read ", options.max_read));
   }
   auto store = std::unique_ptr<StreamingChunkStore>(new StreamingChunkStore(&chunks, options));
@@ -80,10 +83,15 @@ absl::StatusOr<std::unique_ptr<StreamingChunkStore>> StreamingChunkStore::Create
       c.elsewhere = true;
       continue;
     }
-    if (options.n_slots == 0 || chunk.slot_bytes > options.slot_bytes) {
+    if (options.n_slots > 0 && chunk.slot_bytes <= options.slot_bytes) {
+      c.slot_class = 0;
+    } else if (options.n_large_slots > 0 && chunk.slot_bytes <= options.large_slot_bytes) {
+      c.slot_class = 1;
+    } else {
       return absl::InvalidArgumentError(absl::StrCat(
-          "chunk ", chunk.name, " (", chunk.slot_bytes, " bytes) is not pinned and does not fit ",
-          options.n_slots, " streaming slots of ", options.slot_bytes, " bytes"));
+          "chunk ", chunk.name, " (", chunk.slot_bytes, " bytes) is not pinned and fits none of ",
+          options.n_slots, " streaming slots of ", options.slot_bytes, " bytes and ",
+          options.n_large_slots, " of ", options.large_slot_bytes, " bytes"));
     }
     for (const ChunkRead& read : chunk.reads) {
       for (uint64_t done = 0; done < read.length; done += options.max_read) {
@@ -102,19 +110,26 @@ absl::StatusOr<std::unique_ptr<StreamingChunkStore>> StreamingChunkStore::Create
     store->order_position_[id] = static_cast<int>(p);
   }
 
-  ASSIGN_OR_RETURN(store->pool_, memory::WeightPool::Create(pinned_bytes, options.slot_bytes,
-                                                            options.n_slots, options.pool));
+  ASSIGN_OR_RETURN(store->pool_,
+                   memory::WeightPool::Create(
+                       memory::PoolLayout{pinned_bytes, options.slot_bytes, options.n_slots,
+                                          options.large_slot_bytes, options.n_large_slots},
+                       options.pool));
   // Deep enough that a slot's reads plus the next one's are all in flight:
   // io_uring only refills from its backlog when polled.
   storage::ReadQueueOptions io = options.io;
   io.depth = std::max<int>(io.depth, static_cast<int>(std::min<size_t>(2 * max_pieces, 256)));
   ASSIGN_OR_RETURN(store->queue_, env->NewReadQueue(&file, io));
   store->policy_ = NewCachePolicy(options.policy, static_cast<int>(n));
-  store->slot_owner_.assign(options.n_slots, -1);
-  for (int s = options.n_slots - 1; s >= 0; --s) store->free_slots_.push_back(s);
+  const int total_slots = options.n_slots + options.n_large_slots;
+  store->n_small_slots_ = options.n_slots;
+  store->slot_owner_.assign(total_slots, -1);
+  for (int s = total_slots - 1; s >= 0; --s) {
+    store->free_slots_[store->SlotClass(s)].push_back(s);
+  }
   store->requests_.reserve(max_pieces);
-  store->guesses_.reserve(options.n_slots);
-  store->completions_.reserve(max_pieces * std::max(1, options.n_slots) + 16);
+  store->guesses_.reserve(total_slots);
+  store->completions_.reserve(max_pieces * std::max(1, total_slots) + 16);
   store->set_prefetch_depth(options.prefetch_depth);
 
   // Pinned chunks: read once, now.
@@ -154,24 +169,33 @@ void StreamingChunkStore::Evict(ChunkId id) {
     ++stats_.prefetch_wasted;
     stats_.wasted_bytes += static_cast<int64_t>((*chunks_)[id].slot_bytes);
   }
-  slot_owner_[c.slot] = -1;
-  free_slots_.push_back(c.slot);
+  FreeSlot(c.slot);
   c.slot = -1;
   c.state = State::kAbsent;
   stats_.resident_bytes -= static_cast<int64_t>((*chunks_)[id].slot_bytes);
   ++streaming_stats_.evictions;
 }
 
-absl::StatusOr<int> StreamingChunkStore::TakeSlot(bool demand) {
-  if (free_slots_.empty()) {
-    ChunkId victim = policy_->PickVictim(
-        [&](ChunkId id) { return Evictable(id, /*respect_protection=*/!demand); });
+void StreamingChunkStore::FreeSlot(int slot) {
+  slot_owner_[slot] = -1;
+  free_slots_[SlotClass(slot)].push_back(slot);
+}
+
+absl::StatusOr<int> StreamingChunkStore::TakeSlot(ChunkId id, bool demand) {
+  const int cls = state_[id].slot_class;
+  std::vector<int>& free = free_slots_[cls];
+  if (free.empty()) {
+    ChunkId victim = policy_->PickVictim([&](ChunkId other) {
+      return state_[other].slot_class == cls && Evictable(other, /*respect_protection=*/!demand);
+    });
     if (victim < 0 && demand) {
       // Rather waste a read-ahead than fail the chunk needed now; prefer one
       // that has landed over one still in flight.
       for (int pass = 0; pass < 2 && victim < 0; ++pass) {
         for (ChunkId owner : slot_owner_) {
-          if (owner < 0 || !state_[owner].prefetched_unused) continue;
+          if (owner < 0 || state_[owner].slot_class != cls || !state_[owner].prefetched_unused) {
+            continue;
+          }
           if (pass == 0 && state_[owner].state != State::kResident) continue;
           if (state_[owner].state == State::kLoading) {
             absl::Status status = WaitFor(owner);
@@ -188,14 +212,15 @@ absl::StatusOr<int> StreamingChunkStore::TakeSlot(bool demand) {
     }
     if (victim >= 0) Evict(victim);
   }
-  if (free_slots_.empty()) {
+  if (free.empty()) {
     if (!demand) return -1;
-    return absl::ResourceExhaustedError(
-        absl::StrCat("all ", slot_owner_.size(), " streaming slots hold chunks in use; the plan ",
-                     "gives this model too few slots (raise --ram-budget)"));
+    const int n = cls == 0 ? n_small_slots_ : static_cast<int>(slot_owner_.size()) - n_small_slots_;
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "all ", n, cls == 0 ? "" : " large", " streaming slots hold chunks in use; the plan ",
+        "gives this model too few slots (raise --ram-budget)"));
   }
-  int slot = free_slots_.back();
-  free_slots_.pop_back();
+  int slot = free.back();
+  free.pop_back();
   return slot;
 }
 
@@ -210,7 +235,7 @@ absl::Status StreamingChunkStore::IssueRead(ChunkId id, int slot) {
   }
   absl::Status status = queue_->Submit(requests_);
   if (!status.ok()) {
-    free_slots_.push_back(slot);
+    FreeSlot(slot);
     return status;
   }
   slot_owner_[slot] = id;
@@ -252,8 +277,7 @@ void StreamingChunkStore::FinishRead(ChunkId id) {
   // read-ahead nobody waits for just disappears: the Acquire that needs the
   // chunk reads it again and meets the error itself if it persists.
   ++streaming_stats_.read_errors;
-  slot_owner_[c.slot] = -1;
-  free_slots_.push_back(c.slot);
+  FreeSlot(c.slot);
   c.slot = -1;
   c.state = State::kAbsent;
   if (c.prefetched_unused) {
@@ -314,7 +338,7 @@ absl::StatusOr<const uint8_t*> StreamingChunkStore::Acquire(ChunkId id) {
     absl::Time start = absl::Now();
     absl::Status status;
     if (c.state == State::kAbsent) {
-      absl::StatusOr<int> slot = TakeSlot(/*demand=*/true);
+      absl::StatusOr<int> slot = TakeSlot(id, /*demand=*/true);
       status = slot.ok() ? IssueRead(id, *slot) : slot.status();
     }
     if (status.ok()) status = WaitFor(id);
@@ -358,7 +382,7 @@ void StreamingChunkStore::Prefetch(std::span<const ChunkId> upcoming) {
       return true;
     }
     if (prefetched_outstanding_ >= prefetch_depth_) return false;
-    absl::StatusOr<int> slot = TakeSlot(/*demand=*/false);
+    absl::StatusOr<int> slot = TakeSlot(id, /*demand=*/false);
     if (!slot.ok() || *slot < 0) return false;
     if (!IssueRead(id, *slot).ok()) return false;  // The Acquire will report it.
     c.prefetched_unused = true;
@@ -413,13 +437,15 @@ absl::StatusOr<int> StreamingChunkStore::Preload(std::span<const ChunkId> ids,
   int issued = 0;
   const int64_t errors_before = streaming_stats_.read_errors;
   absl::Status status;
-  for (size_t i = 0; i < ids.size() && !free_slots_.empty() && status.ok(); ++i) {
+  for (size_t i = 0; i < ids.size() && status.ok(); ++i) {
     const ChunkId id = ids[i];
     WCHECK(id >= 0 && static_cast<size_t>(id) < state_.size()) << "chunk " << id;
     if (state_[id].state != State::kAbsent || state_[id].elsewhere) continue;
+    std::vector<int>& free = free_slots_[state_[id].slot_class];
+    if (free.empty()) continue;
     if (!uses.empty()) policy_->Seed(id, uses[i]);
-    const int slot = free_slots_.back();
-    free_slots_.pop_back();
+    const int slot = free.back();
+    free.pop_back();
     status = IssueRead(id, slot);  // Gives the slot back on failure.
     if (status.ok()) ++issued;
   }

@@ -1,7 +1,11 @@
 // StreamingChunkStore: a ChunkStore for models larger than their RAM budget.
 // The memory plan decides which chunks are pinned; they are read into the
 // pool's pinned region when the store is created and never leave. Every
-// other chunk goes through a fixed number of equal streaming slots:
+// other chunk goes through a fixed number of streaming slots: equal slots,
+// and optionally a few larger ones for the chunks that do not fit those (a
+// MoE plan whose trunk streams: expert-sized slots, and trunk-sized ones
+// for attention and dense blocks). A chunk only ever takes a slot of its
+// size class, so large chunks never evict experts and vice versa:
 //   - Acquire of a resident chunk is a hit; of an absent one it issues the
 //     chunk's reads (if not already in flight) into a free or evicted slot
 //     and waits, counting the wait as I/O wait.
@@ -37,6 +41,7 @@
 #ifndef WASTE_DAEMON_CACHE_STREAMING_STORE_H_
 #define WASTE_DAEMON_CACHE_STREAMING_STORE_H_
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -59,8 +64,12 @@ struct StreamingStoreOptions {
   // prefetch hint for one is ignored.
   std::vector<bool> elsewhere;
   int n_slots = 0;
-  uint64_t slot_bytes = 0;  // At least the largest unpinned chunk's slot.
-  int prefetch_depth = 1;   // Chunks read ahead and not yet used, at most.
+  uint64_t slot_bytes = 0;  // Unpinned chunks up to this size use these slots.
+  // Slots for the unpinned chunks larger than slot_bytes (at least the
+  // largest of them); 0 when every unpinned chunk fits slot_bytes.
+  int n_large_slots = 0;
+  uint64_t large_slot_bytes = 0;
+  int prefetch_depth = 1;  // Chunks read ahead and not yet used, at most.
   PolicyKind policy = kDefaultPolicy;
   std::vector<ChunkId> access_order;  // Empty: follow the hints only.
   storage::ReadQueueOptions io;       // depth is raised to keep a whole slot in flight.
@@ -101,8 +110,8 @@ class StreamingChunkStore final : public ChunkStore {
   const char* policy_name() const { return policy_->Name(); }
   storage::IoEngine io_engine() const { return queue_->Engine(); }
   int prefetch_depth() const { return prefetch_depth_; }
-  // Changes how far ahead Prefetch reads (0 turns it off), capped at
-  // n_slots - 1.
+  // Changes how far ahead Prefetch reads (0 turns it off), capped at the
+  // slots (both sizes) - 1.
   void set_prefetch_depth(int depth);
 
   // Acquires of each chunk since creation, by ChunkId (the warm hotlist's
@@ -110,8 +119,8 @@ class StreamingChunkStore final : public ChunkStore {
   std::span<const uint32_t> acquire_counts() const { return acquire_counts_; }
 
   // Reads `ids` (hottest first) into free streaming slots and waits for
-  // them, so a restarted daemon starts warm; stops when no slot is free
-  // (never evicts) and skips pinned or resident chunks. `uses[i]`, when
+  // them, so a restarted daemon starts warm; never evicts: skips chunks
+  // whose size class has no free slot left, and pinned or resident ones. `uses[i]`, when
   // given (same size as ids), seeds the policy's popularity of ids[i].
   // Returns how many chunks were read; a read error is returned as is (the
   // chunks read before it stay).
@@ -136,14 +145,19 @@ class StreamingChunkStore final : public ChunkStore {
     uint64_t pinned_offset = 0;  // In the pool's pinned region.
     absl::Status error;          // First failed piece of the read in flight.
     bool elsewhere = false;      // Held by another tier (VRAM): never read here.
+    uint8_t slot_class = 0;      // Which slots it reads into (see SlotClass).
   };
 
   StreamingChunkStore(const std::vector<ChunkSpec>* chunks, const StreamingStoreOptions& options);
 
-  // A slot for a read: a free one, else the policy's victim among evictable
-  // chunks; for an Acquire (`demand`) also a prefetched chunk not yet used
-  // (waiting for it when still loading). -1 when none.
-  absl::StatusOr<int> TakeSlot(bool demand);
+  // A slot of `id`'s size class for its read: a free one, else the policy's
+  // victim among evictable chunks in that class; for an Acquire (`demand`)
+  // also a prefetched chunk not yet used (waiting for it when still
+  // loading). -1 when none.
+  absl::StatusOr<int> TakeSlot(ChunkId id, bool demand);
+  // 0 for the equal slots, 1 for the large ones.
+  int SlotClass(int slot) const { return slot < n_small_slots_ ? 0 : 1; }
+  void FreeSlot(int slot);
   void Evict(ChunkId id);
   absl::Status IssueRead(ChunkId id, int slot);
   // Waits until chunk `id` has no pieces in flight.
@@ -167,8 +181,9 @@ class StreamingChunkStore final : public ChunkStore {
   const storage::RandomAccessFile* file_ = nullptr;
   std::vector<Chunk> state_;
   std::vector<std::vector<Piece>> pieces_;
-  std::vector<ChunkId> slot_owner_;  // -1: free.
-  std::vector<int> free_slots_;
+  std::vector<ChunkId> slot_owner_;             // -1: free.
+  std::array<std::vector<int>, 2> free_slots_;  // By slot class.
+  int n_small_slots_ = 0;
   std::vector<int> order_position_;  // Of each chunk in access_order_, -1 if absent.
   std::vector<ChunkId> access_order_;
   std::vector<storage::ReadRequest> requests_;

@@ -13,15 +13,18 @@ namespace {
 constexpr uint64_t kChunk = 3 * 4096;
 constexpr char kPath[] = "/model";
 
-// A file of `n` chunks of kChunk bytes; chunk i is filled with byte i + 1.
-// Chunk 0 is global, then alternating attention/FFN per layer.
+// A file of `n` chunks of kChunk bytes (attention chunks `attn_bytes`);
+// chunk i is filled with byte i + 1. Chunk 0 is global, then alternating
+// attention/FFN per layer.
 class StreamingStoreTest : public ::testing::Test {
  protected:
-  void Build(int n) {
+  void Build(int n, uint64_t attn_bytes = kChunk) {
     std::string bytes;
     chunks_.clear();
     for (int i = 0; i < n; ++i) {
-      bytes.append(kChunk, static_cast<char>(i + 1));
+      const uint64_t size = i % 2 ? attn_bytes : kChunk;
+      const uint64_t offset = bytes.size();
+      bytes.append(size, static_cast<char>(i + 1));
       ChunkSpec c;
       c.id = i;
       c.name =
@@ -29,9 +32,9 @@ class StreamingStoreTest : public ::testing::Test {
       c.layer = i == 0 ? -1 : (i - 1) / 2;
       c.kind = i == 0 ? ChunkKind::kGlobal : (i % 2 ? ChunkKind::kAttention : ChunkKind::kFfn);
       // Two reads per chunk, so a chunk is several pieces in flight.
-      c.reads.push_back({i * kChunk, 4096, 0});
-      c.reads.push_back({i * kChunk + 4096, kChunk - 4096, 4096});
-      c.slot_bytes = c.tensor_bytes = kChunk;
+      c.reads.push_back({offset, 4096, 0});
+      c.reads.push_back({offset + 4096, size - 4096, 4096});
+      c.slot_bytes = c.tensor_bytes = size;
       chunks_.push_back(c);
     }
     mem_.SetFile(kPath, bytes);
@@ -67,7 +70,7 @@ class StreamingStoreTest : public ::testing::Test {
     auto slot = store->Acquire(id);
     ASSERT_TRUE(slot.ok()) << slot.status();
     if (prefetch) store->Prefetch({});
-    for (uint64_t b = 0; b < kChunk; ++b) {
+    for (uint64_t b = 0; b < chunks_[id].slot_bytes; ++b) {
       ASSERT_EQ((*slot)[b], static_cast<uint8_t>(id + 1)) << "chunk " << id << " byte " << b;
     }
     store->Release(id);
@@ -91,6 +94,49 @@ TEST_F(StreamingStoreTest, EveryChunkArrivesWithItsBytes) {
   EXPECT_GT(stats.prefetch_hits, 0);
   EXPECT_EQ(stats.capacity_bytes, static_cast<int64_t>(3 * kChunk));
   EXPECT_EQ(store->StreamingStats().pinned_hits, 3);
+}
+
+TEST_F(StreamingStoreTest, LargeChunksStreamThroughTheirOwnSlots) {
+  constexpr uint64_t kLarge = 5 * 4096;
+  Build(9, kLarge);  // The 4 attention chunks are large.
+  StreamingStoreOptions options = Options(2, 2, PolicyKind::kLfu);
+  // Equal slots alone cannot hold them: the error names both sizes.
+  auto refused = StreamingChunkStore::Create(&fault_, *file_, chunks_, options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("blk.0.attn (20480 bytes)"), std::string::npos)
+      << refused.status();
+  options.n_large_slots = 2;
+  options.large_slot_bytes = kLarge;
+  auto store = Make(options);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->Stats().capacity_bytes, static_cast<int64_t>(3 * kChunk + 2 * kLarge));
+  const uint8_t* large_region = store->pool().slot(2);
+  for (int round = 0; round < 3; ++round) {
+    for (ChunkId id = 0; id < 9; ++id) {
+      Use(store.get(), id);
+      if (id == 0) continue;
+      // Each size class stays in its own slots.
+      auto slot = store->Acquire(id);
+      ASSERT_TRUE(slot.ok()) << slot.status();
+      EXPECT_EQ(*slot >= large_region, chunks_[id].kind == ChunkKind::kAttention) << id;
+      store->Release(id);
+    }
+  }
+  EXPECT_GT(store->Stats().prefetch_hits, 0);
+
+  // Both large slots held: a third large chunk cannot be read, and says
+  // which slots ran out, while small chunks still stream.
+  ASSERT_TRUE(store->Acquire(1).ok());
+  ASSERT_TRUE(store->Acquire(3).ok());
+  auto none = store->Acquire(5);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(none.status().message().find("all 2 large streaming slots"), std::string::npos)
+      << none.status();
+  for (ChunkId id : {2, 4, 6, 8}) Use(store.get(), id, /*prefetch=*/false);
+  store->Release(1);
+  store->Release(3);
+  Use(store.get(), 5);
 }
 
 TEST_F(StreamingStoreTest, ChunksInUseAreNeverEvicted) {
@@ -183,7 +229,7 @@ TEST_F(StreamingStoreTest, OptionsThatDoNotFitAreRefused) {
   o.slot_bytes = 4096;
   auto store = StreamingChunkStore::Create(&fault_, *file_, chunks_, o);
   ASSERT_FALSE(store.ok());
-  EXPECT_NE(store.status().message().find("does not fit"), std::string::npos);
+  EXPECT_NE(store.status().message().find("fits none of"), std::string::npos);
   o = Options(2, 1, PolicyKind::kLfu);
   o.pinned.pop_back();
   EXPECT_FALSE(StreamingChunkStore::Create(&fault_, *file_, chunks_, o).ok());

@@ -36,6 +36,20 @@ std::vector<int> LayerPreference(int n_layers) {
 // top-k more so a demand read never waits for a read-ahead to land.
 int MinTrunkStreamingSlots(int experts_per_token) { return 2 * experts_per_token + 2; }
 
+// Trunk chunks larger than an expert (attention, a dense FFN, a trunk with
+// shared experts) stream through slots of their own size, these many: the
+// FFN trunk in use, the next layer's (router lookahead) and one read ahead.
+// The expert-sized slots above stay expert-sized.
+constexpr int kLargeTrunkSlots = 3;
+
+// What the streamed-trunk floor reserves for slots: the expert-sized ones
+// and, when some trunk chunk is larger than an expert, the large ones.
+uint64_t StreamedTrunkSlotBytes(const PlanSizes& s) {
+  const uint64_t small = MinTrunkStreamingSlots(s.experts_per_token) * s.expert_slot_bytes;
+  if (s.largest_trunk_slot <= s.expert_slot_bytes) return small;
+  return small + kLargeTrunkSlots * s.largest_trunk_slot;
+}
+
 // MoE sizes: the trunk is everything but the routed experts.
 void ComputeMoeSizes(const PlanInput& input, const PlanOptions& options, PlanSizes* s) {
   s->moe = true;
@@ -69,9 +83,7 @@ void ComputeMoeSizes(const PlanInput& input, const PlanOptions& options, PlanSiz
   // With the trunk streamed: the global chunk pinned, and slots for what a
   // step holds at once (a layer's FFN trunk with one of its experts or the
   // next layer's trunk) and reads ahead (top-k experts).
-  const uint64_t streamed_floor = s->global_bytes + fixed +
-                                  MinTrunkStreamingSlots(s->experts_per_token) *
-                                      std::max(s->largest_trunk_slot, s->expert_slot_bytes);
+  const uint64_t streamed_floor = s->global_bytes + fixed + StreamedTrunkSlotBytes(*s);
   s->floor_bytes = std::min({s->weight_bytes + fixed, s->trunk_floor_bytes, streamed_floor});
   s->recommended_bytes = s->all_resident_bytes;
   if (s->usable_bytes && s->all_resident_bytes > *s->usable_bytes) {
@@ -126,9 +138,7 @@ void PlanStreamedTrunk(const PlanInput& input, const PlanOptions& options, uint6
       layer_trunk[chunk.layer].push_back(chunk.id);
     }
   }
-  const uint64_t reserve_slot = std::max(s.largest_trunk_slot, s.expert_slot_bytes);
-  const uint64_t reserved = MinTrunkStreamingSlots(s.experts_per_token) * reserve_slot;
-  uint64_t left = room - s.global_bytes - reserved;  // >= 0 at the floor.
+  uint64_t left = room - s.global_bytes - StreamedTrunkSlotBytes(s);  // >= 0 at the floor.
   int n_layers = layer_trunk.empty() ? 0 : layer_trunk.rbegin()->first + 1;
   const std::vector<int> preference = LayerPreference(n_layers);
   auto try_pin = [&](ChunkId id) {
@@ -148,22 +158,28 @@ void PlanStreamedTrunk(const PlanInput& input, const PlanOptions& options, uint6
   for (int layer : preference) {
     for (ChunkId id : layer_trunk[layer]) try_pin(id);
   }
-  // Slots hold the largest chunk still streamed; the rest of the room is
-  // more of them.
-  uint64_t slot = s.expert_slot_bytes;
+  // Streamed trunk chunks larger than an expert get kLargeTrunkSlots slots
+  // of the largest one's size; the rest of the room is expert-sized slots
+  // (which the smaller trunk chunks share with the experts).
+  uint64_t large = 0;
   uint64_t trunk_reads = 0;
   for (auto& [layer, ids] : layer_trunk) {
     for (ChunkId id : ids) {
       if (plan->is_pinned[id]) continue;
-      slot = std::max(slot, input.chunks[id].slot_bytes);
+      if (input.chunks[id].slot_bytes > s.expert_slot_bytes) {
+        large = std::max(large, input.chunks[id].slot_bytes);
+      }
       plan->access_order.push_back(id);
       trunk_reads += ReadBytes(input.chunks[id]);
     }
   }
-  const uint64_t slots = (room - plan->pinned_bytes) / slot;
-  plan->streaming_slots = static_cast<int>(slots);
-  plan->slot_bytes = slot;
-  plan->streaming_bytes = slots * slot;
+  plan->large_slots = large > 0 ? kLargeTrunkSlots : 0;
+  plan->large_slot_bytes = large;
+  const uint64_t small =
+      (room - plan->pinned_bytes - plan->large_slots * large) / s.expert_slot_bytes;
+  plan->streaming_slots = static_cast<int>(small) + plan->large_slots;
+  plan->slot_bytes = s.expert_slot_bytes;
+  plan->streaming_bytes = small * s.expert_slot_bytes + plan->large_slots * large;
   plan->streamed_trunk_chunks = static_cast<int>(plan->access_order.size());
   plan->streamed_chunks = s.n_experts + plan->streamed_trunk_chunks;
   plan->expert_cache_fraction = 0;
@@ -314,9 +330,8 @@ absl::StatusOr<MemoryPlan> PlanTwoTiers(const PlanInput& input, uint64_t budget_
           " bytes) is under this mixture-of-experts model's floor of ", Bytes(s.floor_bytes), " (",
           s.floor_bytes, " bytes: the pinned embeddings and output head ", Bytes(s.global_bytes),
           " + KV cache for ", input.n_ctx, " tokens ", Bytes(s.kv_bytes), " + scratch ",
-          Bytes(s.scratch_bytes), " + runtime ", Bytes(s.runtime_bytes), " + ",
-          MinTrunkStreamingSlots(s.experts_per_token), " streaming slots of ",
-          Bytes(std::max(s.largest_trunk_slot, s.expert_slot_bytes)),
+          Bytes(s.scratch_bytes), " + runtime ", Bytes(s.runtime_bytes), " + streaming slots ",
+          Bytes(StreamedTrunkSlotBytes(s)),
           " for the streamed trunk and experts; with the whole trunk (attention, routers, "
           "shared experts) of ",
           Bytes(s.trunk_bytes), " pinned it takes ", Bytes(s.trunk_floor_bytes),
@@ -677,14 +692,18 @@ void MemoryPlan::ExplainMoe(std::string* out) const {
                   " (trunk + one session's KV + scratch + runtime + ", 2 * s.experts_per_token,
                   " expert slots: one layer's top-", s.experts_per_token,
                   " in use, the next one's being read)\n");
-  absl::StrAppend(
-      out, "floor:        ", Bytes(s.floor_bytes),
-      s.floor_bytes < s.trunk_floor_bytes
-          ? absl::StrCat(" (the trunk streamed too: embeddings and output pinned + "
-                         "fixed + ",
-                         MinTrunkStreamingSlots(s.experts_per_token), " slots of ",
-                         Bytes(std::max(s.largest_trunk_slot, s.expert_slot_bytes)), ")\n")
-          : std::string(" (the trunk floor)\n"));
+  absl::StrAppend(out, "floor:        ", Bytes(s.floor_bytes),
+                  s.floor_bytes < s.trunk_floor_bytes
+                      ? absl::StrCat(" (the trunk streamed too: embeddings and output pinned + "
+                                     "fixed + ",
+                                     MinTrunkStreamingSlots(s.experts_per_token),
+                                     " expert slots of ", Bytes(s.expert_slot_bytes),
+                                     s.largest_trunk_slot > s.expert_slot_bytes
+                                         ? absl::StrCat(" + ", kLargeTrunkSlots, " trunk slots of ",
+                                                        Bytes(s.largest_trunk_slot))
+                                         : std::string(),
+                                     ")\n")
+                      : std::string(" (the trunk floor)\n"));
   absl::StrAppend(out, "recommended:  ", Bytes(s.recommended_bytes));
   if (s.recommended_capped) {
     const uint64_t base =
@@ -707,8 +726,12 @@ void MemoryPlan::ExplainMoe(std::string* out) const {
   } else if (trunk_streamed) {
     absl::StrAppend(out, "  pinned:     ", Bytes(pinned_bytes), " (", pinned.size(),
                     " chunks: embeddings and output, then trunk layers 0, L-1, 1, ... that fit)\n");
-    absl::StrAppend(out, "  streaming:  ", streaming_slots, " slots x ", Bytes(slot_bytes), " = ",
-                    Bytes(streaming_bytes), " for ", streamed_trunk_chunks,
+    absl::StrAppend(out, "  streaming:  ", streaming_slots - large_slots, " slots x ",
+                    Bytes(slot_bytes));
+    if (large_slots > 0) {
+      absl::StrAppend(out, " + ", large_slots, " trunk slots x ", Bytes(large_slot_bytes));
+    }
+    absl::StrAppend(out, " = ", Bytes(streaming_bytes), " for ", streamed_trunk_chunks,
                     " trunk chunks and every expert, prefetch depth ", prefetch_depth, "\n");
     absl::StrAppend(out, "  per token:  ~", Bytes(read_bytes_per_token),
                     " read from disk: the streamed trunk and top-", s.experts_per_token,

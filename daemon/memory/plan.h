@@ -173,8 +173,14 @@ struct MemoryPlan {
   int pinned_layers = 0;  // Layers with every chunk pinned.
   int n_layers = 0;
 
-  int streaming_slots = 0;  // 0 when everything is pinned.
-  uint64_t slot_bytes = 0;  // Each slot: the largest unpinned chunk.
+  int streaming_slots = 0;  // 0 when everything is pinned; both sizes.
+  uint64_t slot_bytes = 0;  // Each slot: the largest unpinned chunk (but see large_slots).
+  // Of streaming_slots, those of large_slot_bytes: a MoE plan whose trunk
+  // streams gives the trunk chunks larger than an expert a few slots of
+  // their size, and every other slot is expert-sized (slot_bytes). 0 when
+  // all slots are equal.
+  int large_slots = 0;
+  uint64_t large_slot_bytes = 0;
   uint64_t streaming_bytes = 0;
   int prefetch_depth = 0;     // Default for the store: streaming_slots - 1.
   uint64_t unused_bytes = 0;  // Budget left over (too small for any chunk).

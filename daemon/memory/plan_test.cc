@@ -219,8 +219,9 @@ TEST_F(MoePlanTest, SizesCountTheTrunkAndTopKExperts) {
   // Trunk + fixed + 2 x top-2 slots.
   EXPECT_EQ(s.trunk_floor_bytes, (270 + 48 + 16) * kMiB);
   EXPECT_EQ(s.largest_trunk_slot, 30 * kMiB);  // Layer 0's dense FFN.
-  // The trunk streamed: global + fixed + (2 x top-2 + 2) slots of 30 MiB.
-  EXPECT_EQ(s.floor_bytes, (100 + 48 + 6 * 30) * kMiB);
+  // The trunk streamed: global + fixed + (2 x top-2 + 2) expert slots and
+  // 3 trunk slots of 30 MiB (not 6 slots all of 30).
+  EXPECT_EQ(s.floor_bytes, (100 + 48 + 6 * 4 + 3 * 30) * kMiB);
   EXPECT_EQ(s.recommended_bytes, (270 + 256 + 48) * kMiB);
 
   // Usable 560 MiB less a 100 MiB reserve leaves 142 MiB past trunk + fixed
@@ -253,7 +254,8 @@ TEST_F(MoePlanTest, TrunkPinnedExpertsCachedMissesExpected) {
   for (const char* part :
        {"trunk 270.00 MiB", "top-2 x 4 layers = 8 experts", "16 slots x 4.00 MiB",
         "25.0% of the experts", "uniform routing", "trunk floor:  334.00 MiB",
-        "floor:        328.00 MiB (the trunk streamed too", "the whole trunk, 11 chunks"}) {
+        "floor:        262.00 MiB (the trunk streamed too", "6 expert slots of 4.00 MiB",
+        "3 trunk slots of 30.00 MiB", "the whole trunk, 11 chunks"}) {
     EXPECT_NE(text.find(part), std::string::npos) << part << " not in:\n" << text;
   }
 }
@@ -278,55 +280,63 @@ TEST_F(MoePlanTest, EverythingResidentWhenItFits) {
 
 TEST_F(MoePlanTest, BelowTheTrunkFloorTheTrunkStreams) {
   // Top-1: the trunk floor is 270 + 48 + 2 x 4 = 326 MiB; streamed, the
-  // floor is 100 + 48 + 4 slots of 30 = 268.
+  // floor is 100 + 48 + 4 expert slots of 4 + 3 trunk slots of 30 = 254.
   input_.experts_per_token = 1;
   const PlanSizes sizes = ComputePlanSizes(input_, options_);
   EXPECT_EQ(sizes.trunk_floor_bytes, 326 * kMiB);
-  EXPECT_EQ(sizes.floor_bytes, 268 * kMiB);
-  // 50 MiB past the floor pins layer 0 (preferred first: attention 20 +
-  // dense FFN 30) whole; layers 1..4's trunk streams.
+  EXPECT_EQ(sizes.floor_bytes, 254 * kMiB);
+  // 64 MiB past the floor pin layer 0 (preferred first: attention 20 +
+  // dense FFN 30) whole, then layer 4's FFN trunk (10); the rest streams.
   auto plan = PlanMemory(input_, 318 * kMiB, options_);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_TRUE(plan->trunk_streamed);
   EXPECT_FALSE(plan->all_resident());
-  EXPECT_EQ(plan->pinned_bytes, 150 * kMiB);
-  EXPECT_EQ(plan->streamed_trunk_chunks, 8);
-  // The largest streamed chunk is an attention chunk of 20 MiB.
-  EXPECT_EQ(plan->slot_bytes, 20 * kMiB);
-  EXPECT_EQ(plan->streaming_slots, 6);  // (318 - 48 - 150) / 20.
-  EXPECT_EQ(plan->access_order.size(), 8u);
+  EXPECT_EQ(plan->pinned_bytes, 160 * kMiB);
+  EXPECT_EQ(plan->streamed_trunk_chunks, 7);
+  // The attention chunks (20 MiB, larger than an expert) get 3 slots of
+  // their own; the rest of the room is expert-sized: (318 - 48 - 160 - 60) / 4.
+  EXPECT_EQ(plan->large_slots, 3);
+  EXPECT_EQ(plan->large_slot_bytes, 20 * kMiB);
+  EXPECT_EQ(plan->slot_bytes, 4 * kMiB);
+  EXPECT_EQ(plan->streaming_slots, 12 + 3);
+  EXPECT_EQ(plan->streaming_bytes, (12 * 4 + 3 * 20) * kMiB);
+  EXPECT_EQ(plan->access_order.size(), 7u);
   for (ChunkId id : plan->access_order) {
     EXPECT_FALSE(plan->is_pinned[id]);
     EXPECT_NE(chunks_[id].kind, ChunkKind::kExpert);
     EXPECT_NE(chunks_[id].kind, ChunkKind::kGlobal);
   }
-  // 4 attention chunks of 20 and 4 FFN trunks of 10, plus 4 experts of 4.
-  EXPECT_EQ(plan->read_bytes_per_token, (80 + 40 + 16) * kMiB);
+  // 4 attention chunks of 20 and 3 FFN trunks of 10, plus 4 experts of 4.
+  EXPECT_EQ(plan->read_bytes_per_token, (80 + 30 + 16) * kMiB);
   EXPECT_EQ(plan->prefetch_depth, 2);
   EXPECT_EQ(plan->pinned_layers, 1);
   const std::string text = plan->Explain();
-  for (const char* part : {"8 trunk chunks and every expert", "none assumed cached",
-                           "floor:        268.00 MiB (the trunk streamed too"}) {
+  for (const char* part :
+       {"12 slots x 4.00 MiB + 3 trunk slots x 20.00 MiB", "7 trunk chunks and every expert",
+        "none assumed cached", "floor:        254.00 MiB (the trunk streamed too"}) {
     EXPECT_NE(text.find(part), std::string::npos) << part << " not in:\n" << text;
   }
-  // At the floor: only the global chunk pinned, 4 slots of the largest.
-  auto floor = PlanMemory(input_, 268 * kMiB, options_);
+  // At the floor: only the global chunk pinned, 3 slots of the largest
+  // trunk chunk (layer 0's FFN) and 4 of an expert.
+  auto floor = PlanMemory(input_, 254 * kMiB, options_);
   ASSERT_TRUE(floor.ok()) << floor.status();
   EXPECT_EQ(floor->pinned_bytes, 100 * kMiB);
-  EXPECT_EQ(floor->streaming_slots, 4);
-  EXPECT_EQ(floor->slot_bytes, 30 * kMiB);
+  EXPECT_EQ(floor->streaming_slots, 4 + 3);
+  EXPECT_EQ(floor->large_slot_bytes, 30 * kMiB);
+  EXPECT_EQ(floor->slot_bytes, 4 * kMiB);
   EXPECT_EQ(floor->prefetch_depth, 2);
   EXPECT_EQ(floor->streamed_trunk_chunks, 10);
+  EXPECT_EQ(floor->unused_bytes, 0u);
 }
 
 TEST_F(MoePlanTest, BudgetUnderTheFloorIsRefused) {
-  auto plan = PlanMemory(input_, 300 * kMiB, options_);
+  auto plan = PlanMemory(input_, 250 * kMiB, options_);
   ASSERT_FALSE(plan.ok());
   EXPECT_EQ(plan.status().code(), absl::StatusCode::kResourceExhausted);
   const std::string message(plan.status().message());
   for (const char* part :
-       {"floor of 328.00 MiB", "embeddings and output head 100.00 MiB",
-        "6 streaming slots of 30.00 MiB", "270.00 MiB pinned it takes 334.00", "wasted plan"}) {
+       {"floor of 262.00 MiB", "embeddings and output head 100.00 MiB",
+        "streaming slots 114.00 MiB", "270.00 MiB pinned it takes 334.00", "wasted plan"}) {
     EXPECT_NE(message.find(part), std::string::npos) << part << " not in: " << message;
   }
   input_.experts_per_token = 0;

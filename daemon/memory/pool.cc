@@ -16,15 +16,20 @@ constexpr uint64_t kHugePage = uint64_t{2} << 20;
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<WeightPool>> WeightPool::Create(uint64_t pinned_bytes,
-                                                               uint64_t slot_bytes, int n_slots,
+absl::StatusOr<std::unique_ptr<WeightPool>> WeightPool::Create(const PoolLayout& layout,
                                                                const PoolOptions& options) {
-  if (n_slots < 0) return absl::InvalidArgumentError(absl::StrCat("n_slots ", n_slots, " < 0"));
+  if (layout.n_slots < 0 || layout.n_large_slots < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("slot counts ", layout.n_slots, " and ",
+                                                   layout.n_large_slots, " must be >= 0"));
+  }
   auto pool = std::unique_ptr<WeightPool>(new WeightPool());
-  pool->pinned_bytes_ = storage::AlignUp(pinned_bytes, storage::kDirectIoAlignment);
-  pool->slot_bytes_ = storage::AlignUp(slot_bytes, storage::kDirectIoAlignment);
-  pool->n_slots_ = n_slots;
-  pool->bytes_ = std::max<uint64_t>(pool->pinned_bytes_ + n_slots * pool->slot_bytes_,
+  pool->pinned_bytes_ = storage::AlignUp(layout.pinned_bytes, storage::kDirectIoAlignment);
+  pool->slot_bytes_ = storage::AlignUp(layout.slot_bytes, storage::kDirectIoAlignment);
+  pool->n_slots_ = layout.n_slots;
+  pool->large_slot_bytes_ = storage::AlignUp(layout.large_slot_bytes, storage::kDirectIoAlignment);
+  pool->n_large_slots_ = layout.n_large_slots;
+  pool->bytes_ = std::max<uint64_t>(pool->pinned_bytes_ + layout.n_slots * pool->slot_bytes_ +
+                                        layout.n_large_slots * pool->large_slot_bytes_,
                                     storage::kDirectIoAlignment);
   // Map a huge page more and trim, so the pool starts on a 2 MiB boundary.
   const uint64_t mapped = pool->bytes_ + kHugePage;
@@ -62,8 +67,11 @@ WeightPool::~WeightPool() {
 }
 
 uint8_t* WeightPool::slot(int i) const {
-  WCHECK(i >= 0 && i < n_slots_) << "slot " << i << " of " << n_slots_;
-  return base_ + pinned_bytes_ + static_cast<uint64_t>(i) * slot_bytes_;
+  WCHECK(i >= 0 && i < n_slots_ + n_large_slots_)
+      << "slot " << i << " of " << n_slots_ << " + " << n_large_slots_;
+  uint8_t* slots = base_ + pinned_bytes_;
+  if (i < n_slots_) return slots + static_cast<uint64_t>(i) * slot_bytes_;
+  return slots + n_slots_ * slot_bytes_ + static_cast<uint64_t>(i - n_slots_) * large_slot_bytes_;
 }
 
 }  // namespace waste::memory

@@ -23,6 +23,22 @@ TEST(WeightPoolTest, CarvesPinnedRegionAndAlignedSlots) {
   EXPECT_EQ(p.slot(2)[0], 2);
 }
 
+TEST(WeightPoolTest, LargeSlotsFollowTheEqualOnes) {
+  auto pool = WeightPool::Create(PoolLayout{4096, 5000, 2, 20000, 2});
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  const WeightPool& p = **pool;
+  EXPECT_EQ(p.n_slots(), 2);
+  EXPECT_EQ(p.n_large_slots(), 2);
+  EXPECT_EQ(p.large_slot_bytes(), 20480u);
+  EXPECT_EQ(p.bytes(), 4096u + 2 * 8192u + 2 * 20480u);
+  EXPECT_EQ(p.slot(1), p.pinned() + 4096 + 8192);
+  EXPECT_EQ(p.slot(2), p.pinned() + 4096 + 2 * 8192);
+  EXPECT_EQ(p.slot(3), p.slot(2) + 20480);
+  std::memset(p.slot(3), 3, p.large_slot_bytes());  // The last byte is the pool's.
+  EXPECT_EQ(p.slot(3) + p.large_slot_bytes(), p.pinned() + p.bytes());
+  EXPECT_FALSE(WeightPool::Create(PoolLayout{0, 4096, 1, 4096, -1}).ok());
+}
+
 TEST(WeightPoolTest, NoSlotsWhenEverythingIsPinned) {
   auto pool = WeightPool::Create(1 << 20, 0, 0, {.huge_pages = false});
   ASSERT_TRUE(pool.ok()) << pool.status();
