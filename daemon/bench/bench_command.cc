@@ -19,6 +19,7 @@
 #include "daemon/bench/memory_bandwidth.h"
 #include "daemon/bench/model_budget.h"
 #include "daemon/bench/sessions_bench.h"
+#include "daemon/cache/forwarding_store.h"
 #include "daemon/cache/hotlist.h"
 #include "daemon/cache/routing_trace.h"
 #include "daemon/cache/streaming_store.h"
@@ -90,9 +91,10 @@ struct BenchResult {
 };
 
 // Records which expert chunks decode acquires, for a routing trace.
-class TraceStore final : public cache::ChunkStore {
+class TraceStore final : public cache::ForwardingChunkStore {
  public:
-  TraceStore(cache::ChunkStore* base, const model::Model& model) : base_(base), model_(model) {}
+  TraceStore(cache::ChunkStore* base, const model::Model& model)
+      : ForwardingChunkStore(base), model_(model) {}
   absl::StatusOr<const uint8_t*> Acquire(memory::ChunkId id) override {
     if (recording_ && model_.chunks()[id].kind == memory::ChunkKind::kExpert)
       acquired_.push_back(id);
@@ -101,13 +103,9 @@ class TraceStore final : public cache::ChunkStore {
     const model::GlobalTensors& g = model_.globals();
     acquired_bytes_ += id == g.chunk ? g.output.rows * g.output.row_bytes
                                      : static_cast<int64_t>(model_.chunks()[id].tensor_bytes);
-    return base_->Acquire(id);
+    return ForwardingChunkStore::Acquire(id);
   }
   int64_t acquired_bytes() const { return acquired_bytes_; }
-  void Release(memory::ChunkId id) override { base_->Release(id); }
-  void Prefetch(std::span<const memory::ChunkId> upcoming) override { base_->Prefetch(upcoming); }
-  bool Ready(memory::ChunkId id) override { return base_->Ready(id); }
-  cache::ChunkStoreStats Stats() const override { return base_->Stats(); }
   void set_recording(bool on) { recording_ = on; }
 
   // Expert chunk ids to (MoE layer, expert) rows of top_k.
@@ -126,7 +124,6 @@ class TraceStore final : public cache::ChunkStore {
   }
 
  private:
-  cache::ChunkStore* base_;
   const model::Model& model_;
   bool recording_ = false;
   std::vector<memory::ChunkId> acquired_;
@@ -151,7 +148,7 @@ uint64_t TouchedBytesPerToken(const model::Model& model) {
     if (chunk.kind == memory::ChunkKind::kExpert) {
       expert_bytes += chunk.tensor_bytes;
       ++experts;
-    } else if (chunk.kind != memory::ChunkKind::kGlobal) {
+    } else if (chunk.layer >= 0) {
       bytes += chunk.tensor_bytes;
     }
   }

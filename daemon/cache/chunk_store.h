@@ -10,6 +10,7 @@
 #define WASTE_DAEMON_CACHE_CHUNK_STORE_H_
 
 #include <cstdint>
+#include <cstring>
 #include <span>
 
 #include "absl/status/statusor.h"
@@ -38,6 +39,8 @@ struct ChunkStoreStats {
   int64_t read_retries = 0;
   double io_wait_seconds = 0;    // Time Acquire blocked waiting for reads.
   double read_busy_seconds = 0;  // Time at least one read was in flight.
+  int64_t part_reads = 0;        // ReadPart calls served from the file,
+  int64_t part_bytes = 0;        // and their bytes (also in bytes_read).
   int64_t resident_bytes = 0;    // Gauge: chunk bytes in memory now.
   int64_t capacity_bytes = 0;    // Gauge: memory the store may use for chunks.
 };
@@ -62,6 +65,19 @@ class ChunkStore {
   virtual bool Ready(ChunkId id) {
     (void)id;
     return true;
+  }
+
+  // Copies `length` bytes at `offset` of chunk `id`'s slot image to `dst`.
+  // For small parts of chunks that need not be in memory: a token's row of
+  // an embedding table (ChunkKind::kEmbeddings) that the plan left on disk
+  // is read straight from the file; a chunk in memory is copied from there.
+  // Errors as Acquire's.
+  virtual absl::Status ReadPart(ChunkId id, uint64_t offset, uint64_t length, uint8_t* dst) {
+    absl::StatusOr<const uint8_t*> slot = Acquire(id);
+    if (!slot.ok()) return slot.status();
+    std::memcpy(dst, *slot + offset, length);
+    Release(id);
+    return absl::OkStatus();
   }
 
   virtual ChunkStoreStats Stats() const = 0;

@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "daemon/cache/forwarding_store.h"
 #include "daemon/cache/resident_store.h"
 #include "daemon/cache/streaming_store.h"
 #include "daemon/memory/plan.h"
@@ -182,21 +183,16 @@ INSTANTIATE_TEST_SUITE_P(Archs, StreamedMoeMatchesResident,
                                            tools::SyntheticArch::kDeepseek2));
 
 // Forwards to a store and counts each chunk's Acquires.
-class CountingStore final : public ChunkStore {
+class CountingStore final : public ForwardingChunkStore {
  public:
-  explicit CountingStore(ChunkStore* base) : base_(base) {}
+  using ForwardingChunkStore::ForwardingChunkStore;
   absl::StatusOr<const uint8_t*> Acquire(ChunkId id) override {
     ++acquires_[id];
-    return base_->Acquire(id);
+    return ForwardingChunkStore::Acquire(id);
   }
-  void Release(ChunkId id) override { base_->Release(id); }
-  void Prefetch(std::span<const ChunkId> upcoming) override { base_->Prefetch(upcoming); }
-  bool Ready(ChunkId id) override { return base_->Ready(id); }
-  ChunkStoreStats Stats() const override { return base_->Stats(); }
   std::map<ChunkId, int>& acquires() { return acquires_; }
 
  private:
-  ChunkStore* base_;
   std::map<ChunkId, int> acquires_;
 };
 

@@ -83,6 +83,10 @@ absl::StatusOr<std::unique_ptr<StreamingChunkStore>> StreamingChunkStore::Create
       c.elsewhere = true;
       continue;
     }
+    if (chunk.kind == ChunkKind::kEmbeddings) {
+      c.rows_only = true;
+      continue;
+    }
     if (options.n_slots > 0 && chunk.slot_bytes <= options.slot_bytes) {
       c.slot_class = 0;
     } else if (options.n_large_slots > 0 && chunk.slot_bytes <= options.large_slot_bytes) {
@@ -318,6 +322,10 @@ absl::StatusOr<const uint8_t*> StreamingChunkStore::Acquire(ChunkId id) {
     return absl::FailedPreconditionError(absl::StrCat(
         "chunk ", (*chunks_)[id].name, " is held by another tier (VRAM), not this store"));
   }
+  if (c.rows_only) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "chunk ", (*chunks_)[id].name, " stays on disk; only its rows are read (ReadPart)"));
+  }
   last_acquired_ = id;
   ++acquire_counts_[id];
   if (c.state == State::kPinned) {
@@ -369,6 +377,40 @@ bool StreamingChunkStore::Ready(ChunkId id) {
   return state_[id].state == State::kPinned || state_[id].state == State::kResident;
 }
 
+absl::Status StreamingChunkStore::ReadPart(ChunkId id, uint64_t offset, uint64_t length,
+                                           uint8_t* dst) {
+  WCHECK(id >= 0 && static_cast<size_t>(id) < state_.size()) << "chunk " << id;
+  if (!state_[id].rows_only) return ChunkStore::ReadPart(id, offset, length, dst);
+  // The part's bytes from each of the chunk's reads it overlaps (a row of
+  // one tensor lies in one read).
+  const absl::Time start = absl::Now();
+  const ChunkSpec& spec = (*chunks_)[id];
+  uint64_t done = 0;
+  for (const ChunkRead& read : spec.reads) {
+    const uint64_t from = std::max(offset, read.slot_offset);
+    const uint64_t to = std::min(offset + length, read.slot_offset + read.length);
+    if (from >= to) continue;
+    absl::Status status = file_->Read(read.file_offset + (from - read.slot_offset), to - from,
+                                      reinterpret_cast<char*>(dst + (from - offset)));
+    if (!status.ok()) {
+      ++streaming_stats_.read_errors;
+      return absl::Status(status.code(), absl::StrCat("reading ", length, " bytes of ", spec.name,
+                                                      ": ", status.message()));
+    }
+    done += to - from;
+  }
+  stats_.io_wait_seconds += absl::ToDoubleSeconds(absl::Now() - start);
+  if (done != length) {
+    return absl::OutOfRangeError(absl::StrCat("bytes ", offset, "..", offset + length, " of ",
+                                              spec.name, " are not all in its ", spec.slot_bytes,
+                                              "-byte slot image"));
+  }
+  ++stats_.part_reads;
+  stats_.part_bytes += static_cast<int64_t>(length);
+  stats_.bytes_read += static_cast<int64_t>(length);
+  return absl::OkStatus();
+}
+
 void StreamingChunkStore::Prefetch(std::span<const ChunkId> upcoming) {
   if (prefetch_depth_ == 0) return;
   if (chunks_in_flight_ > 0) PollCompletions(/*min=*/0).IgnoreError();
@@ -376,7 +418,7 @@ void StreamingChunkStore::Prefetch(std::span<const ChunkId> upcoming) {
   // Walks the chunks needed next; false when no more reads should start.
   auto consider = [&](ChunkId id) {
     Chunk& c = state_[id];
-    if (c.state == State::kPinned || c.elsewhere) return true;
+    if (c.state == State::kPinned || c.elsewhere || c.rows_only) return true;
     if (c.state != State::kAbsent) {
       c.protect_epoch = epoch_;  // Needed before anything read from here on.
       return true;

@@ -103,6 +103,7 @@ class StreamingChunkStore final : public ChunkStore {
   void Release(ChunkId id) override;
   void Prefetch(std::span<const ChunkId> upcoming) override;
   bool Ready(ChunkId id) override;
+  absl::Status ReadPart(ChunkId id, uint64_t offset, uint64_t length, uint8_t* dst) override;
   ChunkStoreStats Stats() const override;
 
   StreamingStoreStats StreamingStats() const { return streaming_stats_; }
@@ -146,6 +147,9 @@ class StreamingChunkStore final : public ChunkStore {
     absl::Status error;          // First failed piece of the read in flight.
     bool elsewhere = false;      // Held by another tier (VRAM): never read here.
     uint8_t slot_class = 0;      // Which slots it reads into (see SlotClass).
+    // An embedding table the plan did not pin: never read whole, only
+    // ReadPart's rows (straight from the file); Acquire refuses it.
+    bool rows_only = false;
   };
 
   StreamingChunkStore(const std::vector<ChunkSpec>* chunks, const StreamingStoreOptions& options);

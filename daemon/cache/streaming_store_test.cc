@@ -139,6 +139,38 @@ TEST_F(StreamingStoreTest, LargeChunksStreamThroughTheirOwnSlots) {
   Use(store.get(), 5);
 }
 
+// An embedding table the plan left on disk is never read whole: its rows
+// come straight from the file; pinned, they are copied from memory.
+TEST_F(StreamingStoreTest, EmbeddingRowsAreReadFromTheFile) {
+  Build(5);
+  chunks_[4].kind = ChunkKind::kEmbeddings;
+  chunks_[4].layer = -1;
+  StreamingStoreOptions options = Options(2, 1, PolicyKind::kLfu);
+  options.access_order = {1, 2, 3};
+  auto store = Make(options);
+  ASSERT_NE(store, nullptr);
+  uint8_t row[100];
+  // Bytes 4000..4099 straddle the chunk's two reads.
+  ASSERT_TRUE(store->ReadPart(4, 4000, sizeof(row), row).ok());
+  for (uint8_t b : row) ASSERT_EQ(b, 5);
+  EXPECT_EQ(store->Stats().part_reads, 1);
+  EXPECT_EQ(store->Stats().part_bytes, 100);
+  const auto refused = store->Acquire(4);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_FALSE(store->ReadPart(4, kChunk - 50, sizeof(row), row).ok());  // Past its end.
+  // The layers still stream through the two slots.
+  for (int round = 0; round < 2; ++round) {
+    for (ChunkId id : {1, 2, 3}) Use(store.get(), id);
+  }
+  // Pinned, the table is in memory: no file read.
+  options.pinned[4] = true;
+  auto pinned = Make(options);
+  ASSERT_NE(pinned, nullptr);
+  ASSERT_TRUE(pinned->ReadPart(4, 10, sizeof(row), row).ok());
+  for (uint8_t b : row) ASSERT_EQ(b, 5);
+  EXPECT_EQ(pinned->Stats().part_reads, 0);
+}
+
 TEST_F(StreamingStoreTest, ChunksInUseAreNeverEvicted) {
   Build(9);
   auto store = Make(Options(3, 2, PolicyKind::kLru));

@@ -9,6 +9,8 @@ const char* ChunkKindName(ChunkKind kind) {
   switch (kind) {
     case ChunkKind::kGlobal:
       return "global";
+    case ChunkKind::kEmbeddings:
+      return "embeddings";
     case ChunkKind::kAttention:
       return "attention";
     case ChunkKind::kFfn:

@@ -24,7 +24,12 @@ using ChunkId = int32_t;
 
 // What a chunk holds; the memory plan and the pin policy decide by it.
 enum class ChunkKind {
-  kGlobal,     // Embeddings, output head, final norm: pinned.
+  kGlobal,  // Output head, final norm (and the embeddings when tied): pinned.
+  // The token embedding table of a model with its own output head: a token
+  // needs one row of it. Pinned only when everything else is; otherwise
+  // never read whole: its rows are read from the file as tokens need them
+  // (ChunkStore::ReadPart), so it costs the floor nothing.
+  kEmbeddings,
   kAttention,  // One layer's attention block (with its norm).
   kFfn,        // One layer's dense feed-forward block (with its norm), or
                // the trunk of a MoE block: norm, router, shared experts.
@@ -51,6 +56,7 @@ struct ChunkSpec {
   std::vector<ChunkRead> reads;
   uint64_t slot_bytes = 0;    // Memory the chunk occupies (sum of aligned reads).
   uint64_t tensor_bytes = 0;  // Bytes of its tensors proper.
+  uint64_t row_bytes = 0;     // kEmbeddings: one row, what a token reads of it.
 };
 
 // Where a tensor lives once its chunk is in memory.

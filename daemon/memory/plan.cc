@@ -57,6 +57,7 @@ void ComputeMoeSizes(const PlanInput& input, const PlanOptions& options, PlanSiz
   std::map<int, int> experts_by_layer;
   uint64_t expert_read_bytes = 0;
   for (const ChunkSpec& chunk : input.chunks) {
+    if (chunk.kind == ChunkKind::kEmbeddings) continue;  // Not trunk: read by rows.
     if (chunk.kind == ChunkKind::kExpert) {
       s->expert_bytes += chunk.slot_bytes;
       s->expert_slot_bytes = std::max(s->expert_slot_bytes, chunk.slot_bytes);
@@ -73,7 +74,7 @@ void ComputeMoeSizes(const PlanInput& input, const PlanOptions& options, PlanSiz
   s->active_expert_read_bytes =
       s->n_experts > 0 ? k * s->moe_layers * (expert_read_bytes / s->n_experts) : 0;
   for (const ChunkSpec& chunk : input.chunks) {
-    if (chunk.kind != ChunkKind::kExpert && chunk.kind != ChunkKind::kGlobal) {
+    if (chunk.layer >= 0 && chunk.kind != ChunkKind::kExpert) {
       s->largest_trunk_slot = std::max(s->largest_trunk_slot, chunk.slot_bytes);
     }
   }
@@ -97,6 +98,16 @@ void ComputeMoeSizes(const PlanInput& input, const PlanOptions& options, PlanSiz
     const uint64_t sets = s->expert_working_set_bytes > 0 ? room / s->expert_working_set_bytes : 0;
     s->recommended_bytes = std::max(s->floor_bytes, base + sets * s->expert_working_set_bytes);
     s->recommended_capped = true;
+  }
+}
+
+// An embedding table left on disk costs each token one row's read.
+void AddEmbeddingRowReads(const PlanInput& input, MemoryPlan* plan) {
+  for (const ChunkSpec& chunk : input.chunks) {
+    if (chunk.kind == ChunkKind::kEmbeddings && !plan->is_pinned[chunk.id]) {
+      plan->read_bytes_per_token += chunk.row_bytes;
+      plan->embeddings_on_disk = true;
+    }
   }
 }
 
@@ -134,7 +145,7 @@ void PlanStreamedTrunk(const PlanInput& input, const PlanOptions& options, uint6
   plan->trunk_streamed = true;
   std::map<int, std::vector<ChunkId>> layer_trunk;
   for (const ChunkSpec& chunk : input.chunks) {
-    if (chunk.kind != ChunkKind::kGlobal && chunk.kind != ChunkKind::kExpert) {
+    if (chunk.layer >= 0 && chunk.kind != ChunkKind::kExpert) {
       layer_trunk[chunk.layer].push_back(chunk.id);
     }
   }
@@ -214,12 +225,16 @@ void PlanMoe(const PlanInput& input, const PlanOptions& options, MemoryPlan* pla
     return;
   }
   for (size_t i = 0; i < n; ++i) {
-    const ChunkKind kind = input.chunks[i].kind;
-    if (kind != ChunkKind::kGlobal && kind != ChunkKind::kExpert) pin(static_cast<ChunkId>(i));
+    if (input.chunks[i].layer >= 0 && input.chunks[i].kind != ChunkKind::kExpert) {
+      pin(static_cast<ChunkId>(i));
+    }
   }
   if (s.weight_bytes <= room) {
     for (size_t i = 0; i < n; ++i) {
-      if (input.chunks[i].kind == ChunkKind::kExpert) pin(static_cast<ChunkId>(i));
+      const ChunkKind kind = input.chunks[i].kind;
+      if (kind == ChunkKind::kExpert || kind == ChunkKind::kEmbeddings) {
+        pin(static_cast<ChunkId>(i));
+      }
     }
     plan->expert_cache_fraction = 1;
   } else {
@@ -262,6 +277,9 @@ PlanSizes TwoTierSizes(const PlanInput& input, const PlanOptions& options,
     s.weight_bytes += chunk.slot_bytes;
     if (chunk.kind == ChunkKind::kGlobal) {
       s.global_bytes += chunk.slot_bytes;
+    } else if (chunk.kind == ChunkKind::kEmbeddings) {
+      s.embedding_bytes += chunk.slot_bytes;
+      s.embedding_row_bytes += chunk.row_bytes;
     } else {
       s.largest_streamed_slot = std::max(s.largest_streamed_slot, chunk.slot_bytes);
     }
@@ -300,13 +318,16 @@ absl::StatusOr<MemoryPlan> PlanTwoTiers(const PlanInput& input, uint64_t budget_
   const PlanSizes& s = plan.sizes;
   const size_t n = input.chunks.size();
   std::map<int, std::vector<ChunkId>> layer_chunks;
+  std::vector<ChunkId> embeddings;
   for (size_t i = 0; i < n; ++i) {
     const ChunkSpec& chunk = input.chunks[i];
     if (chunk.id != static_cast<ChunkId>(i)) {
       return absl::InvalidArgumentError(
           absl::StrCat("chunk ", chunk.name, " has id ", chunk.id, " at index ", i));
     }
-    if (chunk.kind != ChunkKind::kGlobal) {
+    if (chunk.kind == ChunkKind::kEmbeddings) {
+      embeddings.push_back(chunk.id);
+    } else if (chunk.kind != ChunkKind::kGlobal) {
       if (chunk.layer < 0) {
         return absl::InvalidArgumentError(
             absl::StrCat("chunk ", chunk.name, " is not global and has no layer"));
@@ -341,6 +362,7 @@ absl::StatusOr<MemoryPlan> PlanTwoTiers(const PlanInput& input, uint64_t budget_
     }
     plan.access_order.clear();
     PlanMoe(input, options, &plan);
+    AddEmbeddingRowReads(input, &plan);
     return plan;
   }
 
@@ -372,13 +394,16 @@ absl::StatusOr<MemoryPlan> PlanTwoTiers(const PlanInput& input, uint64_t budget_
     for (auto& [layer, ids] : layer_chunks) {
       for (ChunkId id : ids) pin(id);
     }
+    for (ChunkId id : embeddings) pin(id);
   } else {
     // Slots first (they make streaming work at all), then pin with the rest.
+    // (No layer chunk at all, when they are all in VRAM: no slots, and only
+    // the embedding table can stay out.)
     uint64_t slot = s.largest_streamed_slot;
     uint64_t after_global = room - s.global_bytes;
-    int slots =
-        static_cast<int>(std::min<uint64_t>(options.prefetch_depth + 1, after_global / slot));
-    slots = std::max(slots, 2);
+    int slots = slot == 0 ? 0
+                          : std::max(2, static_cast<int>(std::min<uint64_t>(
+                                            options.prefetch_depth + 1, after_global / slot)));
     uint64_t left = after_global - slots * slot;
     const std::vector<int> preference = LayerPreference(plan.n_layers);
     auto try_pin = [&](ChunkId id) {
@@ -417,6 +442,10 @@ absl::StatusOr<MemoryPlan> PlanTwoTiers(const PlanInput& input, uint64_t budget_
       left += slots * (slot - largest);
       slot = largest;
     }
+    // The embedding table last: pinning it saves a token one row's read.
+    if (slots == 0) {
+      for (ChunkId id : embeddings) try_pin(id);
+    }
     plan.streaming_slots = slots;
     plan.slot_bytes = slot;
     plan.streaming_bytes = slots * slot;
@@ -434,6 +463,7 @@ absl::StatusOr<MemoryPlan> PlanTwoTiers(const PlanInput& input, uint64_t budget_
   }
   plan.prefetch_depth = std::max(0, plan.streaming_slots - 1);
   plan.unused_bytes = budget_bytes - fixed - plan.pool_bytes();
+  AddEmbeddingRowReads(input, &plan);
   return plan;
 }
 
@@ -462,7 +492,8 @@ void CountTiers(const PlanInput& input, MemoryPlan* plan) {
       continue;
     }
     TierBytes& to = token;
-    (vram ? to.vram : plan->is_pinned[chunk.id] ? to.ram : to.disk) += ReadBytes(chunk);
+    const uint64_t used = chunk.kind == ChunkKind::kEmbeddings ? chunk.row_bytes : ReadBytes(chunk);
+    (vram ? to.vram : plan->is_pinned[chunk.id] ? to.ram : to.disk) += used;
   }
   // A token routes to k experts per MoE layer, uniformly: a VRAM expert with
   // probability in_vram / n; one not in VRAM is in RAM when pinned, or with
@@ -470,9 +501,11 @@ void CountTiers(const PlanInput& input, MemoryPlan* plan) {
   const double k = std::max(0, input.experts_per_token);
   const bool experts_pinned = plan->streaming_slots == 0;
   const double cached =
-      experts_pinned    ? 1.0
-      : ram_experts > 0 ? std::min(1.0, static_cast<double>(plan->streaming_slots) / ram_experts)
-                        : 1.0;
+      experts_pinned ? 1.0
+      : ram_experts > 0
+          ? std::min(1.0,
+                     static_cast<double>(plan->streaming_slots - plan->large_slots) / ram_experts)
+          : 1.0;
   double vram_bytes = 0, ram_bytes = 0, disk_bytes = 0;
   for (const auto& [layer, e] : experts) {
     // k of n experts: k/n of the layer's bytes, split by where they live.
@@ -597,6 +630,11 @@ std::string MemoryPlan::Explain() const {
   } else {
     ExplainDense(&out);
   }
+  if (embeddings_on_disk) {
+    absl::StrAppend(&out, "  embeddings: ", Bytes(sizes.embedding_bytes),
+                    " stay on disk (not in the budget): a token reads its row of ",
+                    Bytes(sizes.embedding_row_bytes), "\n");
+  }
   if (vram.enabled()) ExplainTiers(&out);
   return out;
 }
@@ -642,9 +680,8 @@ void MemoryPlan::ExplainVram(std::string* out) const {
   absl::StrAppend(out, "VRAM budget:  ", Bytes(vram.budget_bytes), ": activations ",
                   Bytes(vram.scratch_bytes), ", weights ", Bytes(vram.weight_bytes), " in ",
                   vram.chunks.size(), " of ", vram.eligible_chunks, " chunks the device computes (",
-                  vram.global ? "output head and embeddings, " : "", vram.trunk_layers, " of ",
-                  n_layers, " layers' ",
-                  sizes.moe || vram.experts > 0 ? "trunk" : "attention and FFN");
+                  vram.global ? "output head, " : "", vram.trunk_layers, " of ", n_layers,
+                  " layers' ", sizes.moe || vram.experts > 0 ? "trunk" : "attention and FFN");
   if (vram.experts > 0) absl::StrAppend(out, ", ", vram.experts, " routed experts");
   absl::StrAppend(out, ")");
   if (vram.copy_slots > 0) {

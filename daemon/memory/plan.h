@@ -122,6 +122,10 @@ struct TierBytes {
 struct PlanSizes {
   uint64_t weight_bytes = 0;  // Slots of all chunks (aligned sizes in memory).
   uint64_t global_bytes = 0;  // Chunks of kind kGlobal: always pinned.
+  // The kEmbeddings chunk (0 when the embeddings are tied to the output and
+  // so global): pinned only when everything is, else read a row at a time.
+  uint64_t embedding_bytes = 0;
+  uint64_t embedding_row_bytes = 0;
   uint64_t largest_streamed_slot = 0;
   uint64_t kv_bytes = 0;  // Per session.
   uint64_t scratch_bytes = 0;
@@ -207,6 +211,9 @@ struct MemoryPlan {
   // MoE under trunk_floor_bytes: trunk chunks stream through the slots as
   // well (the global chunk stays pinned).
   bool trunk_streamed = false;
+  // The embedding table (a kEmbeddings chunk) is not pinned: its rows are
+  // read from the file as tokens need them (see ChunkKind::kEmbeddings).
+  bool embeddings_on_disk = false;
   int streamed_trunk_chunks = 0;
 
   // The VRAM tier (vram.enabled() when PlanOptions asked for one), and

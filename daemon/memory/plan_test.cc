@@ -1,5 +1,7 @@
 #include "daemon/memory/plan.h"
 
+#include <algorithm>
+
 #include "gtest/gtest.h"
 
 namespace waste::memory {
@@ -61,6 +63,49 @@ TEST_F(PlanTest, FloorAndRecommended) {
   options_.system_reserve_bytes = 100 * kMiB;
   capped = ComputePlanSizes(input_, options_, 800 * kMiB, "test");
   EXPECT_EQ(capped.recommended_bytes, 700 * kMiB);
+}
+
+// A model with its own output head keeps its embedding table in a chunk of
+// its own: outside the floor, pinned only when everything else is, else
+// each token reads one row of it from disk.
+TEST_F(PlanTest, EmbeddingsStayOnDiskUnlessEverythingFits) {
+  ChunkSpec embd;
+  embd.id = static_cast<ChunkId>(chunks_.size());
+  embd.name = "embeddings";
+  embd.kind = ChunkKind::kEmbeddings;
+  embd.reads.push_back({2000 * kMiB, 200 * kMiB, 0});
+  embd.slot_bytes = embd.tensor_bytes = 200 * kMiB;
+  embd.row_bytes = 8192;
+  chunks_.push_back(embd);
+  input_.chunks = chunks_;
+  const PlanSizes s = ComputePlanSizes(input_, options_);
+  EXPECT_EQ(s.weight_bytes, 1260 * kMiB);
+  EXPECT_EQ(s.embedding_bytes, 200 * kMiB);
+  EXPECT_EQ(s.largest_streamed_slot, 80 * kMiB);  // Not the 200 MiB table.
+  EXPECT_EQ(s.floor_bytes, (100 + 48 + 160) * kMiB);
+  EXPECT_EQ(s.recommended_bytes, (1260 + 48) * kMiB);
+
+  auto floor = PlanMemory(input_, s.floor_bytes, options_);
+  ASSERT_TRUE(floor.ok()) << floor.status();
+  EXPECT_FALSE(floor->is_pinned[embd.id]);
+  EXPECT_TRUE(floor->embeddings_on_disk);
+  EXPECT_EQ(std::count(floor->access_order.begin(), floor->access_order.end(), embd.id), 0);
+  // Every layer chunk, and one row of the table.
+  EXPECT_EQ(floor->read_bytes_per_token, 8 * 120 * kMiB + 8192);
+  EXPECT_NE(floor->Explain().find("embeddings: 200.00 MiB stay on disk"), std::string::npos)
+      << floor->Explain();
+
+  // A MiB short of everything: the table stays on disk.
+  auto short_of_all = PlanMemory(input_, s.recommended_bytes - kMiB, options_);
+  ASSERT_TRUE(short_of_all.ok()) << short_of_all.status();
+  EXPECT_FALSE(short_of_all->is_pinned[embd.id]);
+  EXPECT_GE(short_of_all->read_bytes_per_token, 8192u);
+
+  auto all = PlanMemory(input_, s.recommended_bytes, options_);
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_TRUE(all->is_pinned[embd.id]);
+  EXPECT_FALSE(all->embeddings_on_disk);
+  EXPECT_EQ(all->read_bytes_per_token, 0u);
 }
 
 TEST_F(PlanTest, SessionsAreReservedBeforeWeightsArePinned) {

@@ -24,7 +24,9 @@ VramPlan PlaceInVram(const PlanInput& input, const PlanOptions& options) {
   if (v.budget_bytes == 0) return v;
   v.scratch_bytes = input.vram_scratch_bytes;
   const size_t n = input.chunks.size();
+  // The embedding table is only ever read a row at a time, on the host.
   auto eligible = [&](size_t i) {
+    if (input.chunks[i].kind == ChunkKind::kEmbeddings) return false;
     return input.vram_eligible.empty() ||
            (i < input.vram_eligible.size() && input.vram_eligible[i]);
   };

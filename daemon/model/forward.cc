@@ -230,9 +230,17 @@ absl::Status Forward::Embed(std::span<const SequenceStep> steps, const ChunkLeas
     for (size_t t = 0; t < step.tokens.size(); ++t) {
       // Each row at its own sequence's next position.
       const int64_t row = ws.first_row[i] + static_cast<int64_t>(t);
-      const uint8_t* embedding =
-          g.token_embd.Data(global) + step.tokens[t] * g.token_embd.row_bytes;
-      if (lease.on_device()) {
+      const uint8_t* embedding;
+      if (g.embd_separate()) {
+        // Its own chunk, maybe left on disk: the store reads the one row.
+        RETURN_IF_ERROR(store_->ReadPart(
+            g.embd_chunk, g.token_embd.place.slot_offset + step.tokens[t] * g.token_embd.row_bytes,
+            g.token_embd.row_bytes, ws.embd_row.data()));
+        embedding = ws.embd_row.data();
+      } else {
+        embedding = g.token_embd.Data(global) + step.tokens[t] * g.token_embd.row_bytes;
+      }
+      if (!g.embd_separate() && lease.on_device()) {
         // The row comes down from VRAM (the table stays there for the head).
         ASSIGN_OR_RETURN(embedding,
                          device_->ReadRow(lease.id(), embedding - global, g.token_embd.row_bytes));

@@ -72,7 +72,13 @@ TEST_F(StoriesTest, HyperparametersAndChunks) {
   EXPECT_EQ(hp.n_head_kv, 4);
   EXPECT_EQ(hp.n_vocab, 512);
   EXPECT_EQ(hp.n_ff, 172);
-  EXPECT_EQ(model_->chunks().size(), 1u + 2 * 5);
+  // Global (output head, norm), the embedding table on its own (the model
+  // has an output head), then attention and FFN per layer.
+  EXPECT_EQ(model_->chunks().size(), 2u + 2 * 5);
+  EXPECT_TRUE(model_->globals().embd_separate());
+  EXPECT_EQ(model_->chunks()[model_->globals().embd_chunk].kind, memory::ChunkKind::kEmbeddings);
+  EXPECT_EQ(model_->chunks()[model_->globals().embd_chunk].row_bytes,
+            model_->globals().token_embd.row_bytes);
 }
 
 TEST_F(StoriesTest, LogitsOfFirstEightPositionsMatchGolden) {

@@ -35,12 +35,24 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const storage::GgufFile& gg
   ChunkBuilder builder(gguf, &model->chunks_, &model->weight_bytes_, &model->max_cols_);
 
   GlobalTensors& g = model->globals_;
-  RETURN_IF_ERROR(builder.Bind("token_embd.weight", hp.n_embd, hp.n_vocab, true, &g.token_embd));
+  // With an output head of its own, the embedding table is only ever read a
+  // row per token: it gets a chunk of its own that need not be in memory.
+  const bool tied = gguf.FindTensor("output.weight") == nullptr;
+  if (tied) {
+    RETURN_IF_ERROR(builder.Bind("token_embd.weight", hp.n_embd, hp.n_vocab, true, &g.token_embd));
+  }
   RETURN_IF_ERROR(builder.Bind("output_norm.weight", hp.n_embd, 0, true, &g.output_norm));
   RETURN_IF_ERROR(builder.Bind("output.weight", hp.n_embd, hp.n_vocab, false, &g.output));
   RETURN_IF_ERROR(builder.Bind("rope_freqs.weight", hp.rope.n_rot / 2, 0, false, &g.rope_freqs));
   g.chunk = builder.Finish("global", -1, memory::ChunkKind::kGlobal);
-  if (!g.output.present) g.output = g.token_embd;  // Tied embeddings.
+  g.embd_chunk = g.chunk;
+  if (tied) {
+    g.output = g.token_embd;
+  } else {
+    RETURN_IF_ERROR(builder.Bind("token_embd.weight", hp.n_embd, hp.n_vocab, true, &g.token_embd));
+    g.embd_chunk = builder.Finish("embeddings", -1, memory::ChunkKind::kEmbeddings);
+    model->chunks_[g.embd_chunk].row_bytes = g.token_embd.row_bytes;
+  }
 
   for (int64_t l = 0; l < hp.n_layer; ++l) {
     LayerTensors layer;

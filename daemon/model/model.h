@@ -81,6 +81,11 @@ struct LayerTensors {
 
 struct GlobalTensors {
   memory::ChunkId chunk = 0;
+  // token_embd's chunk: `chunk` when the embeddings are tied to the output
+  // head, else a chunk of its own (ChunkKind::kEmbeddings) whose rows are
+  // read as tokens need them.
+  memory::ChunkId embd_chunk = 0;
+  bool embd_separate() const { return embd_chunk != chunk; }
   TensorRef token_embd, output_norm, output;  // output may be token_embd (tied).
   TensorRef rope_freqs;                       // Optional (llama3).
 };

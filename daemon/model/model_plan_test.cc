@@ -17,7 +17,7 @@ TEST(ModelPlanTest, Stories260K) {
   auto model = Model::Create(**gguf);
   ASSERT_TRUE(model.ok()) << model.status();
   memory::PlanInput input = PlanInputFor(**model, 512, kernels::ops::KvType::kF32);
-  EXPECT_EQ(input.chunks.size(), 11u);
+  EXPECT_EQ(input.chunks.size(), 12u);  // Global, embeddings, 5 x (attention, FFN).
   // 5 layers x (K + V) x 512 positions x 4 kv heads x 8 dims x 4 bytes,
   // and the session's logits over 512 tokens.
   EXPECT_EQ(input.kv_bytes, 5u * 2 * 512 * 4 * 8 * 4 + 512 * 4);

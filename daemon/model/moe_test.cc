@@ -6,6 +6,7 @@
 
 #include <set>
 
+#include "daemon/cache/forwarding_store.h"
 #include "daemon/model/forward.h"
 #include "daemon/tools/test_models.h"
 #include "gtest/gtest.h"
@@ -14,26 +15,24 @@ namespace waste::model {
 namespace {
 
 // Forwards to a store and logs every Acquire and Prefetch.
-class RecordingStore final : public cache::ChunkStore {
+class RecordingStore final : public cache::ForwardingChunkStore {
  public:
   struct Event {
     bool prefetch;
     std::vector<memory::ChunkId> ids;
   };
-  explicit RecordingStore(cache::ChunkStore* base) : base_(base) {}
+  using ForwardingChunkStore::ForwardingChunkStore;
   absl::StatusOr<const uint8_t*> Acquire(memory::ChunkId id) override {
     events_.push_back({false, {id}});
-    return base_->Acquire(id);
+    return ForwardingChunkStore::Acquire(id);
   }
-  void Release(memory::ChunkId id) override { base_->Release(id); }
+  // Recorded only: the test decides what the store reads.
   void Prefetch(std::span<const memory::ChunkId> upcoming) override {
     events_.push_back({true, {upcoming.begin(), upcoming.end()}});
   }
-  cache::ChunkStoreStats Stats() const override { return base_->Stats(); }
   std::vector<Event>& events() { return events_; }
 
  private:
-  cache::ChunkStore* base_;
   std::vector<Event> events_;
 };
 

@@ -34,6 +34,7 @@ struct BufferSizes {
   int64_t router, select, moe_x, moe_out, routes, experts, lookahead_x, lookahead;
   int64_t expert_out, groups;
   int64_t first_row, head_sequences, logits;
+  int64_t embd_row;  // Bytes: one embedding row read from the store.
   size_t matvec;
 
   BufferSizes(const Model& model, const ForwardOptions& options) {
@@ -64,6 +65,8 @@ struct BufferSizes {
     first_row = t + 1;
     head_sequences = t;
     logits = options.max_logit_rows * hp.n_vocab;
+    const GlobalTensors& g = model.globals();
+    embd_row = g.embd_separate() ? static_cast<int64_t>(g.token_embd.row_bytes) : 0;
     matvec = MatVecScratchFor(model, t);
   }
   uint64_t Bytes() const {
@@ -73,7 +76,7 @@ struct BufferSizes {
            groups * (sizeof(int32_t) + sizeof(uint8_t)) +
            routes * (sizeof(ExpertRoute) + sizeof(int32_t) + sizeof(float)) +
            lookahead * (2 * sizeof(int32_t) + sizeof(float)) + experts * sizeof(memory::ChunkId) +
-           first_row * sizeof(int64_t) + head_sequences * sizeof(int32_t) + matvec;
+           first_row * sizeof(int64_t) + head_sequences * sizeof(int32_t) + embd_row + matvec;
   }
 };
 
@@ -135,6 +138,7 @@ StepWorkspace::StepWorkspace(const Model& model, const ForwardOptions& options) 
   first_row.resize(size.first_row);
   head_sequences.resize(size.head_sequences);
   logits.resize(size.logits);
+  embd_row.resize(size.embd_row);
   matvec = kernels::Scratch(size.matvec);
 }
 
@@ -170,7 +174,8 @@ uint64_t StepWorkspace::bytes() const {
   }
   return sum + BytesOf(routes) + BytesOf(route_ids) + BytesOf(expert_chunks) +
          BytesOf(lookahead_ids) + BytesOf(lookahead_union) + BytesOf(first_row) +
-         BytesOf(head_sequences) + BytesOf(group_start) + BytesOf(group_done) + matvec.bytes();
+         BytesOf(head_sequences) + BytesOf(group_start) + BytesOf(group_done) + BytesOf(embd_row) +
+         matvec.bytes();
 }
 
 }  // namespace waste::model::internal

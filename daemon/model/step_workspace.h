@@ -82,6 +82,9 @@ struct StepWorkspace {
   // rows ([max_logit_rows, n_vocab]) their logits come out in.
   std::vector<int32_t> head_sequences;
   std::vector<float> logits;
+  // One token's row of an embedding table in its own chunk (read through
+  // ChunkStore::ReadPart); empty when the embeddings are tied.
+  std::vector<uint8_t> embd_row;
   kernels::Scratch matvec;
 };
 
