@@ -187,13 +187,14 @@ TEST_F(MixedTypesTest, PlanReadsPerTokenAtEachExpertsSize) {
   EXPECT_NEAR(static_cast<double>(plan->sizes.active_expert_read_bytes),
               static_cast<double>(want_read), 3.0 * kUsed);
   // With the trunk pinned and the experts streamed, a token reads the
-  // uncached share of that.
+  // uncached share of that, and its row of the embedding table (on disk).
   const uint64_t active = plan->sizes.active_expert_read_bytes;
   plan = memory::PlanMemory(input, plan->sizes.trunk_floor_bytes);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_LT(plan->expert_cache_fraction, 1);
   EXPECT_GT(plan->read_bytes_per_token, 0u);
-  EXPECT_NEAR(static_cast<double>(plan->read_bytes_per_token),
+  EXPECT_TRUE(plan->embeddings_on_disk);
+  EXPECT_NEAR(static_cast<double>(plan->read_bytes_per_token - plan->sizes.embedding_row_bytes),
               (1 - plan->expert_cache_fraction) * static_cast<double>(active), 1.0);
 }
 
