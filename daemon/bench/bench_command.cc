@@ -52,6 +52,8 @@ memory read bandwidth measured in the same run.
   --threads N             compute threads (default 2)
   --policy P              lru, lfu or lfu-aged (default: lfu-aged for MoE
                           experts, lfu for dense models)
+  --lookahead-guesses N   read ahead only each row's N likeliest predicted
+                          experts (default: all top-k)
   --lookahead, --no-lookahead
                           router lookahead in decode (MoE; default: on when
                           experts stream, as in the daemon)
@@ -419,6 +421,8 @@ absl::Status Bench(const ParsedArgs& args) {
                 : args.Has("lookahead")  ? true
                                          : plan.lookahead_by_default();
   forward.set_router_lookahead(r.lookahead);
+  ASSIGN_OR_RETURN(const int64_t guesses, args.GetInt("lookahead-guesses", 0));
+  forward.set_lookahead_guesses(static_cast<int>(guesses));
   const int64_t n_vocab = pm.model->hparams().n_vocab;
   std::vector<float> logits(n_vocab);
   std::vector<int32_t> tokens(prompt);
@@ -474,21 +478,14 @@ absl::Status Bench(const ParsedArgs& args) {
 }  // namespace
 
 int RunBench(const std::vector<std::string>& args) {
-  std::vector<FlagDef> flags = {{"json", false},
-                                {"help", false},
-                                {"buffered", false},
-                                {"prompt-tokens", true},
-                                {"gen-tokens", true},
-                                {"threads", true},
-                                {"policy", true},
-                                {"io-engine", true},
-                                {"mem-bench-bytes", true},
-                                {"lookahead", false},
-                                {"no-lookahead", false},
-                                {"hotlist", true},
-                                {"prefill-one-by-one", false},
-                                {"trace-out", true},
-                                {"prefill-chunk", true},
+  std::vector<FlagDef> flags = {{"json", false},           {"help", false},
+                                {"buffered", false},       {"prompt-tokens", true},
+                                {"gen-tokens", true},      {"threads", true},
+                                {"policy", true},          {"io-engine", true},
+                                {"mem-bench-bytes", true}, {"lookahead", false},
+                                {"no-lookahead", false},   {"lookahead-guesses", true},
+                                {"hotlist", true},         {"prefill-one-by-one", false},
+                                {"trace-out", true},       {"prefill-chunk", true},
                                 {"device", true}};
   AddBudgetFlags(&flags);
   absl::StatusOr<ParsedArgs> parsed = ParseArgs(args, flags);

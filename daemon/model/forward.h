@@ -215,6 +215,10 @@ class Forward {
   // many tokens routes to most experts anyway.
   void set_router_lookahead(bool on) { router_lookahead_ = on; }
   bool router_lookahead() const { return router_lookahead_; }
+  // How many of each row's predicted experts the lookahead reads ahead:
+  // the first `per_row` by router score (the likeliest to be right; a
+  // wrong guess costs a whole expert's read), 0 or >= top-k: all of them.
+  void set_lookahead_guesses(int per_row) { lookahead_guesses_ = per_row; }
 
   // The VRAM tier: chunks on `weights`' device are not acquired from the
   // store; their products run on the device (see device_weights.h). Null
@@ -280,6 +284,7 @@ class Forward {
   MoeStats moe_stats_;
   StepStats last_step_;
   bool router_lookahead_ = false;
+  int lookahead_guesses_ = 0;
   DeviceWeights* device_ = nullptr;
   ProductObserver* observer_ = nullptr;
 };

@@ -145,10 +145,13 @@ absl::Status Forward::MoeFeedForward(const LayerTensors& layer, int64_t l, int64
   if (router_lookahead_ && decode && l + 1 < hp.n_layer && hp.IsMoeLayer(l + 1)) {
     RETURN_IF_ERROR(PredictNextExperts(l, n));
     const LayerTensors& next = model_->layers()[l + 1];
+    const int64_t m = lookahead_guesses_ > 0 ? std::min<int64_t>(lookahead_guesses_, k) : k;
     const auto guess = ws.lookahead_union.begin();
-    std::copy(ws.lookahead_ids.begin(), ws.lookahead_ids.begin() + n * k, guess);
-    std::sort(guess, guess + n * k);
-    for (auto e = guess; e != std::unique(guess, guess + n * k); ++e) {
+    for (int64_t b = 0; b < n; ++b) {
+      std::copy_n(ws.lookahead_ids.begin() + b * k, m, guess + b * m);
+    }
+    std::sort(guess, guess + n * m);
+    for (auto e = guess; e != std::unique(guess, guess + n * m); ++e) {
       ws.expert_chunks[n_chunks++] = next.experts[*e].chunk;
     }
   }
