@@ -509,17 +509,12 @@ void DotRow(const RowsTask& t, const uint8_t* row, int64_t b0, float* out) {
       return DotQuantized<MXFP4, NB>(type, row, c, a, out);
     case WeightType::kIQ4_XS:
       return DotQuantized<IQ4XS, NB>(type, row, c, a, out);
-    case WeightType::kIQ1_S:
-      // Its 2048-entry codebook is read with scalar loads in either family,
-      // and the AVX2 loop's per-super-block reduction measured ~1.5x faster
-      // than the unit loop here (matvec_avx2_lowbit.cc; it reads qs, d and
-      // s32, which this family's quantizer fills as the AVX2 one does).
-      return avx2::DotLowBit<NB>(type, row, c, a, out);
     case WeightType::kIQ2_XXS:
     case WeightType::kIQ2_XS:
     case WeightType::kIQ2_S:
     case WeightType::kIQ3_XXS:
     case WeightType::kIQ3_S:
+    case WeightType::kIQ1_S:
     case WeightType::kIQ1_M:
       return DotGridAvx512<NB>(type, row, c, a, out);
   }
