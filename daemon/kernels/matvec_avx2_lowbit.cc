@@ -19,12 +19,13 @@
 // IQ1_S's shift folds into an fma per group against the activation's block
 // sums.
 //
-// The codebooks are read with scalar-indexed 8-byte (IQ3: 4-byte) loads into
-// xmm halves: AVX2 gathers are slower than that on the AMD cores and on
-// Intel cores with the gather-data-sampling fix. The codebook's sign bits are
-// expanded to bytes with one vpshufb and a compare per group, from a vector
-// holding the whole block's sign bytes; the parity bit that the 7-bit sign
-// indices leave out is computed for all 32 at once with two nibble lookups.
+// Prepare is forced inline (GCC made a call of IQ3_S's, its Prep returned
+// through memory). The codebooks are read with scalar-indexed 8-byte loads
+// into xmm halves, IQ3's 4-byte entries with broadcast loads and blends: AVX2 gathers are slower
+// than that on the AMD cores and on Intel cores with the gather-data-sampling fix. The codebook's
+// sign bits are expanded to bytes with one vpshufb and a compare per group, from a vector holding
+// the whole block's sign bytes; the parity bit that the 7-bit sign indices leave out is computed
+// for all 32 at once with two nibble lookups.
 #include <immintrin.h>
 
 #include <cstdint>
@@ -95,6 +96,23 @@ inline __m128i Lookup4x32(const uint32_t* t, const uint32_t* idx) {
 }
 inline __m256i Lookup8x32(const uint32_t* t, const uint32_t* idx) {
   return _mm256_set_m128i(Lookup4x32(t, idx + 4), Lookup4x32(t, idx));
+}
+
+// Codebook entries (4 bytes each) at the 8 indices that are the 16-bit
+// fields of `words` (lowest first). Each is broadcast from memory (a plain
+// load) and blended into place: vpblendd runs on any vector ALU, where
+// vpinsrd and vinserti128 queue for the shuffle units.
+inline __m256i Lookup8x32(const uint32_t* t, __m128i words) {
+  const uint64_t w0 = static_cast<uint64_t>(_mm_cvtsi128_si64(words));
+  const uint64_t w1 = static_cast<uint64_t>(_mm_extract_epi64(words, 1));
+  auto at = [&](uint64_t w, int f) {
+    return _mm256_set1_epi32(static_cast<int>(t[(w >> (16 * f)) & 0xFFFF]));
+  };
+  const __m256i lo = _mm256_blend_epi32(_mm256_blend_epi32(at(w0, 0), at(w0, 1), 0x02),
+                                        _mm256_blend_epi32(at(w0, 2), at(w0, 3), 0x08), 0x0C);
+  const __m256i hi = _mm256_blend_epi32(_mm256_blend_epi32(at(w1, 0), at(w1, 1), 0x20),
+                                        _mm256_blend_epi32(at(w1, 2), at(w1, 3), 0x80), 0xC0);
+  return _mm256_blend_epi32(lo, hi, 0xF0);
 }
 
 // The 32 sign bytes of a block (byte 4g + l: the signs of elements
@@ -193,7 +211,7 @@ struct Iq2Xxs {
     __m256i signs;
     __m256 wscale;
   };
-  static Prep Prepare(const uint8_t* p) {
+  [[gnu::always_inline]] static Prep Prepare(const uint8_t* p) {
     const float d = F16ToF32(LoadU16(p));
     // The aux words are the odd dwords of qs: [0 1 4 5 | 2 3 6 7] -> in order.
     const __m256 a = _mm256_castsi256_ps(Load256(p + 2));
@@ -222,7 +240,7 @@ struct Iq2Xs {
     __m128i scales;
     __m256 wscale;
   };
-  static Prep Prepare(const uint8_t* p) {
+  [[gnu::always_inline]] static Prep Prepare(const uint8_t* p) {
     const __m256i s7 =
         _mm256_permute4x64_epi64(_mm256_packus_epi16(_mm256_srli_epi16(Load256(p + 2), 9),
                                                      _mm256_srli_epi16(Load256(p + 34), 9)),
@@ -249,7 +267,7 @@ struct Iq2S {
     __m128i scales;
     __m256 wscale;
   };
-  static Prep Prepare(const uint8_t* p) {
+  [[gnu::always_inline]] static Prep Prepare(const uint8_t* p) {
     return {SignLayout(Load256(p + 2 + kQK_K / 8)),
             OddNibbleScales(p + offsetof(BlockIQ2_S, scales)),
             _mm256_set1_ps(F16ToF32(LoadU16(p)) * 0.125f)};
@@ -274,7 +292,7 @@ struct Iq3Xxs {
     __m256i signs;
     __m256 wscale;
   };
-  static Prep Prepare(const uint8_t* p) {
+  [[gnu::always_inline]] static Prep Prepare(const uint8_t* p) {
     const float d = F16ToF32(LoadU16(p));
     const __m256i aux = Load256(p + 2 + kQK_K / 4);
     return {SignLayout(SignsFrom7(Fields7(aux))), OddScales(_mm256_srli_epi32(aux, 28), d * 0.25f)};
@@ -288,7 +306,9 @@ struct Iq3Xxs {
 };
 
 // IQ3_S: index bytes plus bit k of qh[g] as bit 8; sign bytes as they are; a
-// nibble scale per group, x = d (2s + 1) grid.
+// nibble scale per group, x = d (2s + 1) grid. The 64 indices are built as
+// 16-bit lanes up front and reach the loads as whole 64-bit words: built one
+// by one in scalar code they cost ~5 instructions each.
 struct Iq3S {
   static constexpr int kBlockBytes = sizeof(BlockIQ3_S);
   static constexpr bool kSigned = true, kPer16 = false;
@@ -296,23 +316,36 @@ struct Iq3S {
   struct Prep {
     __m256i signs;
     __m256 wscale;
+    __m256i idx[4];  // Groups 2h, 2h + 1 in idx[h].
   };
-  static Prep Prepare(const uint8_t* p) {
+  [[gnu::always_inline]] static Prep Prepare(const uint8_t* p) {
     const __m256i sc = _mm256_and_si256(
         _mm256_srlv_epi32(
             _mm256_set1_epi32(static_cast<int>(LoadU32(p + offsetof(BlockIQ3_S, scales)))),
             _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
         _mm256_set1_epi32(0xF));
-    return {SignLayout(Load256(p + offsetof(BlockIQ3_S, signs))),
-            OddScales(sc, F16ToF32(LoadU16(p)))};
+    Prep r{SignLayout(Load256(p + offsetof(BlockIQ3_S, signs))),
+           OddScales(sc, F16ToF32(LoadU16(p))),
+           {}};
+    const __m256i lane_bit = _mm256_setr_epi16(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048,
+                                               4096, 8192, 16384, static_cast<int16_t>(0x8000));
+    const uint8_t* qs = p + offsetof(BlockIQ3_S, qs);
+    const uint8_t* qh = p + offsetof(BlockIQ3_S, qh);
+    Unroll<4>([&](auto h) {
+      const __m256i bits = _mm256_set1_epi16(static_cast<int16_t>(LoadU16(qh + 2 * h)));
+      const __m256i high = _mm256_and_si256(
+          _mm256_cmpeq_epi16(_mm256_and_si256(bits, lane_bit), lane_bit), _mm256_set1_epi16(256));
+      r.idx[h] = _mm256_or_si256(
+          _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + 16 * h))),
+          high);
+    });
+    return r;
   }
   template <int J>
-  static GroupCodes Group(const uint8_t* p, const Prep& r) {
-    const uint8_t* q = p + 2 + 8 * J;
-    const uint32_t qh = p[offsetof(BlockIQ3_S, qh) + J];
-    uint32_t idx[8];
-    Unroll<8>([&](auto k) { idx[k] = q[k] | ((qh << (8 - k)) & 256); });
-    return {Lookup8x32(kIq3SGrid, idx), SignsOfGroup<J>(r.signs), _mm256_setzero_si256()};
+  static GroupCodes Group(const uint8_t*, const Prep& r) {
+    const __m128i words =
+        J % 2 ? _mm256_extracti128_si256(r.idx[J / 2], 1) : _mm256_castsi256_si128(r.idx[J / 2]);
+    return {Lookup8x32(kIq3SGrid, words), SignsOfGroup<J>(r.signs), _mm256_setzero_si256()};
   }
 };
 
@@ -327,7 +360,7 @@ struct Iq1S {
     __m256 wscale;
     __m256 coef;
   };
-  static Prep Prepare(const uint8_t* p) {
+  [[gnu::always_inline]] static Prep Prepare(const uint8_t* p) {
     const __m256i qh = _mm256_cvtepu16_epi32(
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + offsetof(BlockIQ1_S, qh))));
     const __m256 ws = OddScales(_mm256_and_si256(_mm256_srli_epi32(qh, 12), _mm256_set1_epi32(7)),
@@ -359,7 +392,7 @@ struct Iq1M {
     __m128i scales;
     __m256 wscale;
   };
-  static Prep Prepare(const uint8_t* p) {
+  [[gnu::always_inline]] static Prep Prepare(const uint8_t* p) {
     const auto* b = reinterpret_cast<const BlockIQ1_M*>(p);
     uint16_t sc[4];
     for (int i = 0; i < 4; ++i) sc[i] = LoadU16(b->scales + 2 * i);
