@@ -1,6 +1,7 @@
 // AVX2 loops of the codebook types (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S,
-// IQ3_XXS, IQ3_S). Compiled with AVX2_COPTS. (Q2_K and Q3_K, once here too,
-// are register-tiled in matmul_avx2.cc.)
+// IQ3_XXS, IQ3_S) and of IQ4_XS, whose 16-entry table fits the same loop.
+// Compiled with AVX2_COPTS. (Q2_K and Q3_K, once here too, are
+// register-tiled in matmul_avx2.cc.)
 //
 // A super-block (256 elements, 8 groups of 32) at a time. A type's decoder
 // takes apart what the whole block shares once (Prepare: scales, sign bytes)
@@ -255,6 +256,19 @@ struct Iq2Xs {
   }
 };
 
+// IQ2_S: vpshufb control giving 16-bit lane i of pieces 16h + i the qh
+// byte of its group (piece / 4), high byte zero.
+alignas(32) constexpr std::array<std::array<int8_t, 32>, 2> kIq2SQhSpread = [] {
+  std::array<std::array<int8_t, 32>, 2> t{};
+  for (int h = 0; h < 2; ++h) {
+    for (int b = 0; b < 32; ++b) {
+      const int piece = 16 * h + 8 * (b / 16) + (b % 16) / 2;
+      t[h][b] = static_cast<int8_t>(b % 2 ? -128 : piece / 4);
+    }
+  }
+  return t;
+}();
+
 // IQ2_S: index bytes plus 2 bits each of qh[g]; sign bytes as they are.
 struct Iq2S {
   static constexpr int kBlockBytes = sizeof(BlockIQ2_S);
@@ -275,23 +289,13 @@ struct Iq2S {
     // plus bits 2l, 2l + 1 of qh[g] (spread by vpshufb, moved to bits 8-9 by
     // a multiply). Built one by one in scalar code they took ~5 instructions
     // each, a fifth of the loop; each group's 4 reach the loads as one qword.
-    alignas(32) static constexpr auto kSpread = [] {
-      std::array<std::array<int8_t, 32>, 2> t{};
-      for (int h = 0; h < 2; ++h) {
-        for (int b = 0; b < 32; ++b) {
-          const int piece = 16 * h + 8 * (b / 16) + (b % 16) / 2;
-          t[h][b] = static_cast<int8_t>(b % 2 ? -128 : piece / 4);
-        }
-      }
-      return t;
-    }();
     const __m256i qh = _mm256_broadcastsi128_si256(
         _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + offsetof(BlockIQ2_S, qh))));
     const __m256i mult = _mm256_set1_epi64x(0x0004001000400100);
     Unroll<2>([&](auto h) {
       const __m256i high = _mm256_mullo_epi16(
           _mm256_shuffle_epi8(
-              qh, _mm256_load_si256(reinterpret_cast<const __m256i*>(kSpread[h].data()))),
+              qh, _mm256_load_si256(reinterpret_cast<const __m256i*>(kIq2SQhSpread[h].data()))),
           mult);
       r.idx[h] = _mm256_or_si256(
           _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 + 16 * h))),
@@ -459,6 +463,47 @@ struct Iq1M {
   }
 };
 
+// IQ4_XS: per group, 16 qs bytes (low nibbles: elements 0-15, high: 16-31)
+// index kIq4NlValues; a 6-bit scale, ls - 32, per group. Not a codebook
+// type, but its loop is this one: the values' signs go onto the activation
+// (no value is 0), and the 8 groups' sums meet their scales once per block.
+struct Iq4Xs {
+  static constexpr int kBlockBytes = sizeof(BlockIQ4_XS);
+  static constexpr bool kSigned = true, kPer16 = false;
+  static constexpr Bias kBias = Bias::kNone;
+  struct Prep {
+    __m256 wscale;
+  };
+  [[gnu::always_inline]] static Prep Prepare(const uint8_t* p) {
+    const auto* b = reinterpret_cast<const BlockIQ4_XS*>(p);
+    // Group j: nibble j of the scales_l word, bits 2j, 2j + 1 of scales_h.
+    const __m256i low = _mm256_and_si256(
+        _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(LoadU32(b->scales_l))),
+                          _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+        _mm256_set1_epi32(0xF));
+    const __m256i high =
+        _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(b->scales_h),
+                                           _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
+                         _mm256_set1_epi32(3));
+    const __m256i ls =
+        _mm256_sub_epi32(_mm256_or_si256(low, _mm256_slli_epi32(high, 4)), _mm256_set1_epi32(32));
+    return {_mm256_mul_ps(_mm256_cvtepi32_ps(ls), _mm256_set1_ps(F16ToF32(b->d)))};
+  }
+  template <int J>
+  static GroupCodes Group(const uint8_t* p, const Prep&) {
+    const auto* b = reinterpret_cast<const BlockIQ4_XS*>(p);
+    // The 16 bytes in both halves, the high half shifted down a nibble.
+    const __m256i q = _mm256_broadcastsi128_si256(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qs + 16 * J)));
+    const __m256i nibbles = _mm256_and_si256(
+        _mm256_srlv_epi32(q, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)), _mm256_set1_epi8(0x0F));
+    const __m256i values = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128(
+                                                   reinterpret_cast<const __m128i*>(kIq4NlValues))),
+                                               nibbles);
+    return {_mm256_abs_epi8(values), values, _mm256_setzero_si256()};
+  }
+};
+
 template <typename Dec, int NB>
 void DotSuperBlocks(const uint8_t* row, int64_t blocks, const QuantizedActs* acts, float* out) {
   __m256 acc[NB], bias[NB];
@@ -527,6 +572,8 @@ void DotLowBit(WeightType type, const uint8_t* row, int64_t cols, const Quantize
       return DotSuperBlocks<Iq1S, NB>(row, blocks, acts, out);
     case WeightType::kIQ1_M:
       return DotSuperBlocks<Iq1M, NB>(row, blocks, acts, out);
+    case WeightType::kIQ4_XS:
+      return DotSuperBlocks<Iq4Xs, NB>(row, blocks, acts, out);
     default:
       break;
   }

@@ -25,7 +25,6 @@
 
 #include "daemon/kernels/dequantize.h"
 #include "daemon/kernels/fp16.h"
-#include "daemon/kernels/matvec_avx2_internal.h"
 #include "daemon/kernels/matvec_avx512_internal.h"
 #include "daemon/kernels/matvec_internal.h"
 
