@@ -4,17 +4,18 @@
 // spells out per group; here a whole block is taken apart at once:
 //   - the IQ2 and IQ3 codebooks are held packed, an entry's values as 2-bit
 //     (IQ2: 8, 25, 43) or 3-bit (IQ3: 8 levels) level codes in one 16-bit
-//     word: 256 to 1024 words, 8 to 32 zmm. The block's 32 (IQ3: 64) indices
+//     word: 256 to 512 words, 8 to 16 zmm. The block's 32 (IQ3: 64) indices
 //     in 16-bit lanes look their entries up with one vpermi2w per 64 entries
 //     and a tree of blends on the index's high bits (gathers, one load per
 //     lane, cost several times as much); vpermw puts each entry in the
 //     qword of its 8 (IQ3: two entries per qword) elements, vpmultishiftqb
 //     moves each element's level code to its byte and a vpermb on a 64-byte
 //     table turns codes into values;
-//   - IQ1's 2048-entry codebook is too large for that (and gathers measured
-//     slower still): its entries are read with scalar-indexed 8-byte loads
-//     into xmm halves, from a copy that holds each grid value g as the code
-//     of 8g + 1;
+//   - IQ1's 2048-entry and IQ2_S's 1024-entry codebooks are too large for
+//     that (IQ2_S's 16 windows measured ~15% slower; gathers slower still):
+//     their entries are read with scalar-indexed 8-byte loads into xmm
+//     halves, IQ1's from a copy that holds each grid value g as the code of
+//     8g + 1;
 //   - sign bytes, one per 8 elements, are 64-bit masks per zmm (bit 8p + j:
 //     element j of piece p), applied with one masked subtract; the 7-bit
 //     sign indices of IQ2_XXS, IQ2_XS and IQ3_XXS become sign bytes through
@@ -132,7 +133,6 @@ constexpr std::initializer_list<int> kIq3SLevels = {1, 3, 5, 7, 9, 11, 13, 15};
 // The grids are constant-initialized, so they are there before these.
 alignas(64) const std::array<uint16_t, 256> kIq2XxsPacked = PackGrid(kIq2XxsGrid, kIq2Levels);
 alignas(64) const std::array<uint16_t, 512> kIq2XsPacked = PackGrid(kIq2XsGrid, kIq2Levels);
-alignas(64) const std::array<uint16_t, 1024> kIq2SPacked = PackGrid(kIq2SGrid, kIq2Levels);
 alignas(64) const std::array<uint16_t, 256> kIq3XxsPacked = PackGrid(kIq3XxsGrid, kIq3XxsLevels);
 alignas(64) const std::array<uint16_t, 512> kIq3SPacked = PackGrid(kIq3SGrid, kIq3SLevels);
 
@@ -204,6 +204,23 @@ inline __m512i ExpandIq3(const __m512i entries[2], int z, uint64_t negative,
   return _mm512_mask_sub_epi8(v, _cvtu64_mask64(negative), _mm512_setzero_si512(), v);
 }
 
+// The entries of a codebook too large for Lookup32 (IQ1's 2048; IQ2_S's
+// 1024, where 16 windows measured slower) for 8 pieces whose indices are
+// the 16-bit fields of w[0], w[1] (piece 0 lowest): scalar-indexed 8-byte
+// loads into xmm halves. The indices come as whole words: GCC's own
+// extraction of each 32-bit lane (vpextrd, valignd) cost more.
+inline __m128i Entries2(const uint64_t* table, uint64_t w) {
+  const __m128d lo =
+      _mm_castsi128_pd(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(table + (w & 0xFFFF))));
+  return _mm_castpd_si128(
+      _mm_loadh_pd(lo, reinterpret_cast<const double*>(table + ((w >> 16) & 0xFFFF))));
+}
+inline __m512i Entries8(const uint64_t* table, const uint64_t w[2]) {
+  const __m256i lo = _mm256_set_m128i(Entries2(table, w[0] >> 32), Entries2(table, w[0]));
+  const __m256i hi = _mm256_set_m128i(Entries2(table, w[1] >> 32), Entries2(table, w[1]));
+  return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
 // Per group (one 64-bit lane: 4 index bytes, then a word of four 7-bit sign
 // indices and the scale in bits 28-31).
 struct Iq2Xxs : GridDecoder<WeightType::kIQ2_XXS, true> {
@@ -271,10 +288,16 @@ struct Iq2S : GridDecoder<WeightType::kIQ2_S> {
         0x0006000400020000, 0x0006000400020000, 0x0006000400020000, 0x0006000400020000);
     const __m512i idx = _mm512_or_si512(
         low, _mm512_and_si512(_mm512_srlv_epi16(qh, shifts), _mm512_set1_epi16(0x300)));
-    const __m512i entries = Lookup32(kIq2SPacked, idx);
+    alignas(64) uint64_t words[8];
+    _mm512_store_si512(words, idx);
     const uint8_t* signs = p + 2 + kQK_K / 8;
 #pragma GCC unroll 4
-    for (int z = 0; z < 4; ++z) u->codes[z] = ExpandIq2(entries, z, LoadU64(signs + 8 * z));
+    for (int z = 0; z < 4; ++z) {
+      // Grid values are < 128: + 128 is setting the top bit.
+      const __m512i v = _mm512_or_si512(Entries8(kIq2SGrid, words + 2 * z), _mm512_set1_epi8(-128));
+      u->codes[z] = _mm512_mask_sub_epi8(v, _cvtu64_mask64(LoadU64(signs + 8 * z)),
+                                         _mm512_setzero_si512(), v);
+    }
     u->wsc = Iq2Scales(p + offsetof(BlockIQ2_S, scales), d);
   }
 };
@@ -352,22 +375,6 @@ const std::array<uint64_t, 2048> kIq1Codes = [] {
   return t;
 }();
 
-// The kIq1Codes entries of 8 pieces whose 11-bit indices are the 16-bit
-// fields of w[0], w[1] (piece 0 lowest), through scalar-indexed 8-byte loads
-// into xmm halves. The indices come as whole words: GCC's own extraction of
-// each 32-bit lane (vpextrd, valignd) cost more.
-inline __m128i Iq1Entries2(uint64_t w) {
-  const __m128d lo = _mm_castsi128_pd(
-      _mm_loadl_epi64(reinterpret_cast<const __m128i*>(kIq1Codes.data() + (w & 0xFFFF))));
-  return _mm_castpd_si128(
-      _mm_loadh_pd(lo, reinterpret_cast<const double*>(kIq1Codes.data() + ((w >> 16) & 0xFFFF))));
-}
-inline __m512i Iq1Entries8(const uint64_t w[2]) {
-  const __m256i lo = _mm256_set_m128i(Iq1Entries2(w[0] >> 32), Iq1Entries2(w[0]));
-  const __m256i hi = _mm256_set_m128i(Iq1Entries2(w[1] >> 32), Iq1Entries2(w[1]));
-  return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-}
-
 // A block's codes (+ 128) from its 32 piece indices (16-bit lanes, piece p
 // in lane p) and the pieces whose shift is negative (bit p).
 inline void Iq1Units(__m512i idx, uint32_t negative, Unit* u) {
@@ -375,7 +382,7 @@ inline void Iq1Units(__m512i idx, uint32_t negative, Unit* u) {
   _mm512_store_si512(words, idx);
 #pragma GCC unroll 4
   for (int z = 0; z < 4; ++z) {
-    const __m512i codes = Iq1Entries8(words + 2 * z);
+    const __m512i codes = Entries8(kIq1Codes.data(), words + 2 * z);
     u->codes[z] = _mm512_mask_sub_epi64(codes, static_cast<__mmask8>(negative >> (8 * z)), codes,
                                         _mm512_set1_epi8(2));
   }
