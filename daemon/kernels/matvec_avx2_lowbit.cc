@@ -101,17 +101,28 @@ inline uint64_t Qword(__m256i v) {
 }
 
 // Codebook entries (4 bytes each) at indices index(0) .. index(7), in
-// order. Each is broadcast from memory (a plain load) and blended into
-// place: vpblendd runs on any vector ALU, where vpinsrd and vinserti128
-// queue for the shuffle units.
-template <typename Index>
+// order: vpinsrd into xmm halves, or (kBlend) each broadcast from memory and
+// blended into place. IQ3_XXS (index bytes read from memory) measured ~5%
+// faster with the first, IQ3_S (indices in 64-bit words) ~40% with the
+// second.
+template <bool kBlend, typename Index>
 inline __m256i Lookup8x32(const uint32_t* t, Index index) {
-  auto at = [&](int k) { return _mm256_set1_epi32(static_cast<int>(t[index(k)])); };
-  const __m256i lo = _mm256_blend_epi32(_mm256_blend_epi32(at(0), at(1), 0x02),
-                                        _mm256_blend_epi32(at(2), at(3), 0x08), 0x0C);
-  const __m256i hi = _mm256_blend_epi32(_mm256_blend_epi32(at(4), at(5), 0x20),
-                                        _mm256_blend_epi32(at(6), at(7), 0x80), 0xC0);
-  return _mm256_blend_epi32(lo, hi, 0xF0);
+  if constexpr (kBlend) {
+    auto at = [&](int k) { return _mm256_set1_epi32(static_cast<int>(t[index(k)])); };
+    const __m256i lo = _mm256_blend_epi32(_mm256_blend_epi32(at(0), at(1), 0x02),
+                                          _mm256_blend_epi32(at(2), at(3), 0x08), 0x0C);
+    const __m256i hi = _mm256_blend_epi32(_mm256_blend_epi32(at(4), at(5), 0x20),
+                                          _mm256_blend_epi32(at(6), at(7), 0x80), 0xC0);
+    return _mm256_blend_epi32(lo, hi, 0xF0);
+  } else {
+    auto half = [&](int k) {
+      __m128i v = _mm_cvtsi32_si128(static_cast<int>(t[index(k)]));
+      v = _mm_insert_epi32(v, static_cast<int>(t[index(k + 1)]), 1);
+      v = _mm_insert_epi32(v, static_cast<int>(t[index(k + 2)]), 2);
+      return _mm_insert_epi32(v, static_cast<int>(t[index(k + 3)]), 3);
+    };
+    return _mm256_set_m128i(half(4), half(0));
+  }
 }
 
 // The 32 sign bytes of a block (byte 4g + l: the signs of elements
@@ -328,7 +339,7 @@ struct Iq3Xxs {
   template <int J>
   static GroupCodes Group(const uint8_t* p, const Prep& r) {
     const uint8_t* q = p + 2 + 8 * J;
-    return {Lookup8x32(kIq3XxsGrid, [q](int k) { return q[k]; }), SignsOfGroup<J>(r.signs),
+    return {Lookup8x32<false>(kIq3XxsGrid, [q](int k) { return q[k]; }), SignsOfGroup<J>(r.signs),
             _mm256_setzero_si256()};
   }
 };
@@ -372,8 +383,9 @@ struct Iq3S {
   template <int J>
   static GroupCodes Group(const uint8_t*, const Prep& r) {
     const uint64_t w[2] = {Qword<2 * (J % 2)>(r.idx[J / 2]), Qword<2 * (J % 2) + 1>(r.idx[J / 2])};
-    return {Lookup8x32(kIq3SGrid, [&w](int k) { return (w[k / 4] >> (16 * (k % 4))) & 0xFFFF; }),
-            SignsOfGroup<J>(r.signs), _mm256_setzero_si256()};
+    return {
+        Lookup8x32<true>(kIq3SGrid, [&w](int k) { return (w[k / 4] >> (16 * (k % 4))) & 0xFFFF; }),
+        SignsOfGroup<J>(r.signs), _mm256_setzero_si256()};
   }
 };
 
