@@ -21,12 +21,13 @@
 // sums.
 //
 // Prepare is forced inline (GCC made a call of IQ3_S's, its Prep returned
-// through memory). The codebooks are read with scalar-indexed 8-byte loads
-// into xmm halves, IQ3's 4-byte entries with broadcast loads and blends: AVX2 gathers are slower
-// than that on the AMD cores and on Intel cores with the gather-data-sampling fix. The codebook's
-// sign bits are expanded to bytes with one vpshufb and a compare per group, from a vector holding
-// the whole block's sign bytes; the parity bit that the 7-bit sign indices leave out is computed
-// for all 32 at once with two nibble lookups.
+// through memory). The codebooks are read with scalar-indexed loads (8-byte
+// entries into xmm halves; IQ3's 4-byte ones see Lookup8x32): AVX2 gathers
+// are slower than that on the AMD cores and on Intel cores with the
+// gather-data-sampling fix. The codebook's sign bits are expanded to bytes
+// with one vpshufb and a compare per group, from a vector holding the whole
+// block's sign bytes; the parity bit that the 7-bit sign indices leave out
+// is computed for all 32 at once with two nibble lookups.
 #include <immintrin.h>
 
 #include <array>
