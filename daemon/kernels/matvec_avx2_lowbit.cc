@@ -422,6 +422,19 @@ struct Iq1S {
   }
 };
 
+// IQ1's codebook with each grid value g (-1, 0, 1) as 8g + 1 (-7, 1, 9):
+// IQ1_M's codes, 2 less in a piece whose shift is negative.
+const std::array<uint64_t, 2048> kIq1Codes = [] {
+  std::array<uint64_t, 2048> t{};
+  for (int i = 0; i < 2048; ++i) {
+    for (int e = 0; e < 8; ++e) {
+      const int g = static_cast<int8_t>(kIq1SGrid[i] >> (8 * e));
+      t[i] |= uint64_t{static_cast<uint8_t>(8 * g + 1)} << (8 * e);
+    }
+  }
+  return t;
+}();
+
 // IQ1_M: index bytes plus 3 bits of a nibble of qh each, whose bit 3 is the
 // shift's sign per 8 elements; codes 8 grid +- 1 (signed: magnitude and
 // sign); a 3-bit scale per 16; the f16 d spread over the scale words.
@@ -459,8 +472,8 @@ struct Iq1M {
     const auto* b = reinterpret_cast<const BlockIQ1_M*>(p);
     const uint8_t* q = b->qs + 4 * J;
     const uint32_t qh = LoadU16(b->qh + 2 * J);  // Nibble l: piece l.
-    const __m256i grid =
-        Lookup4x64(kIq1SGrid, q[0] | ((qh << 8) & 0x700), q[1] | ((qh << 4) & 0x700),
+    const __m256i up =
+        Lookup4x64(kIq1Codes.data(), q[0] | ((qh << 8) & 0x700), q[1] | ((qh << 4) & 0x700),
                    q[2] | (qh & 0x700), q[3] | ((qh >> 4) & 0x700));
     // Piece l (16-bit lanes 4l .. 4l+3) is shifted down where bit 4l + 3 is set.
     const __m256i bit =
@@ -469,9 +482,7 @@ struct Iq1M {
                           static_cast<int16_t>(0x8000), static_cast<int16_t>(0x8000));
     const __m256i down =
         _mm256_cmpeq_epi16(_mm256_and_si256(_mm256_set1_epi16(static_cast<int16_t>(qh)), bit), bit);
-    const __m256i eight =
-        _mm256_and_si256(_mm256_slli_epi16(grid, 3), _mm256_set1_epi8(static_cast<char>(0xF8)));
-    const __m256i codes = _mm256_add_epi8(eight, _mm256_or_si256(down, _mm256_set1_epi8(1)));
+    const __m256i codes = _mm256_add_epi8(_mm256_add_epi8(up, down), down);
     return {_mm256_abs_epi8(codes), codes, Scales16<J, false>(r.scales)};
   }
 };
