@@ -424,16 +424,7 @@ struct Iq1S {
 
 // IQ1's codebook with each grid value g (-1, 0, 1) as 8g + 1 (-7, 1, 9):
 // IQ1_M's codes, 2 less in a piece whose shift is negative.
-const std::array<uint64_t, 2048> kIq1Codes = [] {
-  std::array<uint64_t, 2048> t{};
-  for (int i = 0; i < 2048; ++i) {
-    for (int e = 0; e < 8; ++e) {
-      const int g = static_cast<int8_t>(kIq1SGrid[i] >> (8 * e));
-      t[i] |= uint64_t{static_cast<uint8_t>(8 * g + 1)} << (8 * e);
-    }
-  }
-  return t;
-}();
+const std::array<uint64_t, 2048> kIq1Codes = Iq1CodeTable(0);
 
 // IQ1_M: index bytes plus 3 bits of a nibble of qh each, whose bit 3 is the
 // shift's sign per 8 elements; codes 8 grid +- 1 (signed: magnitude and

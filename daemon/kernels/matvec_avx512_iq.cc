@@ -364,16 +364,7 @@ struct Iq3S : GridDecoder<WeightType::kIQ3_S, true> {
 // IQ1's codebook with its grid bytes g (-1, 0, 1) as the codes of 8g + 1,
 // + 128 (121, 129, 137): a negative shift (8g - 1) is 2 less in every byte,
 // one 64-bit subtract per entry that never borrows across bytes.
-const std::array<uint64_t, 2048> kIq1Codes = [] {
-  std::array<uint64_t, 2048> t{};
-  for (int i = 0; i < 2048; ++i) {
-    for (int e = 0; e < 8; ++e) {
-      const int g = static_cast<int8_t>(kIq1SGrid[i] >> (8 * e));
-      t[i] |= uint64_t{static_cast<uint8_t>(8 * g + 1 + 128)} << (8 * e);
-    }
-  }
-  return t;
-}();
+const std::array<uint64_t, 2048> kIq1Codes = Iq1CodeTable(128);
 
 // A block's codes (+ 128) from its 32 piece indices (16-bit lanes, piece p
 // in lane p) and the pieces whose shift is negative (bit p).
