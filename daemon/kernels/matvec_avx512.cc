@@ -400,17 +400,24 @@ struct Q23K {
     }
     const float d = F16ToF32(b->d);
     if constexpr (kQ3) {
-      // In 64-bit integer arithmetic: scales 0-7 and 8-15 as bytes, each a
-      // nibble of bytes 0-7 plus 2 bits of bytes 8-11.
-      uint64_t w01;
-      std::memcpy(&w01, b->scales, 8);
-      const uint64_t w2 = LoadU32(b->scales + 8);
-      constexpr uint64_t kNib = 0x0F0F0F0F0F0F0F0F, kTwo = 0x0303030303030303;
-      const uint64_t lo = (w01 & kNib) | (((w2 | ((w2 >> 2) << 32)) & kTwo) << 4);
-      const uint64_t hi = ((w01 >> 4) & kNib) | ((((w2 >> 4) | ((w2 >> 6) << 32)) & kTwo) << 4);
-      const __m512i sc = _mm512_sub_epi32(
-          _mm512_cvtepu8_epi32(_mm_set_epi64x(static_cast<int64_t>(hi), static_cast<int64_t>(lo))),
-          _mm512_set1_epi32(32));
+      // Scale j: the low (j < 8) or high nibble of scales[j % 8], plus bits
+      // 2 (j / 4), +1 of scales[8 + j % 4] as bits 4-5. The 16 bytes that end
+      // the block hold the 12 scale bytes at 2 .. 13.
+      const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + sizeof(Block) - 16));
+      const __m128i low = _mm_and_si128(
+          _mm_srlv_epi64(
+              _mm_shuffle_epi8(x, _mm_setr_epi8(2, 3, 4, 5, 6, 7, 8, 9, 2, 3, 4, 5, 6, 7, 8, 9)),
+              _mm_set_epi64x(4, 0)),
+          _mm_set1_epi8(0x0F));
+      const __m128i high = _mm_and_si128(
+          _mm_slli_epi32(
+              _mm_srlv_epi32(_mm_shuffle_epi8(x, _mm_setr_epi8(10, 11, 12, 13, 10, 11, 12, 13, 10,
+                                                               11, 12, 13, 10, 11, 12, 13)),
+                             _mm_setr_epi32(0, 2, 4, 6)),
+              4),
+          _mm_set1_epi8(0x30));
+      const __m512i sc =
+          _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_or_si128(low, high)), _mm512_set1_epi32(32));
       u->wsc = _mm512_mul_ps(_mm512_cvtepi32_ps(sc), _mm512_set1_ps(d));
       u->coef = _mm512_mul_ps(u->wsc, _mm512_set1_ps(-4));
     } else {
