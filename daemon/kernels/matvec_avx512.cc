@@ -398,8 +398,8 @@ struct Q23K {
       }
       u->codes[v] = codes;
     }
-    const float d = F16ToF32(b->d);
     if constexpr (kQ3) {
+      const float d = F16ToF32(b->d);
       // Scale j: the low (j < 8) or high nibble of scales[j % 8], plus bits
       // 2 (j / 4), +1 of scales[8 + j % 4] as bits 4-5. The 16 bytes that end
       // the block hold the 12 scale bytes at 2 .. 13.
@@ -426,8 +426,11 @@ struct Q23K {
       const __m512 sc = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(s, m4)));
       const __m512 mn =
           _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(s, 4), m4)));
-      u->wsc = _mm512_mul_ps(sc, _mm512_set1_ps(d));
-      u->coef = _mm512_mul_ps(mn, _mm512_set1_ps(-F16ToF32(b->dmin)));
+      // d and dmin converted together: lanes alternate d, dmin.
+      const __m512 d_dmin =
+          _mm512_cvtph_ps(_mm256_set1_epi32(static_cast<int>(LoadU32(p + offsetof(BlockQ2_K, d)))));
+      u->wsc = _mm512_mul_ps(sc, _mm512_moveldup_ps(d_dmin));
+      u->coef = _mm512_fnmadd_ps(mn, _mm512_movehdup_ps(d_dmin), _mm512_setzero_ps());
     }
   }
 };
