@@ -421,11 +421,11 @@ struct Q23K {
       u->wsc = _mm512_mul_ps(_mm512_cvtepi32_ps(sc), _mm512_set1_ps(d));
       u->coef = _mm512_mul_ps(u->wsc, _mm512_set1_ps(-4));
     } else {
-      const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->scales));
-      const __m128i m4 = _mm_set1_epi8(0x0F);
-      const __m512 sc = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(s, m4)));
-      const __m512 mn =
-          _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(s, 4), m4)));
+      // Scale byte j: the scale in its low nibble, the min in its high one.
+      const __m512i s =
+          _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b->scales)));
+      const __m512 sc = _mm512_cvtepi32_ps(_mm512_and_si512(s, _mm512_set1_epi32(0x0F)));
+      const __m512 mn = _mm512_cvtepi32_ps(_mm512_srli_epi32(s, 4));
       // d and dmin converted together: lanes alternate d, dmin.
       const __m512 d_dmin =
           _mm512_cvtph_ps(_mm256_set1_epi32(static_cast<int>(LoadU32(p + offsetof(BlockQ2_K, d)))));
