@@ -219,34 +219,6 @@ void DotQ6K(const uint8_t* row, int64_t groups, const QuantizedActs* acts, float
   for (int k = 0; k < NB; ++k) out[k] = HorizontalSum(acc[k]) + bias[k];
 }
 
-// The IQ4 grid values of 32 nibbles (Q4_0 placement) as signed int8: one
-// vpshufb of the 16-entry table, so they take Q8_0's signed path.
-inline __m256i Iq4Codes(const uint8_t* qs) {
-  const __m256i table =
-      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4NlValues)));
-  return _mm256_shuffle_epi8(table, LowHighNibbles(qs));
-}
-
-template <int NB>
-void DotIQ4XS(const uint8_t* row, int64_t groups, const QuantizedActs* acts, float* out) {
-  __m256 acc[NB];
-  float bias[NB];
-#pragma GCC unroll 8
-  for (int k = 0; k < NB; ++k) acc[k] = _mm256_setzero_ps(), bias[k] = 0;
-  for (int64_t sb = 0; sb < groups / 8; ++sb) {
-    const BlockIQ4_XS* b = reinterpret_cast<const BlockIQ4_XS*>(row) + sb;
-    PrefetchAhead<sizeof(BlockIQ4_XS)>(reinterpret_cast<const uint8_t*>(b));
-    const float d = F16ToF32(b->d);
-#pragma GCC unroll 8
-    for (int j = 0; j < 8; ++j) {
-      const GroupV g{Iq4Codes(b->qs + 16 * j), _mm256_set1_ps(d * UnpackScaleIQ4XS(j, *b)), {0, 0}};
-      Accumulate<true, NB>(g, 8 * sb + j, acts, acc, bias);
-    }
-  }
-#pragma GCC unroll 8
-  for (int k = 0; k < NB; ++k) out[k] = HorizontalSum(acc[k]) + bias[k];
-}
-
 // 8 weights of a float type as f32.
 template <WeightType T>
 inline __m256 Load8(const uint8_t* p) {
@@ -317,8 +289,6 @@ void DotRow(const RowsTask& t, const uint8_t* row, int64_t b0, float* out) {
       return DotQ45K<true, NB>(row, g, a, out);
     case WeightType::kQ6_K:
       return DotQ6K<NB>(row, g, a, out);
-    case WeightType::kIQ4_XS:
-      return DotIQ4XS<NB>(row, g, a, out);
     case WeightType::kQ2_K:
     case WeightType::kQ3_K:
     case WeightType::kIQ4_NL:
@@ -333,6 +303,7 @@ void DotRow(const RowsTask& t, const uint8_t* row, int64_t b0, float* out) {
     case WeightType::kIQ3_S:
     case WeightType::kIQ1_S:
     case WeightType::kIQ1_M:
+    case WeightType::kIQ4_XS:
       return avx2::DotLowBit<NB>(t.w.type, row, t.w.cols, a, out);
   }
 }

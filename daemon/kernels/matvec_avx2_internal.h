@@ -1,8 +1,8 @@
-// The AVX2 loops of the codebook types (matvec_avx2_lowbit.cc), called from
-// matvec_avx2.cc's row dispatch and for IQ1_S from the AVX-512 one, and the
-// AVX2 activation quantizer (matvec_avx2.cc). The translation units that
-// define them are compiled with AVX2_COPTS; nothing here is inline, so the
-// AVX-512 files may include it without taking AVX2-compiled copies of code.
+// The AVX2 loops of the codebook types and IQ4_XS (matvec_avx2_lowbit.cc),
+// called from matvec_avx2.cc's row dispatch, and the AVX2 activation
+// quantizer (matvec_avx2.cc). The translation units that define them are
+// compiled with AVX2_COPTS; nothing here is inline, so the AVX-512 files
+// may include it without taking AVX2-compiled copies of code.
 // Internal to daemon/kernels.
 #ifndef WASTE_DAEMON_KERNELS_MATVEC_AVX2_INTERNAL_H_
 #define WASTE_DAEMON_KERNELS_MATVEC_AVX2_INTERNAL_H_
@@ -22,7 +22,7 @@ namespace waste::kernels::internal::avx2 {
 void QuantizeBlocks(const float* x, int64_t cols, const QuantizedActs& out, int32_t* block_sums);
 
 // out[k] = dot(row, acts[k]) for k < NB, a row of `cols` (a multiple of 256)
-// elements of a type IsGridType accepts.
+// elements of a type IsGridType accepts, or IQ4_XS.
 template <int NB>
 void DotLowBit(WeightType type, const uint8_t* row, int64_t cols, const QuantizedActs* acts,
                float* out);

@@ -1,6 +1,7 @@
 // AVX2 loops of the codebook types (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S,
-// IQ3_XXS, IQ3_S). Compiled with AVX2_COPTS. (Q2_K and Q3_K, once here too,
-// are register-tiled in matmul_avx2.cc.)
+// IQ3_XXS, IQ3_S) and of IQ4_XS, whose 16-entry table fits the same loop.
+// Compiled with AVX2_COPTS. (Q2_K and Q3_K, once here too, are
+// register-tiled in matmul_avx2.cc.)
 //
 // A super-block (256 elements, 8 groups of 32) at a time. A type's decoder
 // takes apart what the whole block shares once (Prepare: scales, sign bytes)
@@ -19,14 +20,17 @@
 // IQ1_S's shift folds into an fma per group against the activation's block
 // sums.
 //
-// The codebooks are read with scalar-indexed 8-byte (IQ3: 4-byte) loads into
-// xmm halves: AVX2 gathers are slower than that on the AMD cores and on
-// Intel cores with the gather-data-sampling fix. The codebook's sign bits are
-// expanded to bytes with one vpshufb and a compare per group, from a vector
-// holding the whole block's sign bytes; the parity bit that the 7-bit sign
-// indices leave out is computed for all 32 at once with two nibble lookups.
+// Prepare is forced inline (GCC made a call of IQ3_S's, its Prep returned
+// through memory). The codebooks are read with scalar-indexed loads (8-byte
+// entries into xmm halves; IQ3's 4-byte ones see Lookup8x32): AVX2 gathers
+// are slower than that on the AMD cores and on Intel cores with the
+// gather-data-sampling fix. The codebook's sign bits are expanded to bytes
+// with one vpshufb and a compare per group, from a vector holding the whole
+// block's sign bytes; the parity bit that the 7-bit sign indices leave out
+// is computed for all 32 at once with two nibble lookups.
 #include <immintrin.h>
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <utility>
@@ -81,16 +85,41 @@ inline __m128i Lookup2x64(const uint64_t* t, uint32_t i0, uint32_t i1) {
 inline __m256i Lookup4x64(const uint64_t* t, uint32_t i0, uint32_t i1, uint32_t i2, uint32_t i3) {
   return _mm256_set_m128i(Lookup2x64(t, i2, i3), Lookup2x64(t, i0, i1));
 }
-
-// Codebook entries idx[0..7] (4 bytes each), in order.
-inline __m128i Lookup4x32(const uint32_t* t, const uint32_t* idx) {
-  __m128i v = _mm_cvtsi32_si128(static_cast<int>(t[idx[0]]));
-  v = _mm_insert_epi32(v, static_cast<int>(t[idx[1]]), 1);
-  v = _mm_insert_epi32(v, static_cast<int>(t[idx[2]]), 2);
-  return _mm_insert_epi32(v, static_cast<int>(t[idx[3]]), 3);
+// The entries at the four 16-bit indices packed in w (lowest first).
+inline __m256i Lookup4x64(const uint64_t* t, uint64_t w) {
+  return Lookup4x64(t, w & 0xFFFF, (w >> 16) & 0xFFFF, (w >> 32) & 0xFFFF, w >> 48);
 }
-inline __m256i Lookup8x32(const uint32_t* t, const uint32_t* idx) {
-  return _mm256_set_m128i(Lookup4x32(t, idx + 4), Lookup4x32(t, idx));
+
+// 64-bit lane J of v.
+template <int J>
+inline uint64_t Qword(__m256i v) {
+  const __m128i h = J / 2 ? _mm256_extracti128_si256(v, 1) : _mm256_castsi256_si128(v);
+  return static_cast<uint64_t>(J % 2 ? _mm_extract_epi64(h, 1) : _mm_cvtsi128_si64(h));
+}
+
+// Codebook entries (4 bytes each) at indices index(0) .. index(7), in
+// order: vpinsrd into xmm halves, or (kBlend) each broadcast from memory and
+// blended into place. IQ3_XXS (index bytes read from memory) measured ~5%
+// faster with the first, IQ3_S (indices in 64-bit words) ~40% with the
+// second.
+template <bool kBlend, typename Index>
+inline __m256i Lookup8x32(const uint32_t* t, Index index) {
+  if constexpr (kBlend) {
+    auto at = [&](int k) { return _mm256_set1_epi32(static_cast<int>(t[index(k)])); };
+    const __m256i lo = _mm256_blend_epi32(_mm256_blend_epi32(at(0), at(1), 0x02),
+                                          _mm256_blend_epi32(at(2), at(3), 0x08), 0x0C);
+    const __m256i hi = _mm256_blend_epi32(_mm256_blend_epi32(at(4), at(5), 0x20),
+                                          _mm256_blend_epi32(at(6), at(7), 0x80), 0xC0);
+    return _mm256_blend_epi32(lo, hi, 0xF0);
+  } else {
+    auto half = [&](int k) {
+      __m128i v = _mm_cvtsi32_si128(static_cast<int>(t[index(k)]));
+      v = _mm_insert_epi32(v, static_cast<int>(t[index(k + 1)]), 1);
+      v = _mm_insert_epi32(v, static_cast<int>(t[index(k + 2)]), 2);
+      return _mm_insert_epi32(v, static_cast<int>(t[index(k + 3)]), 3);
+    };
+    return _mm256_set_m128i(half(4), half(0));
+  }
 }
 
 // The 32 sign bytes of a block (byte 4g + l: the signs of elements
@@ -189,7 +218,7 @@ struct Iq2Xxs {
     __m256i signs;
     __m256 wscale;
   };
-  static Prep Prepare(const uint8_t* p) {
+  [[gnu::always_inline]] static Prep Prepare(const uint8_t* p) {
     const float d = F16ToF32(LoadU16(p));
     // The aux words are the odd dwords of qs: [0 1 4 5 | 2 3 6 7] -> in order.
     const __m256 a = _mm256_castsi256_ps(Load256(p + 2));
@@ -218,7 +247,7 @@ struct Iq2Xs {
     __m128i scales;
     __m256 wscale;
   };
-  static Prep Prepare(const uint8_t* p) {
+  [[gnu::always_inline]] static Prep Prepare(const uint8_t* p) {
     const __m256i s7 =
         _mm256_permute4x64_epi64(_mm256_packus_epi16(_mm256_srli_epi16(Load256(p + 2), 9),
                                                      _mm256_srli_epi16(Load256(p + 34), 9)),
@@ -235,6 +264,19 @@ struct Iq2Xs {
   }
 };
 
+// IQ2_S: vpshufb control giving 16-bit lane i of pieces 16h + i the qh
+// byte of its group (piece / 4), high byte zero.
+alignas(32) constexpr std::array<std::array<int8_t, 32>, 2> kIq2SQhSpread = [] {
+  std::array<std::array<int8_t, 32>, 2> t{};
+  for (int h = 0; h < 2; ++h) {
+    for (int b = 0; b < 32; ++b) {
+      const int piece = 16 * h + 8 * (b / 16) + (b % 16) / 2;
+      t[h][b] = static_cast<int8_t>(b % 2 ? -128 : piece / 4);
+    }
+  }
+  return t;
+}();
+
 // IQ2_S: index bytes plus 2 bits each of qh[g]; sign bytes as they are.
 struct Iq2S {
   static constexpr int kBlockBytes = sizeof(BlockIQ2_S);
@@ -244,19 +286,35 @@ struct Iq2S {
     __m256i signs;
     __m128i scales;
     __m256 wscale;
+    __m256i idx[2];
   };
-  static Prep Prepare(const uint8_t* p) {
-    return {SignLayout(Load256(p + 2 + kQK_K / 8)),
-            OddNibbleScales(p + offsetof(BlockIQ2_S, scales)),
-            _mm256_set1_ps(F16ToF32(LoadU16(p)) * 0.125f)};
+  [[gnu::always_inline]] static Prep Prepare(const uint8_t* p) {
+    Prep r{SignLayout(Load256(p + 2 + kQK_K / 8)),
+           OddNibbleScales(p + offsetof(BlockIQ2_S, scales)),
+           _mm256_set1_ps(F16ToF32(LoadU16(p)) * 0.125f),
+           {}};
+    // The 32 indices in 16-bit lanes, piece 4g + l in lane 4g + l: qs byte
+    // plus bits 2l, 2l + 1 of qh[g] (spread by vpshufb, moved to bits 8-9 by
+    // a multiply). Built one by one in scalar code they took ~5 instructions
+    // each, a fifth of the loop; each group's 4 reach the loads as one qword.
+    const __m256i qh = _mm256_broadcastsi128_si256(
+        _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + offsetof(BlockIQ2_S, qh))));
+    const __m256i mult = _mm256_set1_epi64x(0x0004001000400100);
+    Unroll<2>([&](auto h) {
+      const __m256i high = _mm256_mullo_epi16(
+          _mm256_shuffle_epi8(
+              qh, _mm256_load_si256(reinterpret_cast<const __m256i*>(kIq2SQhSpread[h].data()))),
+          mult);
+      r.idx[h] = _mm256_or_si256(
+          _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 + 16 * h))),
+          _mm256_and_si256(high, _mm256_set1_epi16(0x300)));
+    });
+    return r;
   }
   template <int J>
-  static GroupCodes Group(const uint8_t* p, const Prep& r) {
-    const uint8_t* q = p + 2 + 4 * J;
-    const uint32_t qh = p[offsetof(BlockIQ2_S, qh) + J];
-    return {Lookup4x64(kIq2SGrid, q[0] | ((qh << 8) & 0x300), q[1] | ((qh << 6) & 0x300),
-                       q[2] | ((qh << 4) & 0x300), q[3] | ((qh << 2) & 0x300)),
-            SignsOfGroup<J>(r.signs), Scales16<J, false>(r.scales)};
+  static GroupCodes Group(const uint8_t*, const Prep& r) {
+    return {Lookup4x64(kIq2SGrid, Qword<J % 4>(r.idx[J / 4])), SignsOfGroup<J>(r.signs),
+            Scales16<J, false>(r.scales)};
   }
 };
 
@@ -270,7 +328,7 @@ struct Iq3Xxs {
     __m256i signs;
     __m256 wscale;
   };
-  static Prep Prepare(const uint8_t* p) {
+  [[gnu::always_inline]] static Prep Prepare(const uint8_t* p) {
     const float d = F16ToF32(LoadU16(p));
     const __m256i aux = Load256(p + 2 + kQK_K / 4);
     return {SignLayout(SignsFrom7(Fields7(aux))), OddScales(_mm256_srli_epi32(aux, 28), d * 0.25f)};
@@ -278,13 +336,15 @@ struct Iq3Xxs {
   template <int J>
   static GroupCodes Group(const uint8_t* p, const Prep& r) {
     const uint8_t* q = p + 2 + 8 * J;
-    const uint32_t idx[8] = {q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7]};
-    return {Lookup8x32(kIq3XxsGrid, idx), SignsOfGroup<J>(r.signs), _mm256_setzero_si256()};
+    return {Lookup8x32<false>(kIq3XxsGrid, [q](int k) { return q[k]; }), SignsOfGroup<J>(r.signs),
+            _mm256_setzero_si256()};
   }
 };
 
 // IQ3_S: index bytes plus bit k of qh[g] as bit 8; sign bytes as they are; a
-// nibble scale per group, x = d (2s + 1) grid.
+// nibble scale per group, x = d (2s + 1) grid. The 64 indices are built as
+// 16-bit lanes up front and reach the loads as whole 64-bit words: built one
+// by one in scalar code they cost ~5 instructions each.
 struct Iq3S {
   static constexpr int kBlockBytes = sizeof(BlockIQ3_S);
   static constexpr bool kSigned = true, kPer16 = false;
@@ -292,23 +352,37 @@ struct Iq3S {
   struct Prep {
     __m256i signs;
     __m256 wscale;
+    __m256i idx[4];  // Groups 2h, 2h + 1 in idx[h].
   };
-  static Prep Prepare(const uint8_t* p) {
+  [[gnu::always_inline]] static Prep Prepare(const uint8_t* p) {
     const __m256i sc = _mm256_and_si256(
         _mm256_srlv_epi32(
             _mm256_set1_epi32(static_cast<int>(LoadU32(p + offsetof(BlockIQ3_S, scales)))),
             _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
         _mm256_set1_epi32(0xF));
-    return {SignLayout(Load256(p + offsetof(BlockIQ3_S, signs))),
-            OddScales(sc, F16ToF32(LoadU16(p)))};
+    Prep r{SignLayout(Load256(p + offsetof(BlockIQ3_S, signs))),
+           OddScales(sc, F16ToF32(LoadU16(p))),
+           {}};
+    const __m256i lane_bit = _mm256_setr_epi16(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048,
+                                               4096, 8192, 16384, static_cast<int16_t>(0x8000));
+    const uint8_t* qs = p + offsetof(BlockIQ3_S, qs);
+    const uint8_t* qh = p + offsetof(BlockIQ3_S, qh);
+    Unroll<4>([&](auto h) {
+      const __m256i bits = _mm256_set1_epi16(static_cast<int16_t>(LoadU16(qh + 2 * h)));
+      const __m256i high = _mm256_and_si256(
+          _mm256_cmpeq_epi16(_mm256_and_si256(bits, lane_bit), lane_bit), _mm256_set1_epi16(256));
+      r.idx[h] = _mm256_or_si256(
+          _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + 16 * h))),
+          high);
+    });
+    return r;
   }
   template <int J>
-  static GroupCodes Group(const uint8_t* p, const Prep& r) {
-    const uint8_t* q = p + 2 + 8 * J;
-    const uint32_t qh = p[offsetof(BlockIQ3_S, qh) + J];
-    uint32_t idx[8];
-    Unroll<8>([&](auto k) { idx[k] = q[k] | ((qh << (8 - k)) & 256); });
-    return {Lookup8x32(kIq3SGrid, idx), SignsOfGroup<J>(r.signs), _mm256_setzero_si256()};
+  static GroupCodes Group(const uint8_t*, const Prep& r) {
+    const uint64_t w[2] = {Qword<2 * (J % 2)>(r.idx[J / 2]), Qword<2 * (J % 2) + 1>(r.idx[J / 2])};
+    return {
+        Lookup8x32<true>(kIq3SGrid, [&w](int k) { return (w[k / 4] >> (16 * (k % 4))) & 0xFFFF; }),
+        SignsOfGroup<J>(r.signs), _mm256_setzero_si256()};
   }
 };
 
@@ -323,7 +397,7 @@ struct Iq1S {
     __m256 wscale;
     __m256 coef;
   };
-  static Prep Prepare(const uint8_t* p) {
+  [[gnu::always_inline]] static Prep Prepare(const uint8_t* p) {
     const __m256i qh = _mm256_cvtepu16_epi32(
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + offsetof(BlockIQ1_S, qh))));
     const __m256 ws = OddScales(_mm256_and_si256(_mm256_srli_epi32(qh, 12), _mm256_set1_epi32(7)),
@@ -344,6 +418,10 @@ struct Iq1S {
   }
 };
 
+// IQ1's codebook with each grid value g (-1, 0, 1) as 8g + 1 (-7, 1, 9):
+// IQ1_M's codes, 2 less in a piece whose shift is negative.
+const std::array<uint64_t, 2048> kIq1Codes = Iq1CodeTable(0);
+
 // IQ1_M: index bytes plus 3 bits of a nibble of qh each, whose bit 3 is the
 // shift's sign per 8 elements; codes 8 grid +- 1 (signed: magnitude and
 // sign); a 3-bit scale per 16; the f16 d spread over the scale words.
@@ -355,7 +433,7 @@ struct Iq1M {
     __m128i scales;
     __m256 wscale;
   };
-  static Prep Prepare(const uint8_t* p) {
+  [[gnu::always_inline]] static Prep Prepare(const uint8_t* p) {
     const auto* b = reinterpret_cast<const BlockIQ1_M*>(p);
     uint16_t sc[4];
     for (int i = 0; i < 4; ++i) sc[i] = LoadU16(b->scales + 2 * i);
@@ -381,8 +459,8 @@ struct Iq1M {
     const auto* b = reinterpret_cast<const BlockIQ1_M*>(p);
     const uint8_t* q = b->qs + 4 * J;
     const uint32_t qh = LoadU16(b->qh + 2 * J);  // Nibble l: piece l.
-    const __m256i grid =
-        Lookup4x64(kIq1SGrid, q[0] | ((qh << 8) & 0x700), q[1] | ((qh << 4) & 0x700),
+    const __m256i up =
+        Lookup4x64(kIq1Codes.data(), q[0] | ((qh << 8) & 0x700), q[1] | ((qh << 4) & 0x700),
                    q[2] | (qh & 0x700), q[3] | ((qh >> 4) & 0x700));
     // Piece l (16-bit lanes 4l .. 4l+3) is shifted down where bit 4l + 3 is set.
     const __m256i bit =
@@ -391,10 +469,49 @@ struct Iq1M {
                           static_cast<int16_t>(0x8000), static_cast<int16_t>(0x8000));
     const __m256i down =
         _mm256_cmpeq_epi16(_mm256_and_si256(_mm256_set1_epi16(static_cast<int16_t>(qh)), bit), bit);
-    const __m256i eight =
-        _mm256_and_si256(_mm256_slli_epi16(grid, 3), _mm256_set1_epi8(static_cast<char>(0xF8)));
-    const __m256i codes = _mm256_add_epi8(eight, _mm256_or_si256(down, _mm256_set1_epi8(1)));
+    const __m256i codes = _mm256_add_epi8(_mm256_add_epi8(up, down), down);
     return {_mm256_abs_epi8(codes), codes, Scales16<J, false>(r.scales)};
+  }
+};
+
+// IQ4_XS: per group, 16 qs bytes (low nibbles: elements 0-15, high: 16-31)
+// index kIq4NlValues; a 6-bit scale, ls - 32, per group. Not a codebook
+// type, but its loop is this one: the values' signs go onto the activation
+// (no value is 0), and the 8 groups' sums meet their scales once per block.
+struct Iq4Xs {
+  static constexpr int kBlockBytes = sizeof(BlockIQ4_XS);
+  static constexpr bool kSigned = true, kPer16 = false;
+  static constexpr Bias kBias = Bias::kNone;
+  struct Prep {
+    __m256 wscale;
+  };
+  [[gnu::always_inline]] static Prep Prepare(const uint8_t* p) {
+    const auto* b = reinterpret_cast<const BlockIQ4_XS*>(p);
+    // Group j: nibble j of the scales_l word, bits 2j, 2j + 1 of scales_h.
+    const __m256i low = _mm256_and_si256(
+        _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(LoadU32(b->scales_l))),
+                          _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+        _mm256_set1_epi32(0xF));
+    const __m256i high =
+        _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(b->scales_h),
+                                           _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
+                         _mm256_set1_epi32(3));
+    const __m256i ls =
+        _mm256_sub_epi32(_mm256_or_si256(low, _mm256_slli_epi32(high, 4)), _mm256_set1_epi32(32));
+    return {_mm256_mul_ps(_mm256_cvtepi32_ps(ls), _mm256_set1_ps(F16ToF32(b->d)))};
+  }
+  template <int J>
+  static GroupCodes Group(const uint8_t* p, const Prep&) {
+    const auto* b = reinterpret_cast<const BlockIQ4_XS*>(p);
+    // The 16 bytes in both halves, the high half shifted down a nibble.
+    const __m256i q = _mm256_broadcastsi128_si256(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qs + 16 * J)));
+    const __m256i nibbles = _mm256_and_si256(
+        _mm256_srlv_epi32(q, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)), _mm256_set1_epi8(0x0F));
+    const __m256i values = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128(
+                                                   reinterpret_cast<const __m128i*>(kIq4NlValues))),
+                                               nibbles);
+    return {_mm256_abs_epi8(values), values, _mm256_setzero_si256()};
   }
 };
 
@@ -464,6 +581,8 @@ void DotLowBit(WeightType type, const uint8_t* row, int64_t cols, const Quantize
       return DotSuperBlocks<Iq1S, NB>(row, blocks, acts, out);
     case WeightType::kIQ1_M:
       return DotSuperBlocks<Iq1M, NB>(row, blocks, acts, out);
+    case WeightType::kIQ4_XS:
+      return DotSuperBlocks<Iq4Xs, NB>(row, blocks, acts, out);
     default:
       break;
   }

@@ -25,7 +25,6 @@
 
 #include "daemon/kernels/dequantize.h"
 #include "daemon/kernels/fp16.h"
-#include "daemon/kernels/matvec_avx2_internal.h"
 #include "daemon/kernels/matvec_avx512_internal.h"
 #include "daemon/kernels/matvec_internal.h"
 
@@ -399,29 +398,39 @@ struct Q23K {
       }
       u->codes[v] = codes;
     }
-    const float d = F16ToF32(b->d);
     if constexpr (kQ3) {
-      // In 64-bit integer arithmetic: scales 0-7 and 8-15 as bytes, each a
-      // nibble of bytes 0-7 plus 2 bits of bytes 8-11.
-      uint64_t w01;
-      std::memcpy(&w01, b->scales, 8);
-      const uint64_t w2 = LoadU32(b->scales + 8);
-      constexpr uint64_t kNib = 0x0F0F0F0F0F0F0F0F, kTwo = 0x0303030303030303;
-      const uint64_t lo = (w01 & kNib) | (((w2 | ((w2 >> 2) << 32)) & kTwo) << 4);
-      const uint64_t hi = ((w01 >> 4) & kNib) | ((((w2 >> 4) | ((w2 >> 6) << 32)) & kTwo) << 4);
-      const __m512i sc = _mm512_sub_epi32(
-          _mm512_cvtepu8_epi32(_mm_set_epi64x(static_cast<int64_t>(hi), static_cast<int64_t>(lo))),
-          _mm512_set1_epi32(32));
+      const float d = F16ToF32(b->d);
+      // Scale j: the low (j < 8) or high nibble of scales[j % 8], plus bits
+      // 2 (j / 4), +1 of scales[8 + j % 4] as bits 4-5. The 16 bytes that end
+      // the block hold the 12 scale bytes at 2 .. 13.
+      const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + sizeof(Block) - 16));
+      const __m128i low = _mm_and_si128(
+          _mm_srlv_epi64(
+              _mm_shuffle_epi8(x, _mm_setr_epi8(2, 3, 4, 5, 6, 7, 8, 9, 2, 3, 4, 5, 6, 7, 8, 9)),
+              _mm_set_epi64x(4, 0)),
+          _mm_set1_epi8(0x0F));
+      const __m128i high = _mm_and_si128(
+          _mm_slli_epi32(
+              _mm_srlv_epi32(_mm_shuffle_epi8(x, _mm_setr_epi8(10, 11, 12, 13, 10, 11, 12, 13, 10,
+                                                               11, 12, 13, 10, 11, 12, 13)),
+                             _mm_setr_epi32(0, 2, 4, 6)),
+              4),
+          _mm_set1_epi8(0x30));
+      const __m512i sc =
+          _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_or_si128(low, high)), _mm512_set1_epi32(32));
       u->wsc = _mm512_mul_ps(_mm512_cvtepi32_ps(sc), _mm512_set1_ps(d));
       u->coef = _mm512_mul_ps(u->wsc, _mm512_set1_ps(-4));
     } else {
-      const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->scales));
-      const __m128i m4 = _mm_set1_epi8(0x0F);
-      const __m512 sc = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(s, m4)));
-      const __m512 mn =
-          _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(s, 4), m4)));
-      u->wsc = _mm512_mul_ps(sc, _mm512_set1_ps(d));
-      u->coef = _mm512_mul_ps(mn, _mm512_set1_ps(-F16ToF32(b->dmin)));
+      // Scale byte j: the scale in its low nibble, the min in its high one.
+      const __m512i s =
+          _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b->scales)));
+      const __m512 sc = _mm512_cvtepi32_ps(_mm512_and_si512(s, _mm512_set1_epi32(0x0F)));
+      const __m512 mn = _mm512_cvtepi32_ps(_mm512_srli_epi32(s, 4));
+      // d and dmin converted together: lanes alternate d, dmin.
+      const __m512 d_dmin =
+          _mm512_cvtph_ps(_mm256_set1_epi32(static_cast<int>(LoadU32(p + offsetof(BlockQ2_K, d)))));
+      u->wsc = _mm512_mul_ps(sc, _mm512_moveldup_ps(d_dmin));
+      u->coef = _mm512_fnmadd_ps(mn, _mm512_movehdup_ps(d_dmin), _mm512_setzero_ps());
     }
   }
 };
@@ -509,17 +518,12 @@ void DotRow(const RowsTask& t, const uint8_t* row, int64_t b0, float* out) {
       return DotQuantized<MXFP4, NB>(type, row, c, a, out);
     case WeightType::kIQ4_XS:
       return DotQuantized<IQ4XS, NB>(type, row, c, a, out);
-    case WeightType::kIQ1_S:
-      // Its 2048-entry codebook is read with scalar loads in either family,
-      // and the AVX2 loop's per-super-block reduction measured ~1.5x faster
-      // than the unit loop here (matvec_avx2_lowbit.cc; it reads qs, d and
-      // s32, which this family's quantizer fills as the AVX2 one does).
-      return avx2::DotLowBit<NB>(type, row, c, a, out);
     case WeightType::kIQ2_XXS:
     case WeightType::kIQ2_XS:
     case WeightType::kIQ2_S:
     case WeightType::kIQ3_XXS:
     case WeightType::kIQ3_S:
+    case WeightType::kIQ1_S:
     case WeightType::kIQ1_M:
       return DotGridAvx512<NB>(type, row, c, a, out);
   }

@@ -1,25 +1,27 @@
-// The codebook types (IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S) on
-// AVX-512 (IQ1_S runs the AVX2 loop, see matvec_avx512.cc): a decoder per
-// type fills a Unit for DotQuantized
+// The codebook types (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S)
+// on AVX-512: a decoder per type fills a Unit for DotQuantized
 // (matvec_avx512_internal.h). The bit layouts are the ones iq_decode.h
 // spells out per group; here a whole block is taken apart at once:
 //   - the IQ2 and IQ3 codebooks are held packed, an entry's values as 2-bit
 //     (IQ2: 8, 25, 43) or 3-bit (IQ3: 8 levels) level codes in one 16-bit
-//     word: 256 to 1024 words, 8 to 32 zmm. The block's 32 (IQ3: 64) indices
+//     word: 256 to 512 words, 8 to 16 zmm. The block's 32 (IQ3: 64) indices
 //     in 16-bit lanes look their entries up with one vpermi2w per 64 entries
 //     and a tree of blends on the index's high bits (gathers, one load per
 //     lane, cost several times as much); vpermw puts each entry in the
 //     qword of its 8 (IQ3: two entries per qword) elements, vpmultishiftqb
 //     moves each element's level code to its byte and a vpermb on a 64-byte
 //     table turns codes into values;
-//   - IQ1's 2048-entry codebook is too large for that: its entries are read
-//     with scalar-indexed 8-byte loads into xmm halves;
+//   - IQ1's 2048-entry and IQ2_S's 1024-entry codebooks are too large for
+//     that (IQ2_S's 16 windows measured ~15% slower; gathers slower still):
+//     their entries are read with scalar-indexed 8-byte loads into xmm
+//     halves, IQ1's from a copy that holds each grid value g as the code of
+//     8g + 1;
 //   - sign bytes, one per 8 elements, are 64-bit masks per zmm (bit 8p + j:
 //     element j of piece p), applied with one masked subtract; the 7-bit
 //     sign indices of IQ2_XXS, IQ2_XS and IQ3_XXS become sign bytes through
 //     one vpermi2b on kIqSigns7; bit fields come out of their words with
 //     vpmultishiftqb or variable shifts;
-//   - IQ1's grid values g (-1, 0, 1) become 8g +- 1 with a shift and an add.
+//   - IQ1's negative shifts (8g - 1) subtract 2 from the codes of a piece.
 // Codes are int8 + 128 for vpdpbusd, with a scale per 16 elements, so the
 // loop is Q6_K's (natural order, kSumScale -128 folds the +128 back out).
 #include <immintrin.h>
@@ -49,7 +51,9 @@ inline constexpr SlotTable kPer32Slots = [] {
   return t;
 }();
 
-// What the codebook decoders share. A type with a scale per 32 elements
+// What the codebook decoders share. Their Load is forced inline: GCC left
+// the larger ones (IQ1, IQ3) as calls, the Unit going through memory, at up
+// to a third of their speed. A type with a scale per 32 elements
 // (kPer32) fills Unit::wsc with [scale x8 | coefficient of s32 x8] (the
 // scale again for codes + 128: kSumScale), one with a scale per 16 the 16
 // scales.
@@ -77,18 +81,6 @@ alignas(64) constexpr std::array<uint8_t, 64> kFirst4OfEachQword = [] {
 inline __m512i SignBytes7(__m512i idx7) {
   return _mm512_permutex2var_epi8(_mm512_loadu_si512(kIqSigns7.data()), idx7,
                                   _mm512_loadu_si512(kIqSigns7.data() + 64));
-}
-
-// IQ1: grid bytes g (-1, 0, 1) to 8g + delta (delta bytes +-1), + 128.
-inline __m512i Iq1Codes(__m512i grid, __m512i delta) {
-  const __m512i eight =
-      _mm512_and_si512(_mm512_slli_epi16(grid, 3), _mm512_set1_epi8(static_cast<char>(0xF8)));
-  return _mm512_xor_si512(_mm512_add_epi8(eight, delta), _mm512_set1_epi8(static_cast<char>(0x80)));
-}
-
-// +-1 bytes, -1 in the pieces (8 bytes each) whose bit is set in `negative`.
-inline __m512i Iq1Delta(__mmask8 negative) {
-  return _mm512_or_si512(_mm512_movm_epi64(negative), _mm512_set1_epi8(1));
 }
 
 // (2s + 1) * mult for 8 or 16 small integer scale codes s.
@@ -141,7 +133,6 @@ constexpr std::initializer_list<int> kIq3SLevels = {1, 3, 5, 7, 9, 11, 13, 15};
 // The grids are constant-initialized, so they are there before these.
 alignas(64) const std::array<uint16_t, 256> kIq2XxsPacked = PackGrid(kIq2XxsGrid, kIq2Levels);
 alignas(64) const std::array<uint16_t, 512> kIq2XsPacked = PackGrid(kIq2XsGrid, kIq2Levels);
-alignas(64) const std::array<uint16_t, 1024> kIq2SPacked = PackGrid(kIq2SGrid, kIq2Levels);
 alignas(64) const std::array<uint16_t, 256> kIq3XxsPacked = PackGrid(kIq3XxsGrid, kIq3XxsLevels);
 alignas(64) const std::array<uint16_t, 512> kIq3SPacked = PackGrid(kIq3SGrid, kIq3SLevels);
 
@@ -213,10 +204,27 @@ inline __m512i ExpandIq3(const __m512i entries[2], int z, uint64_t negative,
   return _mm512_mask_sub_epi8(v, _cvtu64_mask64(negative), _mm512_setzero_si512(), v);
 }
 
+// The entries of a codebook too large for Lookup32 (IQ1's 2048; IQ2_S's
+// 1024, where 16 windows measured slower) for 8 pieces whose indices are
+// the 16-bit fields of w[0], w[1] (piece 0 lowest): scalar-indexed 8-byte
+// loads into xmm halves. The indices come as whole words: GCC's own
+// extraction of each 32-bit lane (vpextrd, valignd) cost more.
+inline __m128i Entries2(const uint64_t* table, uint64_t w) {
+  const __m128d lo =
+      _mm_castsi128_pd(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(table + (w & 0xFFFF))));
+  return _mm_castpd_si128(
+      _mm_loadh_pd(lo, reinterpret_cast<const double*>(table + ((w >> 16) & 0xFFFF))));
+}
+inline __m512i Entries8(const uint64_t* table, const uint64_t w[2]) {
+  const __m256i lo = _mm256_set_m128i(Entries2(table, w[0] >> 32), Entries2(table, w[0]));
+  const __m256i hi = _mm256_set_m128i(Entries2(table, w[1] >> 32), Entries2(table, w[1]));
+  return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
 // Per group (one 64-bit lane: 4 index bytes, then a word of four 7-bit sign
 // indices and the scale in bits 28-31).
 struct Iq2Xxs : GridDecoder<WeightType::kIQ2_XXS, true> {
-  static void Load(const uint8_t* p, Unit* u) {
+  [[gnu::always_inline]] static void Load(const uint8_t* p, Unit* u) {
     const float d = F16ToF32(LoadU16(p));
     const __m512i q = _mm512_loadu_si512(p + 2);
     const __m512i first4 = _mm512_load_si512(kFirst4OfEachQword.data());
@@ -245,7 +253,7 @@ struct Iq2Xxs : GridDecoder<WeightType::kIQ2_XXS, true> {
 
 // qs[i]: 9-bit index, 7-bit sign index above it.
 struct Iq2Xs : GridDecoder<WeightType::kIQ2_XS> {
-  static void Load(const uint8_t* p, Unit* u) {
+  [[gnu::always_inline]] static void Load(const uint8_t* p, Unit* u) {
     const float d = F16ToF32(LoadU16(p));
     const __m512i q = _mm512_loadu_si512(p + 2);
     const __m256i s7 = _mm512_cvtepi16_epi8(_mm512_srli_epi16(q, 9));
@@ -261,7 +269,7 @@ struct Iq2Xs : GridDecoder<WeightType::kIQ2_XS> {
 // Piece i: index qs[i] plus bits 2i, 2i+1 of qh (as one u64) above it; sign
 // bytes as they are.
 struct Iq2S : GridDecoder<WeightType::kIQ2_S> {
-  static void Load(const uint8_t* p, Unit* u) {
+  [[gnu::always_inline]] static void Load(const uint8_t* p, Unit* u) {
     const float d = F16ToF32(LoadU16(p));
     const __m512i low =
         _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2)));
@@ -280,10 +288,16 @@ struct Iq2S : GridDecoder<WeightType::kIQ2_S> {
         0x0006000400020000, 0x0006000400020000, 0x0006000400020000, 0x0006000400020000);
     const __m512i idx = _mm512_or_si512(
         low, _mm512_and_si512(_mm512_srlv_epi16(qh, shifts), _mm512_set1_epi16(0x300)));
-    const __m512i entries = Lookup32(kIq2SPacked, idx);
+    alignas(64) uint64_t words[8];
+    _mm512_store_si512(words, idx);
     const uint8_t* signs = p + 2 + kQK_K / 8;
 #pragma GCC unroll 4
-    for (int z = 0; z < 4; ++z) u->codes[z] = ExpandIq2(entries, z, LoadU64(signs + 8 * z));
+    for (int z = 0; z < 4; ++z) {
+      // Grid values are < 128: + 128 is setting the top bit.
+      const __m512i v = _mm512_or_si512(Entries8(kIq2SGrid, words + 2 * z), _mm512_set1_epi8(-128));
+      u->codes[z] = _mm512_mask_sub_epi8(v, _cvtu64_mask64(LoadU64(signs + 8 * z)),
+                                         _mm512_setzero_si512(), v);
+    }
     u->wsc = Iq2Scales(p + offsetof(BlockIQ2_S, scales), d);
   }
 };
@@ -291,7 +305,7 @@ struct Iq2S : GridDecoder<WeightType::kIQ2_S> {
 // 64 8-bit indices of 4-value entries; per group a word of four 7-bit sign
 // indices and the scale (bits 28-31).
 struct Iq3Xxs : GridDecoder<WeightType::kIQ3_XXS, true> {
-  static void Load(const uint8_t* p, Unit* u) {
+  [[gnu::always_inline]] static void Load(const uint8_t* p, Unit* u) {
     const float d = F16ToF32(LoadU16(p));
     const uint8_t* qs = p + 2;
     const __m512i aux =
@@ -320,7 +334,7 @@ struct Iq3Xxs : GridDecoder<WeightType::kIQ3_XXS, true> {
 // Entry k: index qs[k] plus bit k of qh (as one u64) as bit 8; sign bytes as
 // they are; a nibble scale per group.
 struct Iq3S : GridDecoder<WeightType::kIQ3_S, true> {
-  static void Load(const uint8_t* p, Unit* u) {
+  [[gnu::always_inline]] static void Load(const uint8_t* p, Unit* u) {
     const float d = F16ToF32(LoadU16(p));
     const uint8_t* qs = p + offsetof(BlockIQ3_S, qs);
     const uint64_t qh = LoadU64(p + offsetof(BlockIQ3_S, qh));
@@ -347,58 +361,69 @@ struct Iq3S : GridDecoder<WeightType::kIQ3_S, true> {
   }
 };
 
-// IQ1's codebook entries idx[0..7] (8 bytes each) in one zmm, through
-// scalar-indexed loads into xmm halves.
-inline __m128i Iq1Entries2(uint32_t i0, uint32_t i1) {
-  const __m128d lo =
-      _mm_castsi128_pd(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(kIq1SGrid + i0)));
-  return _mm_castpd_si128(_mm_loadh_pd(lo, reinterpret_cast<const double*>(kIq1SGrid + i1)));
-}
-inline __m512i Iq1Entries8(const uint32_t idx[8]) {
-  const __m256i lo = _mm256_set_m128i(Iq1Entries2(idx[2], idx[3]), Iq1Entries2(idx[0], idx[1]));
-  const __m256i hi = _mm256_set_m128i(Iq1Entries2(idx[6], idx[7]), Iq1Entries2(idx[4], idx[5]));
-  return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+// IQ1's codebook with its grid bytes g (-1, 0, 1) as the codes of 8g + 1,
+// + 128 (121, 129, 137): a negative shift (8g - 1) is 2 less in every byte,
+// one 64-bit subtract per entry that never borrows across bytes.
+const std::array<uint64_t, 2048> kIq1Codes = Iq1CodeTable(128);
+
+// A block's codes (+ 128) from its 32 piece indices (16-bit lanes, piece p
+// in lane p) and the pieces whose shift is negative (bit p).
+inline void Iq1Units(__m512i idx, uint32_t negative, Unit* u) {
+  alignas(64) uint64_t words[8];
+  _mm512_store_si512(words, idx);
+#pragma GCC unroll 4
+  for (int z = 0; z < 4; ++z) {
+    const __m512i codes = Entries8(kIq1Codes.data(), words + 2 * z);
+    u->codes[z] = _mm512_mask_sub_epi64(codes, static_cast<__mmask8>(negative >> (8 * z)), codes,
+                                        _mm512_set1_epi8(2));
+  }
 }
 
-// Piece i: index qs[i] plus a nibble of qh[i / 2] (low for even i): bits
-// 0-2 above the index, bit 3 the shift's sign. Scales: 3 bits per 16
+// Piece i: index qs[i] plus bits 3 (i % 4) .. +2 of qh[i / 4] as bits 8-10;
+// qh[g] bits 12-14 are group g's scale, bit 15 its shift's sign.
+struct Iq1S : GridDecoder<WeightType::kIQ1_S, true> {
+  [[gnu::always_inline]] static void Load(const uint8_t* p, Unit* u) {
+    const auto* b = reinterpret_cast<const BlockIQ1_S*>(p);
+    const float d = F16ToF32(LoadU16(p));
+    const __m128i qh = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qh));
+    // Word i: qh[i / 4] >> 3 (i % 4).
+    alignas(64) static constexpr std::array<uint16_t, 32> kGroupOf = [] {
+      std::array<uint16_t, 32> t{};
+      for (int i = 0; i < 32; ++i) t[i] = static_cast<uint16_t>(i / 4);
+      return t;
+    }();
+    const __m512i qhw =
+        _mm512_permutexvar_epi16(_mm512_load_si512(kGroupOf.data()), _mm512_castsi128_si512(qh));
+    const __m512i high = _mm512_srlv_epi16(qhw, _mm512_set1_epi64(0x0009000600030000));
+    const __m512i idx = _mm512_or_si512(
+        _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs))),
+        _mm512_and_si512(_mm512_slli_epi16(high, 8), _mm512_set1_epi16(0x700)));
+    Iq1Units(idx, _mm512_movepi16_mask(qhw), u);
+    const __m256i sc =
+        _mm256_and_si256(_mm256_srli_epi32(_mm256_cvtepu16_epi32(qh), 12), _mm256_set1_epi32(7));
+    u->wsc = Twice(OddScales8(sc, d * 0.125f));
+  }
+};
+
+// Piece i: index qs[i] plus nibble i of qh (low nibble first): bits 0-2
+// above the index, bit 3 the shift's sign. Scales: 3 bits per 16
 // elements, element group k at bits 3 (k % 4) of scale word k / 4, whose
 // top nibbles make up the f16 d.
 struct Iq1M : GridDecoder<WeightType::kIQ1_M> {
-  static void Load(const uint8_t* p, Unit* u) {
+  [[gnu::always_inline]] static void Load(const uint8_t* p, Unit* u) {
     const auto* b = reinterpret_cast<const BlockIQ1_M*>(p);
     uint16_t sc[4];
     for (int i = 0; i < 4; ++i) sc[i] = LoadU16(b->scales + 2 * i);
     const float d = F16ToF32(static_cast<uint16_t>((sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) |
                                                    ((sc[2] >> 4) & 0x0F00) | (sc[3] & 0xF000)));
-    const __m512i qh =
-        _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qh)));
-    const __m256i low = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs));
-    const __m512i shifts = _mm512_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4);
-    __m512i idx[2];
-    __mmask16 negative[2];
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) {
-      const __m512i byte = _mm512_permutexvar_epi32(
-          _mm512_add_epi32(_mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7),
-                           _mm512_set1_epi32(8 * h)),
-          qh);
-      const __m512i nibble =
-          _mm512_and_si512(_mm512_srlv_epi32(byte, shifts), _mm512_set1_epi32(0xF));
-      negative[h] = _mm512_test_epi32_mask(nibble, _mm512_set1_epi32(8));
-      const __m128i bytes = h ? _mm256_extracti128_si256(low, 1) : _mm256_castsi256_si128(low);
-      idx[h] =
-          _mm512_or_si512(_mm512_cvtepu8_epi32(bytes),
-                          _mm512_slli_epi32(_mm512_and_si512(nibble, _mm512_set1_epi32(7)), 8));
-    }
-    alignas(64) uint32_t ix[32];
-    _mm512_store_si512(ix, idx[0]);
-    _mm512_store_si512(ix + 16, idx[1]);
-#pragma GCC unroll 4
-    for (int z = 0; z < 4; ++z) {
-      const __mmask8 pieces = static_cast<__mmask8>(negative[z / 2] >> (8 * (z % 2)));
-      u->codes[z] = Iq1Codes(Iq1Entries8(ix + 8 * z), Iq1Delta(pieces));
-    }
+    const __m128i qh = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qh));
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    const __m128i lo = _mm_and_si128(qh, m4), hi = _mm_and_si128(_mm_srli_epi16(qh, 4), m4);
+    const __m256i nibbles = _mm256_set_m128i(_mm_unpackhi_epi8(lo, hi), _mm_unpacklo_epi8(lo, hi));
+    const __m512i idx = _mm512_or_si512(
+        _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs))),
+        _mm512_slli_epi16(_mm512_cvtepu8_epi16(_mm256_and_si256(nibbles, _mm256_set1_epi8(7))), 8));
+    Iq1Units(idx, _mm256_test_epi8_mask(nibbles, _mm256_set1_epi8(8)), u);
     const __m512i words = _mm512_permutexvar_epi32(
         _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
         _mm512_cvtepu16_epi32(
@@ -426,6 +451,8 @@ void DotGridAvx512(WeightType type, const uint8_t* row, int64_t cols, const Quan
       return DotQuantized<Iq3Xxs, NB>(type, row, cols, acts, out);
     case WeightType::kIQ3_S:
       return DotQuantized<Iq3S, NB>(type, row, cols, acts, out);
+    case WeightType::kIQ1_S:
+      return DotQuantized<Iq1S, NB>(type, row, cols, acts, out);
     case WeightType::kIQ1_M:
       return DotQuantized<Iq1M, NB>(type, row, cols, acts, out);
     default:
