@@ -153,6 +153,33 @@ struct Q4_0 {
   }
 };
 
+// Q4_0 in the kInterleaved layout: the same codes and scales, from the
+// quants laid end to end after the unit's 8 scales.
+struct InterleavedQ4_0 {
+  static constexpr int kUnitBytes = Q4_0::kUnitBytes;
+  static constexpr int kUnitStride = kInterleaveRows * kUnitBytes;
+  static constexpr int kZeroPoint = Q4_0::kZeroPoint;
+  static constexpr bool kMin = false;
+  static void Load(const uint8_t* p, TileUnit* u) {
+    const uint8_t* qs = p + kUnitScaleBytes;
+    __m256i g[4], e[4];
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      g[k] = _mm256_inserti128_si256(
+          _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + 16 * k))),
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + 16 * (k + 4))), 1);
+    }
+    Transpose4(g, e);
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+      u->codes[i] = _mm256_and_si256(e[i], m4);
+      u->codes[4 + i] = _mm256_and_si256(_mm256_srli_epi16(e[i], 4), m4);
+    }
+    u->wsc = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+};
+
 struct Q4K {
   static constexpr int kUnitBytes = sizeof(BlockQ4_K);
   static constexpr int kZeroPoint = 0;
@@ -321,10 +348,15 @@ inline void DotTile(WeightType type, const uint8_t* row, int64_t cols, const Qua
   __m256 acc[NB], bias[NB];
 #pragma GCC unroll 8
   for (int k = 0; k < NB; ++k) acc[k] = bias[k] = _mm256_setzero_ps();
+  // A grouped row of a kInterleaved view interleaves its units with its group's.
+  constexpr int64_t kStride = [] {
+    if constexpr (requires { Dec::kUnitStride; }) return Dec::kUnitStride;
+    return Dec::kUnitBytes;
+  }();
   for (int64_t un = 0; un < units; ++un) {
-    PrefetchAhead<Dec::kUnitBytes>(row + un * Dec::kUnitBytes);
+    PrefetchAhead<Dec::kUnitBytes>(row + un * kStride);
     TileUnit u;
-    Dec::Load(row + un * Dec::kUnitBytes, &u);
+    Dec::Load(row + un * kStride, &u);
 #pragma GCC unroll 8
     for (int k = 0; k < NB; ++k) {
       const QuantizedActs& a = acts[k];
@@ -506,7 +538,7 @@ void RowsOf(const RowsTask& t, int64_t begin, int64_t end) {
       const int nb = static_cast<int>(std::min<int64_t>(tile, t.batch - b0));
       const QuantizedActs* a = t.acts + b0;
       for (int64_t r = r0; r < r1; ++r) {
-        const auto* row = static_cast<const uint8_t*>(t.w.data) + r * t.w.row_stride_bytes;
+        const uint8_t* row = RowStart(t.w, r);
         switch (nb) {
 #define WASTE_TILE_CASE(N)                           \
   case N:                                            \
@@ -533,7 +565,9 @@ void RowsOf(const RowsTask& t, int64_t begin, int64_t end) {
 void RowsTiled(const RowsTask& t, int64_t begin, int64_t end) {
   switch (t.w.type) {
     case WeightType::kQ4_0:
-      return RowsOf<Q4_0>(t, begin, end);
+      return SplitGroupedRows(
+          t.w, begin, end, [&](int64_t b, int64_t e) { RowsOf<InterleavedQ4_0>(t, b, e); },
+          [&](int64_t b, int64_t e) { RowsOf<Q4_0>(t, b, e); });
     case WeightType::kQ4_K:
       return RowsOf<Q4K>(t, begin, end);
     case WeightType::kQ2_K:

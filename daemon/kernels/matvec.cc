@@ -46,6 +46,12 @@ absl::Status Validate(const WeightView& w, const float* x, int64_t batch, const 
     return absl::InvalidArgumentError(absl::StrCat("matvec: row stride ", w.row_stride_bytes,
                                                    " < row size ", RowBytes(w.type, w.cols)));
   }
+  if (w.layout == WeightLayout::kInterleaved &&
+      (!CanInterleave(w.type, w.cols) || w.row_stride_bytes != RowBytes(w.type, w.cols))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("matvec: a ", std::string(info.name), " matrix of ", w.cols, " columns and a ",
+                     w.row_stride_bytes, "-byte stride cannot be interleaved"));
+  }
   if (batch < 1 || batch > kMaxBatch) {
     return absl::InvalidArgumentError(
         absl::StrCat("matvec: batch ", batch, " outside [1, ", kMaxBatch, "]"));

@@ -84,9 +84,12 @@ inline __m512 Dup8To16(__m256 v) {
                                _mm512_castps256_ps512(v));
 }
 
+// `unit_stride`: bytes from one unit of the row to the next (a grouped row
+// of a kInterleaved view interleaves its units with its group's).
 template <typename Dec, int NB>
 inline void DotQuantized(WeightType type, const uint8_t* row, int64_t cols,
-                         const QuantizedActs* acts, float* out) {
+                         const QuantizedActs* acts, float* out,
+                         int64_t unit_stride = Dec::kUnitBytes) {
   constexpr int kLanes = Dec::kLaneVecs;
   const int64_t units = cols / 256;
   // One accumulator per zmm of lanes: one would chain the fmas of a unit
@@ -102,9 +105,9 @@ inline void DotQuantized(WeightType type, const uint8_t* row, int64_t cols,
 #pragma GCC unroll 16
   for (int v = 0; v < kLanes; ++v) slots[v] = _mm512_loadu_si512(Dec::kSlots[v].data());
   for (int64_t un = 0; un < units; ++un) {
-    PrefetchAhead<Dec::kUnitBytes>(row + un * Dec::kUnitBytes);
+    PrefetchAhead<Dec::kUnitBytes>(row + un * unit_stride);
     Unit u;
-    Dec::Load(row + un * Dec::kUnitBytes, &u);
+    Dec::Load(row + un * unit_stride, &u);
 #pragma GCC unroll 16
     for (int k = 0; k < NB; ++k) {
       const QuantizedActs& a = acts[k];
