@@ -67,6 +67,8 @@ memory read bandwidth measured in the same run.
   --prefetch-depth D      chunks read ahead (default: the plan's)
   --io-engine E           auto, io_uring or threads (default auto)
   --buffered              read through the page cache (default O_DIRECT)
+  --no-repack             keep resident Q4_0/Q8_0 matrices in the file's layout
+                          (default: repacked for the CPU kernels at load)
   --mem-bench-bytes SIZE  memory bandwidth buffer (default min(1GiB, budget/4))
   --json                  machine-readable output
 )";
@@ -108,6 +110,7 @@ class TraceStore final : public cache::ChunkStore {
   void Prefetch(std::span<const memory::ChunkId> upcoming) override { base_->Prefetch(upcoming); }
   bool Ready(memory::ChunkId id) override { return base_->Ready(id); }
   cache::ChunkStoreStats Stats() const override { return base_->Stats(); }
+  bool Repacked(memory::ChunkId id) const override { return base_->Repacked(id); }
   void set_recording(bool on) { recording_ = on; }
 
   // Expert chunk ids to (MoE layer, expert) rows of top_k.
@@ -393,6 +396,11 @@ absl::Status Bench(const ParsedArgs& args) {
   cache::StreamingStoreOptions options = cache::StreamingStoreOptions::FromPlan(plan);
   if (policy) options.policy = *policy;
   options.io.engine = engine;
+  if (!args.Has("no-repack")) {
+    options.repack_pinned = [&pm](memory::ChunkId id, uint8_t* slot) {
+      model::InterleaveChunk(*pm.model, id, slot);
+    };
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<cache::StreamingChunkStore> store,
                    cache::StreamingChunkStore::Create(env, *file, pm.model->chunks(), options));
   ASSIGN_OR_RETURN(DeviceTier tier,
@@ -472,21 +480,14 @@ absl::Status Bench(const ParsedArgs& args) {
 }  // namespace
 
 int RunBench(const std::vector<std::string>& args) {
-  std::vector<FlagDef> flags = {{"json", false},
-                                {"help", false},
-                                {"buffered", false},
-                                {"prompt-tokens", true},
-                                {"gen-tokens", true},
-                                {"threads", true},
-                                {"policy", true},
-                                {"io-engine", true},
-                                {"mem-bench-bytes", true},
-                                {"lookahead", false},
-                                {"no-lookahead", false},
-                                {"hotlist", true},
-                                {"prefill-one-by-one", false},
-                                {"trace-out", true},
-                                {"prefill-chunk", true},
+  std::vector<FlagDef> flags = {{"json", false},           {"help", false},
+                                {"buffered", false},       {"prompt-tokens", true},
+                                {"gen-tokens", true},      {"threads", true},
+                                {"policy", true},          {"io-engine", true},
+                                {"mem-bench-bytes", true}, {"lookahead", false},
+                                {"no-lookahead", false},   {"no-repack", false},
+                                {"hotlist", true},         {"prefill-one-by-one", false},
+                                {"trace-out", true},       {"prefill-chunk", true},
                                 {"device", true}};
   AddBudgetFlags(&flags);
   absl::StatusOr<ParsedArgs> parsed = ParseArgs(args, flags);

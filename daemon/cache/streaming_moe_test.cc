@@ -189,6 +189,7 @@ class CountingStore final : public ChunkStore {
   void Prefetch(std::span<const ChunkId> upcoming) override { base_->Prefetch(upcoming); }
   bool Ready(ChunkId id) override { return base_->Ready(id); }
   ChunkStoreStats Stats() const override { return base_->Stats(); }
+  bool Repacked(ChunkId id) const override { return base_->Repacked(id); }
   std::map<ChunkId, int>& acquires() { return acquires_; }
 
  private:

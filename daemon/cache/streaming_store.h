@@ -38,6 +38,7 @@
 #define WASTE_DAEMON_CACHE_STREAMING_STORE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -66,6 +67,11 @@ struct StreamingStoreOptions {
   storage::ReadQueueOptions io;       // depth is raised to keep a whole slot in flight.
   uint64_t max_read = 4 << 20;        // Reads are split into pieces of at most this.
   memory::PoolOptions pool;
+  // If set, called once on each pinned chunk's slot after it is read and
+  // before Create returns, to rewrite it in place (the loader repacks the
+  // resident matrices for the CPU kernels: model/resident_layout.h);
+  // Repacked() is then true for the pinned chunks.
+  std::function<void(ChunkId, uint8_t* slot)> repack_pinned;
 
   // Pinned set, the chunks in VRAM, slots and prefetch depth as `plan`
   // says; for a MoE plan the expert policy (kDefaultExpertPolicy), else
@@ -95,6 +101,7 @@ class StreamingChunkStore final : public ChunkStore {
   void Prefetch(std::span<const ChunkId> upcoming) override;
   bool Ready(ChunkId id) override;
   ChunkStoreStats Stats() const override;
+  bool Repacked(ChunkId id) const override;
 
   StreamingStoreStats StreamingStats() const { return streaming_stats_; }
   const memory::WeightPool& pool() const { return *pool_; }
@@ -136,6 +143,7 @@ class StreamingChunkStore final : public ChunkStore {
     uint64_t pinned_offset = 0;  // In the pool's pinned region.
     absl::Status error;          // First failed piece of the read in flight.
     bool elsewhere = false;      // Held by another tier (VRAM): never read here.
+    bool repacked = false;       // Pinned and rewritten by repack_pinned.
   };
 
   StreamingChunkStore(const std::vector<ChunkSpec>* chunks, const StreamingStoreOptions& options);

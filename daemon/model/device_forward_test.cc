@@ -41,6 +41,7 @@ class RecordingStore : public cache::ChunkStore {
     inner_->Prefetch(ids);
   }
   cache::ChunkStoreStats Stats() const override { return inner_->Stats(); }
+  bool Repacked(memory::ChunkId id) const override { return inner_->Repacked(id); }
 
   std::set<memory::ChunkId> acquired, prefetched;
 

@@ -30,6 +30,7 @@ class RecordingStore final : public cache::ChunkStore {
     events_.push_back({true, {upcoming.begin(), upcoming.end()}});
   }
   cache::ChunkStoreStats Stats() const override { return base_->Stats(); }
+  bool Repacked(memory::ChunkId id) const override { return base_->Repacked(id); }
   std::vector<Event>& events() { return events_; }
 
  private:
