@@ -175,6 +175,30 @@ void DotLegacy(const uint8_t* row, int64_t groups, const QuantizedActs* acts, fl
   for (int k = 0; k < NB; ++k) out[k] = HorizontalSum(acc[k]) + bias[k];
 }
 
+// The kInterleaveRows rows of a group of a kInterleaved Q8_0 view against
+// one activation vector, group of 32 by group of 32, as one stream (see
+// DotQuantizedGroup in matvec_avx512_internal.h); each row's arithmetic is
+// DotLegacy<InterleavedQ8_0, 1>'s.
+void DotQ8_0Group(const uint8_t* group, int64_t cols, const QuantizedActs& a, float* out) {
+  constexpr int kUnitBytes = 8 * sizeof(BlockQ8_0);
+  __m256 acc[kInterleaveRows];
+  float bias[kInterleaveRows];
+#pragma GCC unroll 8
+  for (int i = 0; i < kInterleaveRows; ++i) acc[i] = _mm256_setzero_ps(), bias[i] = 0;
+  for (int64_t gi = 0; gi < cols / 32; ++gi) {
+    if (gi % 8 == 0) {
+      PrefetchAhead<InterleavedQ8_0::kUnitStride>(group + gi / 8 * InterleavedQ8_0::kUnitStride);
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < kInterleaveRows; ++i) {
+      Accumulate<true, 1>(InterleavedQ8_0::Decode(group + i * kUnitBytes, gi), gi, &a, &acc[i],
+                          &bias[i]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < kInterleaveRows; ++i) out[i] = HorizontalSum(acc[i]) + bias[i];
+}
+
 // Q4_K and Q5_K: codes of group j are a nibble of qs[32*(j/2) ...] plus, for
 // Q5_K, bit j of qh[l].
 template <bool kQ5, int NB>
@@ -364,9 +388,18 @@ void RowsAvx2(const RowsTask& t, int64_t begin, int64_t end) {
       t.w, begin, end,
       [&](int64_t b, int64_t e) {
         WCHECK(t.w.type == WeightType::kQ8_0) << "no interleaved AVX2 loop here";
-        RunRowTiles(t, b, e, [&](auto nb, const uint8_t* row, int64_t b0, float* out) {
-          DotLegacy<InterleavedQ8_0, decltype(nb)::value>(row, t.w.cols / 32, t.acts + b0, out);
-        });
+        auto rows = [&](int64_t rb, int64_t re) {
+          RunRowTiles(t, rb, re, [&](auto nb, const uint8_t* row, int64_t b0, float* out) {
+            DotLegacy<InterleavedQ8_0, decltype(nb)::value>(row, t.w.cols / 32, t.acts + b0, out);
+          });
+        };
+        if (t.batch > kGroupMaxBatch) return rows(b, e);
+        RunGroups(
+            t, b, e,
+            [&](const uint8_t* group, const QuantizedActs& a, float* out) {
+              DotQ8_0Group(group, t.w.cols, a, out);
+            },
+            rows);
       },
       [&](int64_t b, int64_t e) {
         RunRowTiles(t, b, e, [&](auto nb, const uint8_t* row, int64_t b0, float* out) {

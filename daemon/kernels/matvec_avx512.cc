@@ -563,24 +563,31 @@ void DotRow(const RowsTask& t, const uint8_t* row, int64_t b0, float* out) {
   }
 }
 
-// A grouped row of a kInterleaved view.
-template <int NB>
-void DotInterleavedRow(const RowsTask& t, const uint8_t* row, int64_t b0, float* out) {
-  const int64_t stride = InterleavedUnitStride(t.w.type);
-  if (t.w.type == WeightType::kQ4_0) {
-    DotQuantized<InterleavedQ4_0, NB>(t.w.type, row, t.w.cols, t.acts + b0, out, stride);
-  } else {
-    DotQuantized<InterleavedQ8_0, NB>(t.w.type, row, t.w.cols, t.acts + b0, out, stride);
-  }
+// The grouped rows of a kInterleaved view: whole groups at once, the rows
+// of a cut group one by one.
+template <typename Dec>
+void InterleavedRows(const RowsTask& t, int64_t begin, int64_t end) {
+  auto rows = [&](int64_t b, int64_t e) {
+    RunRowTiles(t, b, e, [&](auto nb, const uint8_t* row, int64_t b0, float* out) {
+      DotQuantized<Dec, decltype(nb)::value>(t.w.type, row, t.w.cols, t.acts + b0, out,
+                                             InterleavedUnitStride(t.w.type));
+    });
+  };
+  if (t.batch > kGroupMaxBatch) return rows(begin, end);
+  RunGroups(
+      t, begin, end,
+      [&](const uint8_t* group, const QuantizedActs& a, float* out) {
+        DotQuantizedGroup<Dec>(group, t.w.cols, a, out);
+      },
+      rows);
 }
 
 void RowsAvx512(const RowsTask& t, int64_t begin, int64_t end) {
   SplitGroupedRows(
       t.w, begin, end,
       [&](int64_t b, int64_t e) {
-        RunRowTiles(t, b, e, [&](auto nb, const uint8_t* row, int64_t b0, float* out) {
-          DotInterleavedRow<decltype(nb)::value>(t, row, b0, out);
-        });
+        if (t.w.type == WeightType::kQ4_0) return InterleavedRows<InterleavedQ4_0>(t, b, e);
+        InterleavedRows<InterleavedQ8_0>(t, b, e);
       },
       [&](int64_t b, int64_t e) {
         RunRowTiles(t, b, e, [&](auto nb, const uint8_t* row, int64_t b0, float* out) {

@@ -66,6 +66,36 @@ inline void SplitGroupedRows(const WeightView& w, int64_t begin, int64_t end, Gr
   if (split < end) plain(split, end);
 }
 
+// The largest batch the group loops (RunGroups) take: they run a group
+// once per activation vector, decoding its units each time, which a decode
+// step's few vectors pay for in the steadier stream; larger batches (prefill)
+// run the per-row tiles, which decode a unit once per tile of vectors.
+inline constexpr int64_t kGroupMaxBatch = 4;
+
+// Runs rows [begin, end) of the grouped part of a kInterleaved task: each
+// whole group through dot_group(group, acts, out[kInterleaveRows]) (group:
+// its first row's RowStart) once per activation vector, and the rows of a
+// group that [begin, end) cuts (RunTasks keeps that rare) through
+// rows(b, e), the per-row loop. Each (row, vector) comes out the same
+// either way.
+template <typename GroupFn, typename RowsFn>
+inline void RunGroups(const RowsTask& t, int64_t begin, int64_t end, GroupFn dot_group,
+                      RowsFn rows) {
+  constexpr int kR = kInterleaveRows;
+  const int64_t first = std::min(end, (begin + kR - 1) / kR * kR);
+  const int64_t last = std::max(first, end / kR * kR);
+  if (begin < first) rows(begin, first);
+  float out[kR];
+  for (int64_t r0 = first; r0 < last; r0 += kR) {
+    const uint8_t* group = RowStart(t.w, r0);
+    for (int64_t b = 0; b < t.batch; ++b) {
+      dot_group(group, t.acts[b], out);
+      for (int i = 0; i < kR; ++i) t.y[b * t.y_stride + r0 + i] = out[i];
+    }
+  }
+  if (last < end) rows(last, end);
+}
+
 // Runs rows [begin, end) of `t` in passes of up to kRowTile activation
 // vectors, calling dot_row(std::integral_constant<int, NB>, row, b0, out)
 // to fill out[0..NB) and storing the results. Shared by the ISA files, each
