@@ -409,9 +409,9 @@ inline void DotTileGroup(const uint8_t* group, int64_t cols, const QuantizedActs
   for (int i = 0; i < kInterleaveRows; ++i) acc[i] = bias[i] = _mm256_setzero_ps();
   for (int64_t un = 0; un < cols / 256; ++un) {
     const uint8_t* p = group + un * Dec::kUnitStride;
-    PrefetchAhead<Dec::kUnitStride>(p);
 #pragma GCC unroll 8
     for (int i = 0; i < kInterleaveRows; ++i) {
+      PrefetchAhead<Dec::kUnitBytes>(p + i * Dec::kUnitBytes);  // Spread, as in DotQuantizedGroup.
       TileUnit u;
       Dec::Load(p + i * Dec::kUnitBytes, &u);
       AccumulateTileUnit<Dec>(u, a, un, &acc[i], &bias[i]);

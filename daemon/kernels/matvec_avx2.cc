@@ -186,11 +186,11 @@ void DotQ8_0Group(const uint8_t* group, int64_t cols, const QuantizedActs& a, fl
 #pragma GCC unroll 8
   for (int i = 0; i < kInterleaveRows; ++i) acc[i] = _mm256_setzero_ps(), bias[i] = 0;
   for (int64_t gi = 0; gi < cols / 32; ++gi) {
-    if (gi % 8 == 0) {
-      PrefetchAhead<InterleavedQ8_0::kUnitStride>(group + gi / 8 * InterleavedQ8_0::kUnitStride);
-    }
 #pragma GCC unroll 8
     for (int i = 0; i < kInterleaveRows; ++i) {
+      // A line per row and group of 32 (spread, as in DotQuantizedGroup).
+      PrefetchAhead<1>(group + gi / 8 * InterleavedQ8_0::kUnitStride + i * kUnitBytes +
+                       gi % 8 * sizeof(BlockQ8_0));
       Accumulate<true, 1>(InterleavedQ8_0::Decode(group + i * kUnitBytes, gi), gi, &a, &acc[i],
                           &bias[i]);
     }
