@@ -70,6 +70,8 @@ memory read bandwidth measured in the same run.
   --prefetch-depth D      chunks read ahead (default: the plan's)
   --io-engine E           auto, io_uring or threads (default auto)
   --buffered              read through the page cache (default O_DIRECT)
+  --no-repack             keep resident Q4_0/Q8_0 matrices in the file's layout
+                          (default: repacked for the CPU kernels at load)
   --mem-bench-bytes SIZE  memory bandwidth buffer (default min(1GiB, budget/4))
   --json                  machine-readable output
 )";
@@ -397,6 +399,11 @@ absl::Status Bench(const ParsedArgs& args) {
   cache::StreamingStoreOptions options = cache::StreamingStoreOptions::FromPlan(plan);
   if (policy) options.policy = *policy;
   options.io.engine = engine;
+  if (!args.Has("no-repack")) {
+    options.repack_pinned = [&pm](memory::ChunkId id, uint8_t* slot) {
+      model::InterleaveChunk(*pm.model, id, slot);
+    };
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<cache::StreamingChunkStore> store,
                    cache::StreamingChunkStore::Create(env, *file, pm.model->chunks(), options));
   ASSIGN_OR_RETURN(DeviceTier tier,
@@ -484,6 +491,7 @@ int RunBench(const std::vector<std::string>& args) {
                                 {"policy", true},          {"io-engine", true},
                                 {"mem-bench-bytes", true}, {"lookahead", false},
                                 {"no-lookahead", false},   {"lookahead-guesses", true},
+                                {"no-repack", false},
                                 {"hotlist", true},         {"prefill-one-by-one", false},
                                 {"trace-out", true},       {"prefill-chunk", true},
                                 {"device", true}};

@@ -81,6 +81,11 @@ class ChunkStore {
   }
 
   virtual ChunkStoreStats Stats() const = 0;
+  // True when the slot of `id` holds its matrices repacked for the CPU
+  // kernels rather than as the file has them (a pinned chunk of a store
+  // given StreamingStoreOptions::repack_pinned). Fixed for the store's life.
+  // Pure: a store that wraps another must pass the question on.
+  virtual bool Repacked(ChunkId id) const = 0;
 };
 
 }  // namespace waste::cache

@@ -24,6 +24,7 @@ class ForwardingChunkStore : public ChunkStore {
     return base_->ReadPart(id, offset, length, dst);
   }
   ChunkStoreStats Stats() const override { return base_->Stats(); }
+  bool Repacked(ChunkId id) const override { return base_->Repacked(id); }
 
  protected:
   ChunkStore* base() const { return base_; }

@@ -30,6 +30,7 @@ class ResidentChunkStore final : public ChunkStore {
   absl::StatusOr<const uint8_t*> Acquire(ChunkId id) override;
   void Release(ChunkId id) override {}
   ChunkStoreStats Stats() const override { return stats_; }
+  bool Repacked(ChunkId) const override { return false; }
 
  private:
   ResidentChunkStore() = default;

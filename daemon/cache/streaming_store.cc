@@ -147,10 +147,22 @@ absl::StatusOr<std::unique_ptr<StreamingChunkStore>> StreamingChunkStore::Create
   }
   absl::Time start = absl::Now();
   RETURN_IF_ERROR(ReadChunksBlocking(store->queue_.get(), specs, slots, options.max_read));
+  if (options.repack_pinned) {
+    for (size_t i = 0, k = 0; i < n; ++i) {
+      if (!options.pinned[i]) continue;
+      options.repack_pinned(static_cast<ChunkId>(i), slots[k++]);
+      store->state_[i].repacked = true;
+    }
+  }
   store->stats_.read_busy_seconds += absl::ToDoubleSeconds(absl::Now() - start);
   store->stats_.resident_bytes = static_cast<int64_t>(pinned_bytes);
   store->stats_.capacity_bytes = static_cast<int64_t>(store->pool_->bytes());
   return store;
+}
+
+bool StreamingChunkStore::Repacked(ChunkId id) const {
+  WCHECK(id >= 0 && static_cast<size_t>(id) < state_.size()) << "chunk " << id;
+  return state_[id].repacked;
 }
 
 void StreamingChunkStore::set_prefetch_depth(int depth) {

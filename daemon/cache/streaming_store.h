@@ -43,6 +43,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -75,6 +76,11 @@ struct StreamingStoreOptions {
   storage::ReadQueueOptions io;       // depth is raised to keep a whole slot in flight.
   uint64_t max_read = 4 << 20;        // Reads are split into pieces of at most this.
   memory::PoolOptions pool;
+  // If set, called once on each pinned chunk's slot after it is read and
+  // before Create returns, to rewrite it in place (the loader repacks the
+  // resident matrices for the CPU kernels: model/resident_layout.h);
+  // Repacked() is then true for the pinned chunks.
+  std::function<void(ChunkId, uint8_t* slot)> repack_pinned;
 
   // Pinned set, the chunks in VRAM, slots and prefetch depth as `plan`
   // says; for a MoE plan the expert policy (kDefaultExpertPolicy), else
@@ -105,6 +111,7 @@ class StreamingChunkStore final : public ChunkStore {
   bool Ready(ChunkId id) override;
   absl::Status ReadPart(ChunkId id, uint64_t offset, uint64_t length, uint8_t* dst) override;
   ChunkStoreStats Stats() const override;
+  bool Repacked(ChunkId id) const override;
 
   StreamingStoreStats StreamingStats() const { return streaming_stats_; }
   const memory::WeightPool& pool() const { return *pool_; }
@@ -150,6 +157,7 @@ class StreamingChunkStore final : public ChunkStore {
     // An embedding table the plan did not pin: never read whole, only
     // ReadPart's rows (straight from the file); Acquire refuses it.
     bool rows_only = false;
+    bool repacked = false;       // Pinned and rewritten by repack_pinned.
   };
 
   StreamingChunkStore(const std::vector<ChunkSpec>* chunks, const StreamingStoreOptions& options);

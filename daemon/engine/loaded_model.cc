@@ -104,6 +104,12 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadedModel::Load(storage::Env* env
   if (config.has_io_threads()) io.threads = config.io_threads();
   cache::StreamingStoreOptions store_options = cache::StreamingStoreOptions::FromPlan(plan);
   store_options.io = io;
+  if (!config.has_repack_resident() || config.repack_resident()) {
+    const model::Model* m = loaded->model_.get();
+    store_options.repack_pinned = [m](memory::ChunkId id, uint8_t* slot) {
+      model::InterleaveChunk(*m, id, slot);
+    };
+  }
   if (config.cache_policy() == v1::CACHE_POLICY_LRU) store_options.policy = cache::PolicyKind::kLru;
   if (config.cache_policy() == v1::CACHE_POLICY_LFU) {
     // Expert popularity must outlive an eviction to be worth anything (see

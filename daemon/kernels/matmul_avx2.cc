@@ -153,6 +153,33 @@ struct Q4_0 {
   }
 };
 
+// Q4_0 in the kInterleaved layout: the same codes and scales, from the
+// quants laid end to end after the unit's 8 scales.
+struct InterleavedQ4_0 {
+  static constexpr int kUnitBytes = Q4_0::kUnitBytes;
+  static constexpr int kUnitStride = kInterleaveRows * kUnitBytes;
+  static constexpr int kZeroPoint = Q4_0::kZeroPoint;
+  static constexpr bool kMin = false;
+  static void Load(const uint8_t* p, TileUnit* u) {
+    const uint8_t* qs = p + kUnitScaleBytes;
+    __m256i g[4], e[4];
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      g[k] = _mm256_inserti128_si256(
+          _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + 16 * k))),
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + 16 * (k + 4))), 1);
+    }
+    Transpose4(g, e);
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+      u->codes[i] = _mm256_and_si256(e[i], m4);
+      u->codes[4 + i] = _mm256_and_si256(_mm256_srli_epi16(e[i], 4), m4);
+    }
+    u->wsc = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+};
+
 struct Q4K {
   static constexpr int kUnitBytes = sizeof(BlockQ4_K);
   static constexpr int kZeroPoint = 0;
@@ -313,49 +340,85 @@ inline void DotTile16(const uint8_t* row, int64_t cols, const QuantizedActs* act
   for (int k = 0; k < NB; ++k) out[k] = HorizontalSum(acc[k]) + HorizontalSum(bias[k]);
 }
 
+// Unit `un` of a row, decoded in u, times activation vector a into acc (and
+// bias, for a type with mins): DotTile's step.
+template <typename Dec>
+[[gnu::always_inline]] inline void AccumulateTileUnit(const TileUnit& u, const QuantizedActs& a,
+                                                      int64_t un, __m256* acc, __m256* bias) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  const int8_t* q = a.qp + 256 * un;
+  __m256i s16 =
+      _mm256_maddubs_epi16(u.codes[0], _mm256_load_si256(reinterpret_cast<const __m256i*>(q)));
+#pragma GCC unroll 8
+  for (int i = 1; i < 8; ++i) {
+    s16 = _mm256_add_epi16(
+        s16, _mm256_maddubs_epi16(u.codes[i],
+                                  _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 32 * i))));
+  }
+  __m256i dot = _mm256_madd_epi16(s16, ones);
+  if constexpr (Dec::kZeroPoint != 0) {
+    dot = _mm256_add_epi32(dot, _mm256_load_si256(reinterpret_cast<const __m256i*>(a.zs + 8 * un)));
+  }
+  const __m256 scale = _mm256_mul_ps(u.wsc, _mm256_load_ps(a.ds + 8 * un));
+  *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, *acc);
+  if constexpr (Dec::kMin) {
+    *bias = _mm256_fmadd_ps(u.mcoef, _mm256_loadu_ps(a.s32 + 8 * un), *bias);
+  }
+}
+
+template <typename Dec>
+[[gnu::always_inline]] inline float FinishTileRow(__m256 acc, __m256 bias) {
+  float sum = HorizontalSum(acc);
+  if constexpr (Dec::kMin) sum -= HorizontalSum(bias);
+  return sum;
+}
+
 template <typename Dec, int NB>
 inline void DotTile(WeightType type, const uint8_t* row, int64_t cols, const QuantizedActs* acts,
                     float* out) {
   const int64_t units = cols / 256;
-  const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[NB], bias[NB];
 #pragma GCC unroll 8
   for (int k = 0; k < NB; ++k) acc[k] = bias[k] = _mm256_setzero_ps();
+  // A grouped row of a kInterleaved view interleaves its units with its group's.
+  constexpr int64_t kStride = [] {
+    if constexpr (requires { Dec::kUnitStride; }) return Dec::kUnitStride;
+    return Dec::kUnitBytes;
+  }();
   for (int64_t un = 0; un < units; ++un) {
-    PrefetchAhead<Dec::kUnitBytes>(row + un * Dec::kUnitBytes);
+    PrefetchAhead<Dec::kUnitBytes>(row + un * kStride);
     TileUnit u;
-    Dec::Load(row + un * Dec::kUnitBytes, &u);
+    Dec::Load(row + un * kStride, &u);
 #pragma GCC unroll 8
-    for (int k = 0; k < NB; ++k) {
-      const QuantizedActs& a = acts[k];
-      const int8_t* q = a.qp + 256 * un;
-      __m256i s16 =
-          _mm256_maddubs_epi16(u.codes[0], _mm256_load_si256(reinterpret_cast<const __m256i*>(q)));
-#pragma GCC unroll 8
-      for (int i = 1; i < 8; ++i) {
-        s16 = _mm256_add_epi16(
-            s16, _mm256_maddubs_epi16(
-                     u.codes[i], _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 32 * i))));
-      }
-      __m256i dot = _mm256_madd_epi16(s16, ones);
-      if constexpr (Dec::kZeroPoint != 0) {
-        dot = _mm256_add_epi32(dot,
-                               _mm256_load_si256(reinterpret_cast<const __m256i*>(a.zs + 8 * un)));
-      }
-      const __m256 scale = _mm256_mul_ps(u.wsc, _mm256_load_ps(a.ds + 8 * un));
-      acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, acc[k]);
-      if constexpr (Dec::kMin) {
-        bias[k] = _mm256_fmadd_ps(u.mcoef, _mm256_loadu_ps(a.s32 + 8 * un), bias[k]);
-      }
-    }
+    for (int k = 0; k < NB; ++k) AccumulateTileUnit<Dec>(u, acts[k], un, &acc[k], &bias[k]);
   }
 #pragma GCC unroll 8
   for (int k = 0; k < NB; ++k) {
-    float sum = HorizontalSum(acc[k]);
-    if constexpr (Dec::kMin) sum -= HorizontalSum(bias[k]);
-    out[k] = sum;
+    out[k] = FinishTileRow<Dec>(acc[k], bias[k]);
     if (cols % 256 != 0) out[k] += DotGroupsRef(type, row, 8 * units, cols / 32, acts[k]);
   }
+}
+
+// The kInterleaveRows rows of a group of a kInterleaved view against one
+// activation vector, unit by unit, as one stream (see DotQuantizedGroup in
+// matvec_avx512_internal.h); each row's arithmetic is DotTile<Dec, 1>'s.
+template <typename Dec>
+inline void DotTileGroup(const uint8_t* group, int64_t cols, const QuantizedActs& a, float* out) {
+  __m256 acc[kInterleaveRows], bias[kInterleaveRows];
+#pragma GCC unroll 8
+  for (int i = 0; i < kInterleaveRows; ++i) acc[i] = bias[i] = _mm256_setzero_ps();
+  for (int64_t un = 0; un < cols / 256; ++un) {
+    const uint8_t* p = group + un * Dec::kUnitStride;
+#pragma GCC unroll 8
+    for (int i = 0; i < kInterleaveRows; ++i) {
+      PrefetchAhead<Dec::kUnitBytes>(p + i * Dec::kUnitBytes);  // Spread, as in DotQuantizedGroup.
+      TileUnit u;
+      Dec::Load(p + i * Dec::kUnitBytes, &u);
+      AccumulateTileUnit<Dec>(u, a, un, &acc[i], &bias[i]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < kInterleaveRows; ++i) out[i] = FinishTileRow<Dec>(acc[i], bias[i]);
 }
 
 // IQ4_NL and MXFP4: a 4-bit code per element looked up in a 16-entry table,
@@ -506,7 +569,7 @@ void RowsOf(const RowsTask& t, int64_t begin, int64_t end) {
       const int nb = static_cast<int>(std::min<int64_t>(tile, t.batch - b0));
       const QuantizedActs* a = t.acts + b0;
       for (int64_t r = r0; r < r1; ++r) {
-        const auto* row = static_cast<const uint8_t*>(t.w.data) + r * t.w.row_stride_bytes;
+        const uint8_t* row = RowStart(t.w, r);
         switch (nb) {
 #define WASTE_TILE_CASE(N)                           \
   case N:                                            \
@@ -533,7 +596,20 @@ void RowsOf(const RowsTask& t, int64_t begin, int64_t end) {
 void RowsTiled(const RowsTask& t, int64_t begin, int64_t end) {
   switch (t.w.type) {
     case WeightType::kQ4_0:
-      return RowsOf<Q4_0>(t, begin, end);
+      return SplitGroupedRows(
+          t.w, begin, end,
+          [&](int64_t b, int64_t e) {
+            // Batches past kGroupMaxBatch share each unit's decode across a
+            // tile of vectors instead (RowsOf).
+            if (t.batch > kGroupMaxBatch) return RowsOf<InterleavedQ4_0>(t, b, e);
+            RunGroups(
+                t, b, e,
+                [&](const uint8_t* group, const QuantizedActs& a, float* out) {
+                  DotTileGroup<InterleavedQ4_0>(group, t.w.cols, a, out);
+                },
+                [&](int64_t rb, int64_t re) { RowsOf<InterleavedQ4_0>(t, rb, re); });
+          },
+          [&](int64_t b, int64_t e) { RowsOf<Q4_0>(t, b, e); });
     case WeightType::kQ4_K:
       return RowsOf<Q4K>(t, begin, end);
     case WeightType::kQ2_K:

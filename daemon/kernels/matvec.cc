@@ -46,6 +46,12 @@ absl::Status Validate(const WeightView& w, const float* x, int64_t batch, const 
     return absl::InvalidArgumentError(absl::StrCat("matvec: row stride ", w.row_stride_bytes,
                                                    " < row size ", RowBytes(w.type, w.cols)));
   }
+  if (w.layout == WeightLayout::kInterleaved &&
+      (!CanInterleave(w.type, w.cols) || w.row_stride_bytes != RowBytes(w.type, w.cols))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("matvec: a ", std::string(info.name), " matrix of ", w.cols, " columns and a ",
+                     w.row_stride_bytes, "-byte stride cannot be interleaved"));
+  }
   if (batch < 1 || batch > kMaxBatch) {
     return absl::InvalidArgumentError(
         absl::StrCat("matvec: batch ", batch, " outside [1, ", kMaxBatch, "]"));
@@ -86,23 +92,33 @@ const QuantizedActs* QuantizeBatch(const IsaKernels& kernels, WeightType type, i
 }
 
 // The rows of all `tasks` (one weight type and shape) as one range, the
-// first task's rows first, run on the pool.
+// first task's rows first, run on the pool. Where a task is kInterleaved the
+// range is handed out in steps of kInterleaveRows rows and each task starts
+// on a step, so that the pool's ranges cut no group.
 void RunTasks(const IsaKernels& kernels, std::span<const RowsTask> tasks, ThreadPool* pool) {
   if (tasks.empty()) return;
-  int64_t total = 0;
-  for (const RowsTask& t : tasks) total += t.w.rows;
+  int64_t step = 1;
+  for (const RowsTask& t : tasks) {
+    if (t.w.layout == WeightLayout::kInterleaved) step = kInterleaveRows;
+  }
+  int64_t starts[kMaxSharedProducts + 1];  // Of each task in the range.
+  starts[0] = 0;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    starts[i + 1] = (starts[i] + tasks[i].w.rows + step - 1) / step * step;
+  }
   auto run = [&](int64_t begin, int64_t end) {
-    int64_t first = 0;
-    for (const RowsTask& t : tasks) {
-      const int64_t b = std::max(begin, first), e = std::min(end, first + t.w.rows);
-      if (b < e) kernels.rows(t, b - first, e - first);
-      first += t.w.rows;
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      const int64_t first = starts[i];
+      const int64_t b = std::max(begin * step, first);
+      const int64_t e = std::min(end * step, first + tasks[i].w.rows);
+      if (b < e) kernels.rows(tasks[i], b - first, e - first);
     }
   };
+  const int64_t steps = starts[tasks.size()] / step;
   if (pool == nullptr) {
-    run(0, total);
+    run(0, steps);
   } else {
-    pool->ParallelFor(total, run, MinRowsPerChunk(tasks.front().w));
+    pool->ParallelFor(steps, run, (MinRowsPerChunk(tasks.front().w) + step - 1) / step);
   }
 }
 

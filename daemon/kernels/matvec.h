@@ -28,15 +28,41 @@
 
 namespace waste::kernels {
 
+// How a matrix's rows sit in memory.
+enum class WeightLayout : uint8_t {
+  kRows,  // GGUF's: row r at data + r * row_stride_bytes.
+  // Repacked once at load for the CPU loops (InterleaveRows): each group of
+  // kInterleaveRows rows keeps its bytes, but per 256 columns (8 blocks) each
+  // row's 8 f16 scales come first, then its 8 blocks' quants back to back,
+  // and the group's rows take turns unit by unit, so that the loops read the
+  // scales with one load and the quants with no byte permutes, and a group's
+  // rows stream from one run of memory. Rows past the last whole group keep
+  // the kRows layout. Only where CanInterleave; never seen by a device.
+  kInterleaved,
+};
+
+// Rows per group of the kInterleaved layout.
+inline constexpr int kInterleaveRows = 4;
+
 // A weight matrix in place: `rows` rows of `cols` elements of `type`, row r
-// at data + r * row_stride_bytes. Borrowed, never owned.
+// at data + r * row_stride_bytes (kRows). Borrowed, never owned.
 struct WeightView {
   WeightType type = WeightType::kF32;
   int64_t rows = 0;
   int64_t cols = 0;
   const void* data = nullptr;
-  int64_t row_stride_bytes = 0;  // >= RowBytes(type, cols).
+  int64_t row_stride_bytes = 0;  // >= RowBytes(type, cols); kInterleaved: ==.
+  WeightLayout layout = WeightLayout::kRows;
 };
+
+// Whether a dense matrix of `type` and `cols` may take the kInterleaved
+// layout: Q4_0 and Q8_0, cols a multiple of 256.
+bool CanInterleave(WeightType type, int64_t cols);
+
+// Rewrites a dense kRows matrix (CanInterleave) into the kInterleaved layout
+// in place; the products of its kInterleaved view are bit-identical to those
+// of its kRows view on every ISA.
+void InterleaveRows(WeightType type, int64_t rows, int64_t cols, void* data);
 
 // A contiguous row-major view (stride = RowBytes(type, cols)).
 WeightView DenseWeightView(WeightType type, int64_t rows, int64_t cols, const void* data);

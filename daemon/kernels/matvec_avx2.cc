@@ -138,20 +138,65 @@ struct Q8_0 {
   }
 };
 
+// Q8_0 in the kInterleaved layout (a grouped row; `row` is its first
+// unit): group gi's scale and quants sit in unit gi / 8.
+struct InterleavedQ8_0 {
+  static constexpr int kUnitStride = kInterleaveRows * 8 * sizeof(BlockQ8_0);
+  static constexpr bool kSigned = true;
+  static GroupV Decode(const uint8_t* row, int64_t gi) {
+    const uint8_t* unit = row + gi / 8 * kUnitStride;
+    const int64_t j = gi % 8;
+    uint16_t d;
+    std::memcpy(&d, unit + 2 * j, sizeof(d));
+    const uint8_t* qs = unit + kUnitScaleBytes + kQK32 * j;
+    return {_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs)),
+            _mm256_set1_ps(F16ToF32(d)),
+            {0, 0}};
+  }
+};
+
 template <typename Dec, int NB>
 void DotLegacy(const uint8_t* row, int64_t groups, const QuantizedActs* acts, float* out) {
   __m256 acc[NB];
   float bias[NB];
 #pragma GCC unroll 8
   for (int k = 0; k < NB; ++k) acc[k] = _mm256_setzero_ps(), bias[k] = 0;
-  // One prefetch per line or less: a step of whole blocks of at most 64 bytes.
-  constexpr int kStep = std::max(1, 64 / Dec::kBlockBytes);
   for (int64_t gi = 0; gi < groups; ++gi) {
-    if (gi % kStep == 0) PrefetchAhead<1>(row + gi * Dec::kBlockBytes);
+    if constexpr (requires { Dec::kUnitStride; }) {
+      if (gi % 8 == 0) PrefetchAhead<8 * sizeof(BlockQ8_0)>(row + gi / 8 * Dec::kUnitStride);
+    } else {
+      // One prefetch per line or less: a step of whole blocks of at most 64 bytes.
+      constexpr int kStep = std::max(1, 64 / Dec::kBlockBytes);
+      if (gi % kStep == 0) PrefetchAhead<1>(row + gi * Dec::kBlockBytes);
+    }
     Accumulate<Dec::kSigned, NB>(Dec::Decode(row, gi), gi, acts, acc, bias);
   }
 #pragma GCC unroll 8
   for (int k = 0; k < NB; ++k) out[k] = HorizontalSum(acc[k]) + bias[k];
+}
+
+// The kInterleaveRows rows of a group of a kInterleaved Q8_0 view against
+// one activation vector, group of 32 by group of 32, as one stream (see
+// DotQuantizedGroup in matvec_avx512_internal.h); each row's arithmetic is
+// DotLegacy<InterleavedQ8_0, 1>'s.
+void DotQ8_0Group(const uint8_t* group, int64_t cols, const QuantizedActs& a, float* out) {
+  constexpr int kUnitBytes = 8 * sizeof(BlockQ8_0);
+  __m256 acc[kInterleaveRows];
+  float bias[kInterleaveRows];
+#pragma GCC unroll 8
+  for (int i = 0; i < kInterleaveRows; ++i) acc[i] = _mm256_setzero_ps(), bias[i] = 0;
+  for (int64_t gi = 0; gi < cols / 32; ++gi) {
+#pragma GCC unroll 8
+    for (int i = 0; i < kInterleaveRows; ++i) {
+      // A line per row and group of 32 (spread, as in DotQuantizedGroup).
+      PrefetchAhead<1>(group + gi / 8 * InterleavedQ8_0::kUnitStride + i * kUnitBytes +
+                       gi % 8 * sizeof(BlockQ8_0));
+      Accumulate<true, 1>(InterleavedQ8_0::Decode(group + i * kUnitBytes, gi), gi, &a, &acc[i],
+                          &bias[i]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < kInterleaveRows; ++i) out[i] = HorizontalSum(acc[i]) + bias[i];
 }
 
 // Q4_K and Q5_K: codes of group j are a nibble of qs[32*(j/2) ...] plus, for
@@ -309,9 +354,29 @@ void DotRow(const RowsTask& t, const uint8_t* row, int64_t b0, float* out) {
 }
 
 void RowsAvx2(const RowsTask& t, int64_t begin, int64_t end) {
-  RunRowTiles(t, begin, end, [&](auto nb, const uint8_t* row, int64_t b0, float* out) {
-    DotRow<decltype(nb)::value>(t, row, b0, out);
-  });
+  // Q4_0, the other type with a kInterleaved layout, runs in matmul_avx2.cc.
+  SplitGroupedRows(
+      t.w, begin, end,
+      [&](int64_t b, int64_t e) {
+        WCHECK(t.w.type == WeightType::kQ8_0) << "no interleaved AVX2 loop here";
+        auto rows = [&](int64_t rb, int64_t re) {
+          RunRowTiles(t, rb, re, [&](auto nb, const uint8_t* row, int64_t b0, float* out) {
+            DotLegacy<InterleavedQ8_0, decltype(nb)::value>(row, t.w.cols / 32, t.acts + b0, out);
+          });
+        };
+        if (t.batch > kGroupMaxBatch) return rows(b, e);
+        RunGroups(
+            t, b, e,
+            [&](const uint8_t* group, const QuantizedActs& a, float* out) {
+              DotQ8_0Group(group, t.w.cols, a, out);
+            },
+            rows);
+      },
+      [&](int64_t b, int64_t e) {
+        RunRowTiles(t, b, e, [&](auto nb, const uint8_t* row, int64_t b0, float* out) {
+          DotRow<decltype(nb)::value>(t, row, b0, out);
+        });
+      });
 }
 
 void QuantizeActsAvx2(WeightType, const float* x, int64_t cols, const QuantizedActs& out) {

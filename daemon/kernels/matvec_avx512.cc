@@ -252,6 +252,44 @@ struct Q8_0 {
   }
 };
 
+// Q4_0 and Q8_0 in the kInterleaved layout: the unit's 8 scales are one
+// load, its quants the codes Nibble32's vpermt2b and Q8_0's inserts gather
+// (the same codes and scales, so the same results).
+struct InterleavedQ4_0 {
+  static constexpr int kUnitBytes = Q4_0::kUnitBytes;
+  static constexpr ActOrder kOrder = Q4_0::kOrder;
+  static constexpr int kLaneVecs = Q4_0::kLaneVecs;
+  static constexpr bool kPer16 = false;
+  static constexpr float kSumScale = Q4_0::kSumScale;
+  static constexpr SlotTable kSlots = Q4_0::kSlots;
+  static void Load(const uint8_t* p, Unit* u) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      const __m512i q = _mm512_loadu_si512(p + kUnitScaleBytes + 64 * h);
+      u->codes[2 * h] = _mm512_and_si512(q, m4);
+      u->codes[2 * h + 1] = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+    }
+    u->wsc = ScaleTwice(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+};
+
+struct InterleavedQ8_0 {
+  static constexpr int kUnitBytes = Q8_0::kUnitBytes;
+  static constexpr ActOrder kOrder = Q8_0::kOrder;
+  static constexpr int kLaneVecs = Q8_0::kLaneVecs;
+  static constexpr bool kPer16 = false;
+  static constexpr float kSumScale = Q8_0::kSumScale;
+  static constexpr SlotTable kSlots = Q8_0::kSlots;
+  static void Load(const uint8_t* p, Unit* u) {
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+#pragma GCC unroll 4
+    for (int z = 0; z < 4; ++z)
+      u->codes[z] = _mm512_xor_si512(_mm512_loadu_si512(p + kUnitScaleBytes + 64 * z), flip);
+    u->wsc = ScaleTwice(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+};
+
 // Q4_K, Q5_K: 64 bytes of qs hold groups 0 and 2 of a 128 in their low
 // nibbles, 1 and 3 in their high ones; the activation is in kNibbleK order.
 // The 6-bit scales and mins are unpacked in integer registers and converted
@@ -529,10 +567,37 @@ void DotRow(const RowsTask& t, const uint8_t* row, int64_t b0, float* out) {
   }
 }
 
+// The grouped rows of a kInterleaved view: whole groups at once, the rows
+// of a cut group one by one.
+template <typename Dec>
+void InterleavedRows(const RowsTask& t, int64_t begin, int64_t end) {
+  auto rows = [&](int64_t b, int64_t e) {
+    RunRowTiles(t, b, e, [&](auto nb, const uint8_t* row, int64_t b0, float* out) {
+      DotQuantized<Dec, decltype(nb)::value>(t.w.type, row, t.w.cols, t.acts + b0, out,
+                                             InterleavedUnitStride(t.w.type));
+    });
+  };
+  if (t.batch > kGroupMaxBatch) return rows(begin, end);
+  RunGroups(
+      t, begin, end,
+      [&](const uint8_t* group, const QuantizedActs& a, float* out) {
+        DotQuantizedGroup<Dec>(group, t.w.cols, a, out);
+      },
+      rows);
+}
+
 void RowsAvx512(const RowsTask& t, int64_t begin, int64_t end) {
-  RunRowTiles(t, begin, end, [&](auto nb, const uint8_t* row, int64_t b0, float* out) {
-    DotRow<decltype(nb)::value>(t, row, b0, out);
-  });
+  SplitGroupedRows(
+      t.w, begin, end,
+      [&](int64_t b, int64_t e) {
+        if (t.w.type == WeightType::kQ4_0) return InterleavedRows<InterleavedQ4_0>(t, b, e);
+        InterleavedRows<InterleavedQ8_0>(t, b, e);
+      },
+      [&](int64_t b, int64_t e) {
+        RunRowTiles(t, b, e, [&](auto nb, const uint8_t* row, int64_t b0, float* out) {
+          DotRow<decltype(nb)::value>(t, row, b0, out);
+        });
+      });
 }
 
 ActOrder OrderFor(WeightType type) {

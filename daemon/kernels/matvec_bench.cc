@@ -8,6 +8,7 @@
 //                                         in thread CPU time)
 //   bazel-bin/... --cache_kib=262144 --cpu_threads=2   (streaming from DRAM,
 //                                         timed in CPU time: for A/B on a busy machine)
+//   bazel-bin/... --interleave            (Q4_0/Q8_0 in the resident kInterleaved layout)
 //
 // For each type a ~1 GiB matrix (4096 columns; far larger than the caches,
 // so every call streams from DRAM, as decode does) is multiplied by one
@@ -52,6 +53,9 @@ ABSL_FLAG(int, cache_kib, 0,
           "the weights stay in cache and the figure is the kernel's compute cost");
 ABSL_FLAG(std::string, types, "", "comma-separated types to run (e.g. Q4_0,Q4_K); empty: all");
 ABSL_FLAG(int, calls, 0, "in-cache mode: calls per repetition (0: about 50 ms worth)");
+ABSL_FLAG(bool, interleave, false,
+          "Q4_0 and Q8_0 weights in the kInterleaved layout (as resident weights are loaded); "
+          "the other types as GGUF has them");
 ABSL_FLAG(int, cpu_threads, 1,
           "in-cache mode: threads of the pool the calls run on; the time is the process's CPU "
           "time divided by this. With a --cache_kib far above the caches (e.g. 262144) the "
@@ -166,7 +170,11 @@ WeightView MakeWeights(WeightType type, int64_t cols, int64_t bytes, std::unique
   for (int64_t r = 64; r < rows; r += 64) {
     std::memcpy(w->data + r * row_bytes, w->data, std::min<int64_t>(64, rows - r) * row_bytes);
   }
-  const WeightView view = DenseWeightView(type, rows, cols, w->data);
+  WeightView view = DenseWeightView(type, rows, cols, w->data);
+  if (absl::GetFlag(FLAGS_interleave) && CanInterleave(type, cols)) {
+    InterleaveRows(type, rows, cols, w->data);
+    view.layout = WeightLayout::kInterleaved;
+  }
   *out = std::move(w);
   return view;
 }
@@ -208,9 +216,9 @@ int InCacheMain() {
   ThreadPool pool(threads);
   ThreadPool* pool_or_null = threads > 1 ? &pool : nullptr;
   auto cpu_now = [&] { return threads > 1 ? ProcessCpuNow() / threads : ThreadCpuNow(); };
-  std::printf("kernels: %s, cols %ld, in cache (%d KiB), %d thread(s), CPU time\n\n",
+  std::printf("kernels: %s, cols %ld, in cache (%d KiB), %d thread(s), CPU time%s\n\n",
               std::string(IsaName(DetectIsa())).c_str(), cols, absl::GetFlag(FLAGS_cache_kib),
-              threads);
+              threads, absl::GetFlag(FLAGS_interleave) ? ", interleaved" : "");
   std::printf("%-8s %5s %9s %14s %11s %10s %8s\n", "type", "batch", "GB/s", "ns/256 elems",
               "GB/s equiv", "us/call", "x batch1");
   for (WeightType type : kBenchTypes) {
@@ -257,7 +265,8 @@ int Main() {
   const int reps = absl::GetFlag(FLAGS_reps);
   const int64_t cols = absl::GetFlag(FLAGS_cols);
   const std::vector<int> batches = Batches();
-  std::printf("kernels: %s, cols %ld\n", std::string(IsaName(DetectIsa())).c_str(), cols);
+  std::printf("kernels: %s, cols %ld%s\n", std::string(IsaName(DetectIsa())).c_str(), cols,
+              absl::GetFlag(FLAGS_interleave) ? ", interleaved" : "");
   ThreadPool pool1(1), pool2(2);
   ThreadPool* pools[2] = {&pool1, &pool2};
   double machine[2];

@@ -33,6 +33,69 @@ inline constexpr int kRowTile = 4;
 // in L2 across the tiles (at batch 64 the activations alone outgrow L2).
 inline constexpr int64_t kRowBlock = 8;
 
+// The kInterleaved layout (see WeightLayout): per row and unit of 256
+// columns, its 8 blocks' f16 scales (kUnitScaleBytes), then their quants.
+inline constexpr int kUnitScaleBytes = 16;
+
+// Rows [0, InterleavedRows(w)) sit in groups; the rest as kRows.
+inline int64_t InterleavedRows(const WeightView& w) {
+  return w.layout == WeightLayout::kInterleaved ? w.rows / kInterleaveRows * kInterleaveRows : 0;
+}
+
+// Bytes of one row's unit of 256 columns (8 blocks), in either layout.
+inline int64_t UnitBytes(WeightType type) { return 8 * GetWeightTypeInfo(type).block_bytes; }
+
+// Bytes from one unit of a grouped row to its next.
+inline int64_t InterleavedUnitStride(WeightType type) { return kInterleaveRows * UnitBytes(type); }
+
+// Where row r starts: its first unit in a group, or the kRows row.
+inline const uint8_t* RowStart(const WeightView& w, int64_t r) {
+  const auto* base = static_cast<const uint8_t*>(w.data);
+  if (r >= InterleavedRows(w)) return base + r * w.row_stride_bytes;
+  return base + (r - r % kInterleaveRows) * w.row_stride_bytes +
+         r % kInterleaveRows * UnitBytes(w.type);
+}
+
+// Calls grouped(b, e) for the rows of [begin, end) that sit in groups and
+// plain(b, e) for the rest (the kRows tail, or all rows of a kRows view).
+template <typename GroupedFn, typename PlainFn>
+inline void SplitGroupedRows(const WeightView& w, int64_t begin, int64_t end, GroupedFn grouped,
+                             PlainFn plain) {
+  const int64_t split = std::clamp(InterleavedRows(w), begin, end);
+  if (begin < split) grouped(begin, split);
+  if (split < end) plain(split, end);
+}
+
+// The largest batch the group loops (RunGroups) take: they run a group
+// once per activation vector, decoding its units each time, which a decode
+// step's few vectors pay for in the steadier stream; larger batches (prefill)
+// run the per-row tiles, which decode a unit once per tile of vectors.
+inline constexpr int64_t kGroupMaxBatch = 4;
+
+// Runs rows [begin, end) of the grouped part of a kInterleaved task: each
+// whole group through dot_group(group, acts, out[kInterleaveRows]) (group:
+// its first row's RowStart) once per activation vector, and the rows of a
+// group that [begin, end) cuts (RunTasks keeps that rare) through
+// rows(b, e), the per-row loop. Each (row, vector) comes out the same
+// either way.
+template <typename GroupFn, typename RowsFn>
+inline void RunGroups(const RowsTask& t, int64_t begin, int64_t end, GroupFn dot_group,
+                      RowsFn rows) {
+  constexpr int kR = kInterleaveRows;
+  const int64_t first = std::min(end, (begin + kR - 1) / kR * kR);
+  const int64_t last = std::max(first, end / kR * kR);
+  if (begin < first) rows(begin, first);
+  float out[kR];
+  for (int64_t r0 = first; r0 < last; r0 += kR) {
+    const uint8_t* group = RowStart(t.w, r0);
+    for (int64_t b = 0; b < t.batch; ++b) {
+      dot_group(group, t.acts[b], out);
+      for (int i = 0; i < kR; ++i) t.y[b * t.y_stride + r0 + i] = out[i];
+    }
+  }
+  if (last < end) rows(last, end);
+}
+
 // Runs rows [begin, end) of `t` in passes of up to kRowTile activation
 // vectors, calling dot_row(std::integral_constant<int, NB>, row, b0, out)
 // to fill out[0..NB) and storing the results. Shared by the ISA files, each
@@ -46,7 +109,7 @@ inline void RunRowTiles(const RowsTask& t, int64_t begin, int64_t end, DotRowFn 
     for (int64_t b0 = 0; b0 < t.batch; b0 += kRowTile) {
       const int64_t nb = std::min<int64_t>(kRowTile, t.batch - b0);
       for (int64_t r = r0; r < r1; ++r) {
-        const auto* row = static_cast<const uint8_t*>(t.w.data) + r * t.w.row_stride_bytes;
+        const uint8_t* row = RowStart(t.w, r);
         switch (nb) {
           case 1:
             dot_row(std::integral_constant<int, 1>(), row, b0, out);
@@ -126,6 +189,11 @@ const IsaKernels* Avx2TiledKernels(WeightType type);
 // `row` points at the row start; group g covers elements [32g, 32g + 32).
 float DotGroupsRef(WeightType type, const void* row, int64_t g_begin, int64_t g_end,
                    const QuantizedActs& acts);
+
+// DotGroupsRef of a grouped row of a kInterleaved view: `row` is its first
+// unit (RowStart), each next one unit_stride bytes on.
+float DotGroupsInterleavedRef(WeightType type, const uint8_t* row, int64_t unit_stride,
+                              int64_t g_begin, int64_t g_end, const QuantizedActs& acts);
 
 }  // namespace waste::kernels::internal
 

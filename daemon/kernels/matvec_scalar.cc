@@ -212,23 +212,30 @@ float DotF32Ref(WeightType type, const void* row, const float* x, int64_t cols) 
 
 void RowsScalar(const RowsTask& t, int64_t begin, int64_t end) {
   const bool quantized = UsesQuantizedActivations(t.w.type);
+  const int64_t grouped = InterleavedRows(t.w);
   for (int64_t r = begin; r < end; ++r) {
-    const auto* row = static_cast<const uint8_t*>(t.w.data) + r * t.w.row_stride_bytes;
+    const uint8_t* row = RowStart(t.w, r);
     for (int64_t b = 0; b < t.batch; ++b) {
-      t.y[b * t.y_stride + r] = quantized
-                                    ? DotGroupsRef(t.w.type, row, 0, t.w.cols / 32, t.acts[b])
-                                    : DotF32Ref(t.w.type, row, t.x + b * t.x_stride, t.w.cols);
+      float y;
+      if (r < grouped) {
+        y = DotGroupsInterleavedRef(t.w.type, row, InterleavedUnitStride(t.w.type), 0,
+                                    t.w.cols / 32, t.acts[b]);
+      } else if (quantized) {
+        y = DotGroupsRef(t.w.type, row, 0, t.w.cols / 32, t.acts[b]);
+      } else {
+        y = DotF32Ref(t.w.type, row, t.x + b * t.x_stride, t.w.cols);
+      }
+      t.y[b * t.y_stride + r] = y;
     }
   }
 }
 
-}  // namespace
-
-float DotGroupsRef(WeightType type, const void* row, int64_t g_begin, int64_t g_end,
-                   const QuantizedActs& acts) {
+// The sum DotGroupsRef describes, each group decoded by decode(gi).
+template <typename DecodeFn>
+float DotGroups(int64_t g_begin, int64_t g_end, const QuantizedActs& acts, DecodeFn decode) {
   float sum = 0;
   for (int64_t gi = g_begin; gi < g_end; ++gi) {
-    const Group g = DecodeGroup(type, static_cast<const uint8_t*>(row), gi);
+    const Group g = decode(gi);
     const int8_t* qa = acts.qs + 32 * gi;
     for (int h = 0; h < 2; ++h) {
       int32_t idot = 0;
@@ -237,6 +244,30 @@ float DotGroupsRef(WeightType type, const void* row, int64_t g_begin, int64_t g_
     }
   }
   return sum;
+}
+
+}  // namespace
+
+float DotGroupsRef(WeightType type, const void* row, int64_t g_begin, int64_t g_end,
+                   const QuantizedActs& acts) {
+  return DotGroups(g_begin, g_end, acts, [&](int64_t gi) {
+    return DecodeGroup(type, static_cast<const uint8_t*>(row), gi);
+  });
+}
+
+float DotGroupsInterleavedRef(WeightType type, const uint8_t* row, int64_t unit_stride,
+                              int64_t g_begin, int64_t g_end, const QuantizedActs& acts) {
+  const int block_bytes = GetWeightTypeInfo(type).block_bytes;
+  const int qs_bytes = block_bytes - kUnitScaleBytes / 8;
+  return DotGroups(g_begin, g_end, acts, [&](int64_t gi) {
+    // The group's block put back together as GGUF has it.
+    const uint8_t* unit = row + gi / 8 * unit_stride;
+    const int j = static_cast<int>(gi % 8);
+    uint8_t block[sizeof(BlockQ8_0)];
+    std::memcpy(block, unit + 2 * j, 2);
+    std::memcpy(block + 2, unit + kUnitScaleBytes + qs_bytes * j, qs_bytes);
+    return DecodeGroup(type, block, 0);
+  });
 }
 
 const IsaKernels& ScalarKernels() {

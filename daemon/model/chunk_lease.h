@@ -8,6 +8,7 @@
 #include "common/status_macros.h"
 #include "daemon/cache/chunk_store.h"
 #include "daemon/model/device_weights.h"
+#include "daemon/model/model.h"
 
 namespace waste::model::internal {
 
@@ -31,6 +32,11 @@ class ChunkLease {
     return absl::OkStatus();
   }
   const uint8_t* slot() const { return slot_; }
+  // A tensor of this chunk as the CPU kernels read it (in the kInterleaved
+  // layout where the store repacked the chunk and the tensor interleaves).
+  kernels::WeightView View(const TensorRef& t) const {
+    return t.View(slot_, !on_device_ && store_->Repacked(id_));
+  }
   memory::ChunkId id() const { return id_; }
   bool on_device() const { return on_device_; }
 

@@ -259,7 +259,7 @@ absl::Status Forward::Head(std::span<const SequenceStep> steps, const ChunkLease
   const GlobalTensors& g = model_->globals();
   StepWorkspace& ws = *ws_;
   const int64_t d = hp.n_embd, n_vocab = hp.n_vocab;
-  const kernels::WeightView output = g.output.View(global);
+  const kernels::WeightView output = lease.View(g.output);
   const float* norm = g.output_norm.F32(global);
 
   // Last-token logits: their rows gathered, max_logit_rows per MatMul (one
@@ -318,9 +318,9 @@ absl::Status Forward::Attention(std::span<const SequenceStep> steps, const Layer
                  &ws.xb[b * hp.n_embd]);
   }
   internal::ProductBatch qkv(device_, chunk);
-  const kernels::SharedProduct qkv_products[] = {{layer.wq.View(slot), ws.q.data(), qd},
-                                                 {layer.wk.View(slot), ws.k.data(), kvd},
-                                                 {layer.wv.View(slot), ws.v.data(), kvd}};
+  const kernels::SharedProduct qkv_products[] = {{chunk.View(layer.wq), ws.q.data(), qd},
+                                                 {chunk.View(layer.wk), ws.k.data(), kvd},
+                                                 {chunk.View(layer.wv), ws.v.data(), kvd}};
   RETURN_IF_ERROR(SharedProducts(chunk, qkv_products, ws.xb.data(), hp.n_embd, n));
   RETURN_IF_ERROR(qkv.End());
   const int64_t table_floats = ops::RopeTableFloats(hp.rope);
@@ -358,7 +358,7 @@ absl::Status Forward::Attention(std::span<const SequenceStep> steps, const Layer
                    });
   }
   RETURN_IF_ERROR(
-      Product(chunk, layer.wo.View(slot), ws.att.data(), qd, n, ws.tmp.data(), hp.n_embd));
+      Product(chunk, chunk.View(layer.wo), ws.att.data(), qd, n, ws.tmp.data(), hp.n_embd));
   ops::Add(ws.x.data(), ws.tmp.data(), n * hp.n_embd, ws.x.data());
   return absl::OkStatus();
 }
@@ -381,16 +381,15 @@ absl::Status Forward::FeedForward(const LayerTensors& layer, int64_t l, int64_t 
 
 absl::Status Forward::SwiGluFfn(const ChunkLease& chunk, const TensorRef& gate, const TensorRef& up,
                                 const TensorRef& down, int64_t n) {
-  const uint8_t* slot = chunk.slot();
   StepWorkspace& ws = *ws_;
   const int64_t d = model_->hparams().n_embd, ff = gate.rows;
   internal::ProductBatch gate_up(device_, chunk);
-  const kernels::SharedProduct gate_up_products[] = {{gate.View(slot), ws.gate.data(), ff},
-                                                     {up.View(slot), ws.up.data(), ff}};
+  const kernels::SharedProduct gate_up_products[] = {{chunk.View(gate), ws.gate.data(), ff},
+                                                     {chunk.View(up), ws.up.data(), ff}};
   RETURN_IF_ERROR(SharedProducts(chunk, gate_up_products, ws.xb.data(), d, n));
   RETURN_IF_ERROR(gate_up.End());
   ops::SwiGlu(ws.gate.data(), ws.up.data(), n * ff, ws.gate.data());
-  return Product(chunk, down.View(slot), ws.gate.data(), ff, n, ws.tmp.data(), d);
+  return Product(chunk, chunk.View(down), ws.gate.data(), ff, n, ws.tmp.data(), d);
 }
 
 }  // namespace waste::model

@@ -42,17 +42,19 @@ absl::Status Forward::MlaAttention(std::span<const SequenceStep> steps, const La
   }
   if (layer.wq_a.present) {
     const int64_t r = mla.q_lora_rank;
-    RETURN_IF_ERROR(Product(chunk, layer.wq_a.View(slot), ws.xb.data(), d, n, ws.q_lora.data(), r));
+    RETURN_IF_ERROR(
+        Product(chunk, chunk.View(layer.wq_a), ws.xb.data(), d, n, ws.q_lora.data(), r));
     for (int64_t b = 0; b < n; ++b) {
       ops::RmsNorm(&ws.q_lora[b * r], layer.q_a_norm.F32(slot), r, hp.rms_eps, &ws.q_lora[b * r]);
     }
     RETURN_IF_ERROR(
-        Product(chunk, layer.wq_b.View(slot), ws.q_lora.data(), r, n, ws.mla_q.data(), q_stride));
+        Product(chunk, chunk.View(layer.wq_b), ws.q_lora.data(), r, n, ws.mla_q.data(), q_stride));
   } else {
     RETURN_IF_ERROR(
-        Product(chunk, layer.wq.View(slot), ws.xb.data(), d, n, ws.mla_q.data(), q_stride));
+        Product(chunk, chunk.View(layer.wq), ws.xb.data(), d, n, ws.mla_q.data(), q_stride));
   }
-  RETURN_IF_ERROR(Product(chunk, layer.wkv_a_mqa.View(slot), ws.xb.data(), d, n, ws.k.data(), row));
+  RETURN_IF_ERROR(
+      Product(chunk, chunk.View(layer.wkv_a_mqa), ws.xb.data(), d, n, ws.k.data(), row));
 
   // The cached row [norm(c) | rope(k_pe)], and each head's rope part of the
   // query moved into place behind its absorbed part.
@@ -103,7 +105,8 @@ absl::Status Forward::MlaAttention(std::span<const SequenceStep> steps, const La
                             &ws.xb[h * mla.v_head], v_stride));
   }
   RETURN_IF_ERROR(decompress.End());
-  RETURN_IF_ERROR(Product(chunk, layer.wo.View(slot), ws.xb.data(), v_stride, n, ws.tmp.data(), d));
+  RETURN_IF_ERROR(
+      Product(chunk, chunk.View(layer.wo), ws.xb.data(), v_stride, n, ws.tmp.data(), d));
   ops::Add(ws.x.data(), ws.tmp.data(), n * d, ws.x.data());
   return absl::OkStatus();
 }

@@ -74,7 +74,27 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const storage::GgufFile& gg
     layer.ffn_chunk = builder.Finish(p + "ffn", static_cast<int>(l), memory::ChunkKind::kFfn);
     model->layers_.push_back(std::move(layer));
   }
+  MarkInterleaving(model.get());
   return model;
+}
+
+void Model::MarkInterleaving(Model* model) {
+  auto mark = [](TensorRef* t) {
+    t->interleaves = t->present && t->n_mat == 1 && kernels::CanInterleave(t->type, t->cols);
+  };
+  // Not token_embd (read by row), nor output when it is token_embd (tied);
+  // not wk_b/wv_b (per-head views of 3-D tensors) nor the expert slices.
+  GlobalTensors& g = model->globals_;
+  if (g.output.place.chunk != g.token_embd.place.chunk ||
+      g.output.place.slot_offset != g.token_embd.place.slot_offset) {
+    mark(&g.output);
+  }
+  for (LayerTensors& l : model->layers_) {
+    for (TensorRef* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down, &l.wq_a, &l.wq_b,
+                         &l.wkv_a_mqa, &l.router, &l.gate_shexp, &l.up_shexp, &l.down_shexp}) {
+      mark(t);
+    }
+  }
 }
 
 void ForEachTensor(const Model& model, absl::FunctionRef<void(const TensorRef&)> fn) {
@@ -95,6 +115,14 @@ void ForEachTensor(const Model& model, absl::FunctionRef<void(const TensorRef&)>
       if (t->present) fn(*t);
     }
   }
+}
+
+void InterleaveChunk(const Model& model, memory::ChunkId id, uint8_t* slot) {
+  ForEachTensor(model, [&](const TensorRef& t) {
+    if (t.interleaves && t.place.chunk == id) {
+      kernels::InterleaveRows(t.type, t.rows, t.cols, slot + t.place.slot_offset);
+    }
+  });
 }
 
 }  // namespace waste::model

@@ -32,10 +32,17 @@ struct TensorRef {
   int64_t n_mat = 1;  // ggml ne2 of a stacked 3-D tensor (experts, heads).
   uint64_t row_bytes = 0;
   memory::TensorPlacement place;
+  // A 2-D matrix the forward pass reads only through products, of a type
+  // and width the kernels can interleave: a chunk the loader repacks holds
+  // it in the kInterleaved layout (resident_layout.h).
+  bool interleaves = false;
 
   const uint8_t* Data(const uint8_t* slot) const { return slot + place.slot_offset; }
-  kernels::WeightView View(const uint8_t* slot) const {
-    return kernels::DenseWeightView(type, rows, cols, Data(slot));
+  // `repacked`: the slot is a repacked chunk's (ChunkLease::View).
+  kernels::WeightView View(const uint8_t* slot, bool repacked = false) const {
+    kernels::WeightView view = kernels::DenseWeightView(type, rows, cols, Data(slot));
+    if (repacked && interleaves) view.layout = kernels::WeightLayout::kInterleaved;
+    return view;
   }
   // Matrix `i` of a stacked tensor bound whole.
   kernels::WeightView MatrixView(const uint8_t* slot, int64_t i) const {
@@ -105,6 +112,8 @@ class Model {
 
  private:
   Model() = default;
+  // Sets TensorRef::interleaves on the matrices that take it.
+  static void MarkInterleaving(Model* model);
 
   HParams hparams_;
   GlobalTensors globals_;
@@ -119,6 +128,13 @@ class Model {
 // for the expert shape templates gate_exps/up_exps/down_exps (their bytes
 // are slices in the expert chunks). Absent tensors are skipped.
 void ForEachTensor(const Model& model, absl::FunctionRef<void(const TensorRef&)> fn);
+
+// Rewrites the matrices of chunk `id` that interleave (TensorRef::interleaves)
+// into the kInterleaved layout, in place in `slot`: what a store's
+// repack_pinned does to a resident chunk, once, at load. The chunk's products
+// then come out bit-identical and faster; nothing else may read its matrices'
+// bytes (the device tier reads its own copy from the file).
+void InterleaveChunk(const Model& model, memory::ChunkId id, uint8_t* slot);
 
 }  // namespace waste::model
 

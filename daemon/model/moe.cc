@@ -104,7 +104,7 @@ absl::Status Forward::MoeFeedForward(const LayerTensors& layer, int64_t l, int64
   // applied to all of its rows, and every row sums its experts in id order
   // whatever else is in the step.
   RETURN_IF_ERROR(
-      Product(trunk, layer.router.View(slot), ws.xb.data(), d, n, ws.router.data(), moe.n_expert));
+      Product(trunk, trunk.View(layer.router), ws.xb.data(), d, n, ws.router.data(), moe.n_expert));
   const float* bias = layer.expert_bias.present ? layer.expert_bias.F32(slot) : nullptr;
   for (int64_t b = 0; b < n; ++b) {
     RouteToken(moe, &ws.router[b * moe.n_expert], bias, ws.select.data(), &ws.route_ids[b * k],
@@ -266,7 +266,7 @@ absl::Status Forward::PredictNextExperts(int64_t l, int64_t n) {
   for (int64_t b = 0; b < n; ++b) {
     ops::RmsNorm(&ws.x[b * d], next.ffn_norm.F32(slot), d, hp.rms_eps, &ws.lookahead_x[b * d]);
   }
-  RETURN_IF_ERROR(Product(trunk, next.router.View(slot), ws.lookahead_x.data(), d, n,
+  RETURN_IF_ERROR(Product(trunk, trunk.View(next.router), ws.lookahead_x.data(), d, n,
                           ws.router.data(), hp.moe.n_expert));
   const float* bias = next.expert_bias.present ? next.expert_bias.F32(slot) : nullptr;
   for (int64_t b = 0; b < n; ++b) {
