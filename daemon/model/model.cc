@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "daemon/kernels/cpu_features.h"
 #include "daemon/model/binding.h"
 
 namespace waste::model {
@@ -78,9 +79,18 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const storage::GgufFile& gg
   return model;
 }
 
+bool ResidentRepackPays(kernels::WeightType type) {
+  // Q8_0 repacked decoded slower on AVX-512 (1.1B llama, resident, quiet
+  // Zen 5: 38.2 and 39.0 tok/s against 43.6 and 40.1 plain); on AVX2 it
+  // was faster. Q4_0 gained on both (AVX-512 67.0/71.1 against 61.4/67.6).
+  if (type == kernels::WeightType::kQ8_0) return kernels::DetectIsa() != kernels::Isa::kAvx512;
+  return true;
+}
+
 void Model::MarkInterleaving(Model* model) {
   auto mark = [](TensorRef* t) {
-    t->interleaves = t->present && t->n_mat == 1 && kernels::CanInterleave(t->type, t->cols);
+    t->interleaves = t->present && t->n_mat == 1 && kernels::CanInterleave(t->type, t->cols) &&
+                     ResidentRepackPays(t->type);
   };
   // Not token_embd (read by row), nor output when it is token_embd (tied);
   // not wk_b/wv_b (per-head views of 3-D tensors) nor the expert slices.

@@ -77,6 +77,12 @@ TEST_P(RepackTest, ResidentRepackedGivesTheFileLayoutsLogitsToTheBit) {
   const Model& model = *loaded->model;
   int interleaving = 0;
   ForEachTensor(model, [&](const TensorRef& t) { interleaving += t.interleaves; });
+  const auto type = static_cast<kernels::WeightType>(GetParam().type);
+  if (!ResidentRepackPays(type)) {
+    // Kept plain on this ISA (interleave_test covers its kernels anyway).
+    EXPECT_EQ(interleaving, 0);
+    return;
+  }
   EXPECT_GE(interleaving, 4);
   EXPECT_FALSE(model.globals().token_embd.interleaves);
 
