@@ -52,8 +52,8 @@ memory read bandwidth measured in the same run.
   --threads N             compute threads (default 2)
   --policy P              lru, lfu or lfu-aged (default: lfu-aged for MoE
                           experts, lfu for dense models)
-  --lookahead-guesses N   read ahead only each row's N likeliest predicted
-                          experts (default: all top-k)
+  --lookahead-guesses N   read ahead each row's N likeliest predicted
+                          experts (default: half of top-k, rounded up)
   --lookahead, --no-lookahead
                           router lookahead in decode (MoE; default: on when
                           experts stream, as in the daemon)

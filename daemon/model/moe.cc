@@ -145,7 +145,8 @@ absl::Status Forward::MoeFeedForward(const LayerTensors& layer, int64_t l, int64
   if (router_lookahead_ && decode && l + 1 < hp.n_layer && hp.IsMoeLayer(l + 1)) {
     RETURN_IF_ERROR(PredictNextExperts(l, n));
     const LayerTensors& next = model_->layers()[l + 1];
-    const int64_t m = lookahead_guesses_ > 0 ? std::min<int64_t>(lookahead_guesses_, k) : k;
+    const int64_t m =
+        lookahead_guesses_ > 0 ? std::min<int64_t>(lookahead_guesses_, k) : (k + 1) / 2;
     const auto guess = ws.lookahead_union.begin();
     for (int64_t b = 0; b < n; ++b) {
       std::copy_n(ws.lookahead_ids.begin() + b * k, m, guess + b * m);
