@@ -255,13 +255,8 @@ struct Q8_0 {
 // Q4_0 and Q8_0 in the kInterleaved layout: the unit's 8 scales are one
 // load, its quants the codes Nibble32's vpermt2b and Q8_0's inserts gather
 // (the same codes and scales, so the same results).
-struct InterleavedQ4_0 {
-  static constexpr int kUnitBytes = Q4_0::kUnitBytes;
-  static constexpr ActOrder kOrder = Q4_0::kOrder;
-  static constexpr int kLaneVecs = Q4_0::kLaneVecs;
-  static constexpr bool kPer16 = false;
-  static constexpr float kSumScale = Q4_0::kSumScale;
-  static constexpr SlotTable kSlots = Q4_0::kSlots;
+// Each takes its file layout's constants and replaces only Load.
+struct InterleavedQ4_0 : Q4_0 {
   static void Load(const uint8_t* p, Unit* u) {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
 #pragma GCC unroll 2
@@ -274,13 +269,7 @@ struct InterleavedQ4_0 {
   }
 };
 
-struct InterleavedQ8_0 {
-  static constexpr int kUnitBytes = Q8_0::kUnitBytes;
-  static constexpr ActOrder kOrder = Q8_0::kOrder;
-  static constexpr int kLaneVecs = Q8_0::kLaneVecs;
-  static constexpr bool kPer16 = false;
-  static constexpr float kSumScale = Q8_0::kSumScale;
-  static constexpr SlotTable kSlots = Q8_0::kSlots;
+struct InterleavedQ8_0 : Q8_0 {
   static void Load(const uint8_t* p, Unit* u) {
     const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
 #pragma GCC unroll 4
