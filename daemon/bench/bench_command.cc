@@ -485,16 +485,13 @@ absl::Status Bench(const ParsedArgs& args) {
 }  // namespace
 
 int RunBench(const std::vector<std::string>& args) {
-  std::vector<FlagDef> flags = {{"json", false},           {"help", false},
-                                {"buffered", false},       {"prompt-tokens", true},
-                                {"gen-tokens", true},      {"threads", true},
-                                {"policy", true},          {"io-engine", true},
-                                {"mem-bench-bytes", true}, {"lookahead", false},
-                                {"no-lookahead", false},   {"lookahead-guesses", true},
-                                {"no-repack", false},
-                                {"hotlist", true},         {"prefill-one-by-one", false},
-                                {"trace-out", true},       {"prefill-chunk", true},
-                                {"device", true}};
+  std::vector<FlagDef> flags = {
+      {"json", false},         {"help", false},         {"buffered", false},
+      {"prompt-tokens", true}, {"gen-tokens", true},    {"threads", true},
+      {"policy", true},        {"io-engine", true},     {"mem-bench-bytes", true},
+      {"lookahead", false},    {"no-lookahead", false}, {"lookahead-guesses", true},
+      {"no-repack", false},    {"hotlist", true},       {"prefill-one-by-one", false},
+      {"trace-out", true},     {"prefill-chunk", true}, {"device", true}};
   AddBudgetFlags(&flags);
   absl::StatusOr<ParsedArgs> parsed = ParseArgs(args, flags);
   if (!parsed.ok()) {

@@ -157,7 +157,7 @@ class StreamingChunkStore final : public ChunkStore {
     // An embedding table the plan did not pin: never read whole, only
     // ReadPart's rows (straight from the file); Acquire refuses it.
     bool rows_only = false;
-    bool repacked = false;       // Pinned and rewritten by repack_pinned.
+    bool repacked = false;  // Pinned and rewritten by repack_pinned.
   };
 
   StreamingChunkStore(const std::vector<ChunkSpec>* chunks, const StreamingStoreOptions& options);
