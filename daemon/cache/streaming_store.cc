@@ -66,6 +66,7 @@ absl::StatusOr<std::unique_ptr<StreamingChunkStore>> StreamingChunkStore::Create
   store->acquire_counts_.assign(n, 0);
   uint64_t pinned_bytes = 0;
   size_t max_pieces = 1;
+  uint64_t row_window = 0;
   for (size_t i = 0; i < n; ++i) {
     const ChunkSpec& chunk = chunks[i];
     if (chunk.id != static_cast<ChunkId>(i)) {
@@ -85,6 +86,10 @@ absl::StatusOr<std::unique_ptr<StreamingChunkStore>> StreamingChunkStore::Create
     }
     if (chunk.kind == ChunkKind::kEmbeddings) {
       c.rows_only = true;
+      // An O_DIRECT read of a row covers its aligned blocks: room for them
+      // now, so a token's row read allocates nothing.
+      const uint64_t a = file.Alignment();
+      row_window = std::max(row_window, storage::AlignUp(chunk.row_bytes, a) + a);
       continue;
     }
     if (options.n_slots > 0 && chunk.slot_bytes <= options.slot_bytes) {
@@ -130,6 +135,9 @@ absl::StatusOr<std::unique_ptr<StreamingChunkStore>> StreamingChunkStore::Create
   store->slot_owner_.assign(total_slots, -1);
   for (int s = total_slots - 1; s >= 0; --s) {
     store->free_slots_[store->SlotClass(s)].push_back(s);
+  }
+  if (file.Direct() && row_window > 0) {
+    store->row_buffer_ = storage::AlignedBuffer(row_window, file.Alignment());
   }
   store->requests_.reserve(max_pieces);
   store->guesses_.reserve(total_slots);
@@ -402,8 +410,8 @@ absl::Status StreamingChunkStore::ReadPart(ChunkId id, uint64_t offset, uint64_t
     const uint64_t from = std::max(offset, read.slot_offset);
     const uint64_t to = std::min(offset + length, read.slot_offset + read.length);
     if (from >= to) continue;
-    absl::Status status = file_->Read(read.file_offset + (from - read.slot_offset), to - from,
-                                      reinterpret_cast<char*>(dst + (from - offset)));
+    absl::Status status = ReadFileBytes(read.file_offset + (from - read.slot_offset), to - from,
+                                        dst + (from - offset));
     if (!status.ok()) {
       ++streaming_stats_.read_errors;
       return absl::Status(status.code(), absl::StrCat("reading ", length, " bytes of ", spec.name,
@@ -420,6 +428,21 @@ absl::Status StreamingChunkStore::ReadPart(ChunkId id, uint64_t offset, uint64_t
   ++stats_.part_reads;
   stats_.part_bytes += static_cast<int64_t>(length);
   stats_.bytes_read += static_cast<int64_t>(length);
+  return absl::OkStatus();
+}
+
+absl::Status StreamingChunkStore::ReadFileBytes(uint64_t file_offset, uint64_t length,
+                                                uint8_t* dst) {
+  // Direct reads of a small part go through row_buffer_ aligned; the file
+  // would otherwise bounce them through a buffer it allocates per read.
+  const uint64_t a = file_->Alignment();
+  const uint64_t begin = storage::AlignDown(file_offset, a);
+  const uint64_t end = storage::AlignUp(file_offset + length, a);
+  if (row_buffer_.data() == nullptr || end - begin > row_buffer_.size() || end > file_->Size()) {
+    return file_->Read(file_offset, length, reinterpret_cast<char*>(dst));
+  }
+  RETURN_IF_ERROR(file_->Read(begin, end - begin, row_buffer_.data()));
+  std::memcpy(dst, row_buffer_.data() + (file_offset - begin), length);
   return absl::OkStatus();
 }
 

@@ -54,6 +54,7 @@
 #include "daemon/cache/chunk_store.h"
 #include "daemon/memory/plan.h"
 #include "daemon/memory/pool.h"
+#include "storage/aligned_buffer.h"
 #include "storage/env.h"
 
 namespace waste::cache {
@@ -188,6 +189,8 @@ class StreamingChunkStore final : public ChunkStore {
   // their slots until a demand read had nowhere else to go.
   void ForgetStaleGuesses();
   absl::Status ReadError(ChunkId id) const;
+  // `length` bytes of the file at `file_offset` (a ReadPart's piece).
+  absl::Status ReadFileBytes(uint64_t file_offset, uint64_t length, uint8_t* dst);
 
   const std::vector<ChunkSpec>* chunks_;  // Borrowed from the caller of Create.
   const storage::RandomAccessFile* file_ = nullptr;
@@ -201,7 +204,9 @@ class StreamingChunkStore final : public ChunkStore {
   std::vector<storage::ReadRequest> requests_;
   std::vector<storage::ReadCompletion> completions_;
   std::vector<uint32_t> acquire_counts_;
-  std::vector<ChunkId> guesses_;  // Read ahead off the access order, maybe used since.
+  std::vector<ChunkId> guesses_;
+  storage::AlignedBuffer row_buffer_;  // ReadPart's aligned window (O_DIRECT files).  // Read ahead
+                                       // off the access order, maybe used since.
 
   std::unique_ptr<memory::WeightPool> pool_;
   std::unique_ptr<storage::ReadQueue> queue_;

@@ -6,6 +6,7 @@
 #include "gtest/gtest.h"
 #include "storage/fault_env.h"
 #include "storage/mem_env.h"
+#include "storage/posix_env.h"
 
 namespace waste::cache {
 namespace {
@@ -169,6 +170,50 @@ TEST_F(StreamingStoreTest, EmbeddingRowsAreReadFromTheFile) {
   ASSERT_TRUE(pinned->ReadPart(4, 10, sizeof(row), row).ok());
   for (uint8_t b : row) ASSERT_EQ(b, 5);
   EXPECT_EQ(pinned->Stats().part_reads, 0);
+}
+
+// On an O_DIRECT file a row's read goes through the store's own aligned
+// window: the file never has to allocate a bounce buffer per token.
+TEST(StreamingStoreDirectTest, EmbeddingRowsNeedNoBounceBuffer) {
+  const std::string path = ::testing::TempDir() + "/direct_rows";
+  constexpr uint64_t kTable = 6 * 4096;
+  {
+    std::string bytes(kTable, 0);
+    for (uint64_t i = 0; i < kTable; ++i) bytes[i] = static_cast<char>(i % 251);
+    storage::PosixEnv writer;
+    auto out = writer.NewWritableFile(path);
+    ASSERT_TRUE(out.ok()) << out.status();
+    ASSERT_TRUE((*out)->Append(bytes).ok());
+    ASSERT_TRUE((*out)->Close().ok());
+  }
+  storage::PosixEnv env;
+  auto file = env.NewRandomAccessFile(path, {.direct = true});
+  ASSERT_TRUE(file.ok()) << file.status();
+  if (!(*file)->Direct()) GTEST_SKIP() << "no O_DIRECT on this filesystem";
+  ChunkSpec table;
+  table.name = "embeddings";
+  table.kind = ChunkKind::kEmbeddings;
+  table.reads.push_back({0, kTable, 0});
+  table.slot_bytes = table.tensor_bytes = kTable;
+  table.row_bytes = 1000;
+  const std::vector<ChunkSpec> chunks = {table};
+  StreamingStoreOptions options;
+  options.pinned = {false};
+  auto store = StreamingChunkStore::Create(&env, **file, chunks, options);
+  ASSERT_TRUE(store.ok()) << store.status();
+  uint8_t row[1000];
+  for (uint64_t r : {0, 4, 7, 23}) {  // Row 4 straddles a 4096 boundary.
+    ASSERT_TRUE((*store)->ReadPart(0, r * 1000, sizeof(row), row).ok());
+    for (uint64_t i = 0; i < sizeof(row); ++i) {
+      ASSERT_EQ(row[i], static_cast<uint8_t>((r * 1000 + i) % 251)) << r << " " << i;
+    }
+  }
+  EXPECT_EQ(env.Stats().bounce_reads, 0u);
+  // What the window does not cover still reads, through the file's bounce.
+  std::vector<uint8_t> big(3 * 4096);
+  ASSERT_TRUE((*store)->ReadPart(0, 100, big.size(), big.data()).ok());
+  EXPECT_EQ(big[0], 100);
+  EXPECT_GT(env.Stats().bounce_reads, 0u);
 }
 
 TEST_F(StreamingStoreTest, ChunksInUseAreNeverEvicted) {
