@@ -729,18 +729,19 @@ void MemoryPlan::ExplainMoe(std::string* out) const {
                   " (trunk + one session's KV + scratch + runtime + ", 2 * s.experts_per_token,
                   " expert slots: one layer's top-", s.experts_per_token,
                   " in use, the next one's being read)\n");
-  absl::StrAppend(out, "floor:        ", Bytes(s.floor_bytes),
-                  s.floor_bytes < s.trunk_floor_bytes
-                      ? absl::StrCat(" (the trunk streamed too: embeddings and output pinned + "
-                                     "fixed + ",
-                                     MinTrunkStreamingSlots(s.experts_per_token),
-                                     " expert slots of ", Bytes(s.expert_slot_bytes),
-                                     s.largest_trunk_slot > s.expert_slot_bytes
-                                         ? absl::StrCat(" + ", kLargeTrunkSlots, " trunk slots of ",
-                                                        Bytes(s.largest_trunk_slot))
-                                         : std::string(),
-                                     ")\n")
-                      : std::string(" (the trunk floor)\n"));
+  absl::StrAppend(
+      out, "floor:        ", Bytes(s.floor_bytes),
+      s.floor_bytes < s.trunk_floor_bytes
+          ? absl::StrCat(" (the trunk streamed too: the output head (and tied embeddings) pinned + "
+                         "fixed + ",
+                         MinTrunkStreamingSlots(s.experts_per_token), " expert slots of ",
+                         Bytes(s.expert_slot_bytes),
+                         s.largest_trunk_slot > s.expert_slot_bytes
+                             ? absl::StrCat(" + ", kLargeTrunkSlots, " trunk slots of ",
+                                            Bytes(s.largest_trunk_slot))
+                             : std::string(),
+                         ")\n")
+          : std::string(" (the trunk floor)\n"));
   absl::StrAppend(out, "recommended:  ", Bytes(s.recommended_bytes));
   if (s.recommended_capped) {
     const uint64_t base =
@@ -762,7 +763,8 @@ void MemoryPlan::ExplainMoe(std::string* out) const {
                     " pinned, nothing read per token\n");
   } else if (trunk_streamed) {
     absl::StrAppend(out, "  pinned:     ", Bytes(pinned_bytes), " (", pinned.size(),
-                    " chunks: embeddings and output, then trunk layers 0, L-1, 1, ... that fit)\n");
+                    " chunks: the output head (and tied embeddings), then trunk layers 0, L-1, 1, "
+                    "... that fit)\n");
     absl::StrAppend(out, "  streaming:  ", streaming_slots - large_slots, " slots x ",
                     Bytes(slot_bytes));
     if (large_slots > 0) {
