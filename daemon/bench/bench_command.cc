@@ -24,6 +24,7 @@
 #include "daemon/cache/routing_trace.h"
 #include "daemon/cache/streaming_store.h"
 #include "daemon/config/config.h"
+#include "daemon/kernels/cpu_features.h"
 #include "daemon/kernels/thread_pool.h"
 #include "daemon/model/forward.h"
 #include "storage/env.h"
@@ -85,6 +86,7 @@ struct BenchResult {
   cache::StreamingStoreStats streaming_before, streaming_after;
   uint64_t touched_bytes_per_token = 0;
   double memory_gbps = 0;
+  int threads = 0;  // Compute threads; the memory figure uses as many.
   int64_t peak_rss_bytes = 0;
   // MoE.
   bool moe = false;
@@ -230,6 +232,9 @@ void Print(const BenchResult& r, const PlannedModel& pm, const memory::MemoryPla
     auto num = [&](const char* key, double v) { j[key] = v; };
     auto integer = [&](const char* key, int64_t v) { j[key] = v; };
     j["model"] = pm.path;
+    j["cpu"] = CpuModelName();
+    j["kernels"] = kernels::IsaName(kernels::DetectIsa());
+    integer("threads", r.threads);
     j["mode"] = r.mode;
     j["policy"] = store.policy_name();
     j["io_engine"] = storage::IoEngineName(store.io_engine());
@@ -284,6 +289,7 @@ void Print(const BenchResult& r, const PlannedModel& pm, const memory::MemoryPla
           : "";
   std::cout << absl::StrFormat(
       "model:          %s\n"
+      "cpu:            %s, %s kernels, %d threads\n"
       "mode:           %s (budget %s, pool %s%s, %d/%d layers pinned, %d slots%s, prefetch %d, "
       "policy %s, %s)\n"
       "load:           %.2f s\n"
@@ -294,10 +300,11 @@ void Print(const BenchResult& r, const PlannedModel& pm, const memory::MemoryPla
       "I/O wait:       %.1f%% of decode time\n"
       "disk reads:     %.2f GB/s while reading, %.2f GB/s over decode\n"
       "memory:         %s touched per token = %.2f GB/s achieved; machine reads %.2f GB/s "
-      "(2 threads) -> %.0f%%\n"
+      "(%d threads) -> %.0f%%\n"
       "peak RSS:       %s (%.1f%% of budget)\n"
       "bound:          %s, %.2f tok/s -> decode achieved %.0f%% of it\n",
-      pm.path, r.mode, FormatBytes(pm.budget_bytes), FormatBytes(store.pool().bytes()),
+      pm.path, CpuModelName(), kernels::IsaName(kernels::DetectIsa()), r.threads, r.mode,
+      FormatBytes(pm.budget_bytes), FormatBytes(store.pool().bytes()),
       store.pool().huge_pages() ? ", huge pages" : "", plan.pinned_layers, plan.n_layers,
       plan.streaming_slots, large_slots, store.prefetch_depth(), store.policy_name(),
       storage::IoEngineName(store.io_engine()), r.load_seconds, r.prompt_tokens, prefill_tps,
@@ -307,7 +314,7 @@ void Print(const BenchResult& r, const PlannedModel& pm, const memory::MemoryPla
       100 * hit_rate, r.after.prefetch_hits - r.before.prefetch_hits,
       r.after.prefetch_wasted - r.before.prefetch_wasted, 100 * io_wait / r.decode_seconds,
       read_gbps, stream_gbps, FormatBytes(r.touched_bytes_per_token), touched_gbps, r.memory_gbps,
-      100 * touched_gbps / r.memory_gbps, FormatBytes(r.peak_rss_bytes),
+      r.threads, 100 * touched_gbps / r.memory_gbps, FormatBytes(r.peak_rss_bytes),
       100.0 * r.peak_rss_bytes / pm.budget_bytes, bound.name, bound.tokens_per_second,
       100 * bound.achieved_share);
   if (tiers != nullptr) std::cout << TierText(*tiers);
@@ -379,7 +386,8 @@ absl::Status Bench(const ParsedArgs& args) {
     ASSIGN_OR_RETURN(int64_t b, ParseByteSize(*text));
     mem_bytes = static_cast<uint64_t>(b);
   }
-  ASSIGN_OR_RETURN(r.memory_gbps, MeasureMemoryReadGbps(mem_bytes, 2));
+  r.threads = static_cast<int>(threads);
+  ASSIGN_OR_RETURN(r.memory_gbps, MeasureMemoryReadGbps(mem_bytes, r.threads));
   // VmHWM is a high-water mark: reset it so the probe's buffer, now freed,
   // does not count as the model's peak ("5" resets it; Linux >= 4.0).
   if (std::FILE* refs = std::fopen("/proc/self/clear_refs", "w")) {

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "daemon/bench/memory_bandwidth.h"
+#include "daemon/kernels/cpu_features.h"
 #include "gtest/gtest.h"
 #include "tests/testdata.h"
 
@@ -55,6 +56,10 @@ TEST(BenchCommandTest, StreamsStories260KAndReports) {
   EXPECT_EQ(doc.at("gen_tokens"), 8);
   EXPECT_TRUE(doc.at("decode_tokens_per_second").is_number_float());
   EXPECT_TRUE(doc.at("huge_pages").is_boolean());
+  // Figures name the machine and the kernels they came from.
+  EXPECT_FALSE(doc.at("cpu").get<std::string>().empty());
+  EXPECT_EQ(doc.at("kernels"), std::string(kernels::IsaName(kernels::DetectIsa())));
+  EXPECT_EQ(doc.at("threads"), 2);
   // Streaming at the floor: the run is held to the slower of memory and
   // disk, and says how close it came.
   EXPECT_TRUE(doc.at("bound") == "disk read" || doc.at("bound") == "memory") << doc.at("bound");
@@ -69,6 +74,10 @@ TEST(BenchCommandTest, ResidentWhenEverythingFits) {
             0);
   std::string out = ::testing::internal::GetCapturedStdout();
   EXPECT_NE(out.find("mode:           resident"), std::string::npos) << out;
+  EXPECT_NE(out.find(std::string(kernels::IsaName(kernels::DetectIsa())) + " kernels, 2 threads"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("(2 threads) -> "), std::string::npos) << out;
   // Nothing read from disk: memory is the bound.
   EXPECT_NE(out.find("bound:          memory, "), std::string::npos) << out;
 }

@@ -4,10 +4,13 @@
 #include <sys/mman.h>
 
 #include <cstring>
+#include <fstream>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 
 namespace waste::bench {
@@ -61,6 +64,21 @@ absl::StatusOr<double> MeasureMemoryReadGbps(uint64_t bytes, int threads, int pa
   }
   munmap(raw, total);
   return best;
+}
+
+std::string CpuModelName() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (!absl::StartsWith(line, "model name")) continue;
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) break;
+    const absl::string_view name =
+        absl::StripAsciiWhitespace(absl::string_view(line).substr(colon + 1));
+    if (!name.empty()) return std::string(name);
+    break;
+  }
+  return "unknown CPU";
 }
 
 }  // namespace waste::bench

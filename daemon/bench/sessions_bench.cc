@@ -14,7 +14,9 @@
 #include "absl/synchronization/mutex.h"
 #include "common/format.h"
 #include "common/status_macros.h"
+#include "daemon/bench/memory_bandwidth.h"
 #include "daemon/engine/loaded_model.h"
+#include "daemon/kernels/cpu_features.h"
 #include "storage/env.h"
 
 namespace waste::bench {
@@ -217,9 +219,11 @@ absl::Status BenchSessions(const PlannedModel& pm, const memory::MemoryPlan& pla
 
   std::cout << absl::StrFormat(
       "model:      %s\n"
+      "cpu:        %s, %s kernels, %d threads\n"
       "mode:       %s (budget %s, %s read per token by the plan, KV caches for %d sessions)\n"
       "requests:   ~%d prompt tokens, %d generated each, greedy; memory reads %.2f GB/s\n\n",
-      pm.path, plan.all_resident() ? "resident" : "streaming", FormatBytes(pm.budget_bytes),
+      pm.path, CpuModelName(), kernels::IsaName(kernels::DetectIsa()), threads,
+      plan.all_resident() ? "resident" : "streaming", FormatBytes(pm.budget_bytes),
       FormatBytes(loaded_plan.bytes_read_per_token()), loaded_plan.concurrent_sessions(), prompt,
       gen, memory_gbps);
   std::cout << absl::StrFormat("%8s %11s %7s %12s %10s %10s %7s %10s %12s %12s%s\n", "sessions",
