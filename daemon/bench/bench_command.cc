@@ -289,7 +289,7 @@ void Print(const BenchResult& r, const PlannedModel& pm, const memory::MemoryPla
           : "";
   std::cout << absl::StrFormat(
       "model:          %s\n"
-      "cpu:            %s, %s kernels, %d threads\n"
+      "cpu:            %s\n"
       "mode:           %s (budget %s, pool %s%s, %d/%d layers pinned, %d slots%s, prefetch %d, "
       "policy %s, %s)\n"
       "load:           %.2f s\n"
@@ -300,21 +300,20 @@ void Print(const BenchResult& r, const PlannedModel& pm, const memory::MemoryPla
       "I/O wait:       %.1f%% of decode time\n"
       "disk reads:     %.2f GB/s while reading, %.2f GB/s over decode\n"
       "memory:         %s touched per token = %.2f GB/s achieved; machine reads %.2f GB/s "
-      "(%d threads) -> %.0f%%\n"
+      "(same threads) -> %.0f%%\n"
       "peak RSS:       %s (%.1f%% of budget)\n"
       "bound:          %s, %.2f tok/s -> decode achieved %.0f%% of it\n",
-      pm.path, CpuModelName(), kernels::IsaName(kernels::DetectIsa()), r.threads, r.mode,
-      FormatBytes(pm.budget_bytes), FormatBytes(store.pool().bytes()),
-      store.pool().huge_pages() ? ", huge pages" : "", plan.pinned_layers, plan.n_layers,
-      plan.streaming_slots, large_slots, store.prefetch_depth(), store.policy_name(),
-      storage::IoEngineName(store.io_engine()), r.load_seconds, r.prompt_tokens, prefill_tps,
-      r.prefill_seconds, r.gen_tokens, decode_tps,
+      pm.path, MachineSummary(r.threads), r.mode, FormatBytes(pm.budget_bytes),
+      FormatBytes(store.pool().bytes()), store.pool().huge_pages() ? ", huge pages" : "",
+      plan.pinned_layers, plan.n_layers, plan.streaming_slots, large_slots, store.prefetch_depth(),
+      store.policy_name(), storage::IoEngineName(store.io_engine()), r.load_seconds,
+      r.prompt_tokens, prefill_tps, r.prefill_seconds, r.gen_tokens, decode_tps,
       FormatBytes(static_cast<int64_t>(bytes_per_token)),
       FormatBytes(static_cast<int64_t>(needed_per_token)), FormatBytes(plan.read_bytes_per_token),
       100 * hit_rate, r.after.prefetch_hits - r.before.prefetch_hits,
       r.after.prefetch_wasted - r.before.prefetch_wasted, 100 * io_wait / r.decode_seconds,
       read_gbps, stream_gbps, FormatBytes(r.touched_bytes_per_token), touched_gbps, r.memory_gbps,
-      r.threads, 100 * touched_gbps / r.memory_gbps, FormatBytes(r.peak_rss_bytes),
+      100 * touched_gbps / r.memory_gbps, FormatBytes(r.peak_rss_bytes),
       100.0 * r.peak_rss_bytes / pm.budget_bytes, bound.name, bound.tokens_per_second,
       100 * bound.achieved_share);
   if (tiers != nullptr) std::cout << TierText(*tiers);

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "daemon/kernels/cpu_features.h"
 
 namespace waste::bench {
 namespace {
@@ -79,6 +80,11 @@ std::string CpuModelName() {
     break;
   }
   return "unknown CPU";
+}
+
+std::string MachineSummary(int threads) {
+  return absl::StrCat(CpuModelName(), ", ", std::string(kernels::IsaName(kernels::DetectIsa())),
+                      " kernels, ", threads, threads == 1 ? " thread" : " threads");
 }
 
 }  // namespace waste::bench

@@ -22,6 +22,10 @@ absl::StatusOr<double> MeasureMemoryReadGbps(uint64_t bytes, int threads, int pa
 // "unknown CPU" where it cannot be read.
 std::string CpuModelName();
 
+// What a benchmark's figures came from: "AMD EPYC 9B45, avx512 kernels, 2
+// threads" (the kernels' ISA as DetectIsa picks it).
+std::string MachineSummary(int threads);
+
 }  // namespace waste::bench
 
 #endif  // WASTE_DAEMON_BENCH_MEMORY_BANDWIDTH_H_

@@ -16,7 +16,6 @@
 #include "common/status_macros.h"
 #include "daemon/bench/memory_bandwidth.h"
 #include "daemon/engine/loaded_model.h"
-#include "daemon/kernels/cpu_features.h"
 #include "storage/env.h"
 
 namespace waste::bench {
@@ -219,13 +218,12 @@ absl::Status BenchSessions(const PlannedModel& pm, const memory::MemoryPlan& pla
 
   std::cout << absl::StrFormat(
       "model:      %s\n"
-      "cpu:        %s, %s kernels, %d threads\n"
+      "cpu:        %s\n"
       "mode:       %s (budget %s, %s read per token by the plan, KV caches for %d sessions)\n"
       "requests:   ~%d prompt tokens, %d generated each, greedy; memory reads %.2f GB/s\n\n",
-      pm.path, CpuModelName(), kernels::IsaName(kernels::DetectIsa()), threads,
-      plan.all_resident() ? "resident" : "streaming", FormatBytes(pm.budget_bytes),
-      FormatBytes(loaded_plan.bytes_read_per_token()), loaded_plan.concurrent_sessions(), prompt,
-      gen, memory_gbps);
+      pm.path, MachineSummary(threads), plan.all_resident() ? "resident" : "streaming",
+      FormatBytes(pm.budget_bytes), FormatBytes(loaded_plan.bytes_read_per_token()),
+      loaded_plan.concurrent_sessions(), prompt, gen, memory_gbps);
   std::cout << absl::StrFormat("%8s %11s %7s %12s %10s %10s %7s %10s %12s %12s%s\n", "sessions",
                                "aggregate", "gain", "per-session", "ttft mean", "ttft max", "steps",
                                "batch", "read/step", "read/token",
