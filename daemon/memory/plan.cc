@@ -349,10 +349,10 @@ absl::StatusOr<MemoryPlan> PlanTwoTiers(const PlanInput& input, uint64_t budget_
       return absl::ResourceExhaustedError(absl::StrCat(
           "a RAM budget of ", Bytes(budget_bytes), " (", budget_bytes,
           " bytes) is under this mixture-of-experts model's floor of ", Bytes(s.floor_bytes), " (",
-          s.floor_bytes, " bytes: the pinned embeddings and output head ", Bytes(s.global_bytes),
-          " + KV cache for ", input.n_ctx, " tokens ", Bytes(s.kv_bytes), " + scratch ",
-          Bytes(s.scratch_bytes), " + runtime ", Bytes(s.runtime_bytes), " + streaming slots ",
-          Bytes(StreamedTrunkSlotBytes(s)),
+          s.floor_bytes, " bytes: the pinned output head (and tied embeddings) ",
+          Bytes(s.global_bytes), " + KV cache for ", input.n_ctx, " tokens ", Bytes(s.kv_bytes),
+          " + scratch ", Bytes(s.scratch_bytes), " + runtime ", Bytes(s.runtime_bytes),
+          " + streaming slots ", Bytes(StreamedTrunkSlotBytes(s)),
           " for the streamed trunk and experts; with the whole trunk (attention, routers, "
           "shared experts) of ",
           Bytes(s.trunk_bytes), " pinned it takes ", Bytes(s.trunk_floor_bytes),

@@ -380,7 +380,7 @@ TEST_F(MoePlanTest, BudgetUnderTheFloorIsRefused) {
   EXPECT_EQ(plan.status().code(), absl::StatusCode::kResourceExhausted);
   const std::string message(plan.status().message());
   for (const char* part :
-       {"floor of 262.00 MiB", "embeddings and output head 100.00 MiB",
+       {"floor of 262.00 MiB", "output head (and tied embeddings) 100.00 MiB",
         "streaming slots 114.00 MiB", "270.00 MiB pinned it takes 334.00", "wasted plan"}) {
     EXPECT_NE(message.find(part), std::string::npos) << part << " not in: " << message;
   }
