@@ -83,6 +83,32 @@ inline __m512i SignBytes7(__m512i idx7) {
                                   _mm512_loadu_si512(kIqSigns7.data() + 64));
 }
 
+// Sign bytes in piece-major order for SignMask: piece 8z + i's byte at
+// 8i + z, so that the pieces of one zmm of codes share a byte position.
+constexpr int SignByte(int piece) { return 8 * (piece % 8) + piece / 8; }
+
+// The negative elements of 64z .. 64z+63 (bit 8i + j: element j of piece
+// 8z + i) from sign bytes in SignByte order: one vpshufbitqmb, where moving
+// each 64-bit mask out through memory or a general register cost a long
+// dependency chain.
+inline __mmask64 SignMask(__m512i signs, int z) {
+  return _mm512_bitshuffle_epi64_mask(
+      signs, _mm512_set1_epi64(static_cast<int64_t>(0x0706050403020100 + 0x0808080808080808 * z)));
+}
+
+// [w x8 | w x8] for a type with a scale per 32 whose group g has the scale s
+// in the top nibble of dword `dword_of_group`[g] of `words`: w = (2s + 1) *
+// d * mult, the f16 d at `d`. All in vector lanes: the scalar f16 and the
+// narrowing of the nibbles were most of a block's latency.
+inline __m512 TopNibbleScales(__m512i words, __m512i dword_of_group, const uint8_t* d, float mult) {
+  // Bit 27 is not the scale's, but | 1 sets bit 0 either way.
+  const __m512i odd = _mm512_or_si512(
+      _mm512_srli_epi32(_mm512_permutexvar_epi32(dword_of_group, words), 27), _mm512_set1_epi32(1));
+  const __m512 dm = _mm512_mul_ps(
+      _mm512_cvtph_ps(_mm256_set1_epi16(static_cast<int16_t>(LoadU16(d)))), _mm512_set1_ps(mult));
+  return _mm512_mul_ps(_mm512_cvtepi32_ps(odd), dm);
+}
+
 // (2s + 1) * mult for 8 or 16 small integer scale codes s.
 inline __m256 OddScales8(__m256i s, float mult) {
   return _mm256_mul_ps(
@@ -173,19 +199,20 @@ inline __m512i Lookup32(const std::array<uint16_t, kEntries>& table, __m512i idx
   return r[0];
 }
 
+// Piece 8z + i of an IQ2 block goes to word 4i + z of its lookup: the
+// entries of the 8 pieces that ExpandIq2 spreads over one zmm then sit one
+// per qword already, so no permute stands between lookup and vpmultishiftqb.
+constexpr int Iq2Word(int piece) { return 4 * (piece % 8) + piece / 8; }
+
 // Codes (+ 128) of elements 64z .. 64z+63 from an IQ2 block's 32 packed
-// entries (piece p = entry p), negated where `negative` has a bit.
-inline __m512i ExpandIq2(__m512i entries, int z, uint64_t negative) {
-  // Qword i takes entry 8z + i; byte j of it the code at bits 2j.
-  const __m512i place =
-      _mm512_add_epi16(_mm512_set1_epi16(static_cast<int16_t>(8 * z)),
-                       _mm512_setr_epi64(0, 0x0001000100010001, 0x0002000200020002,
-                                         0x0003000300030003, 0x0004000400040004, 0x0005000500050005,
-                                         0x0006000600060006, 0x0007000700070007));
-  const __m512i codes = _mm512_multishift_epi64_epi8(_mm512_set1_epi64(0x0E0C0A0806040200),
-                                                     _mm512_permutexvar_epi16(place, entries));
+// entries in Iq2Word order, negated where `negative` has a bit.
+inline __m512i ExpandIq2(__m512i entries, int z, __mmask64 negative) {
+  // Byte j of qword i: the code at bits 2j of word z (entry 8z + i).
+  const __m512i codes = _mm512_multishift_epi64_epi8(
+      _mm512_set1_epi64(static_cast<int64_t>(0x0E0C0A0806040200 + 0x1010101010101010 * z)),
+      entries);
   const __m512i v = _mm512_permutexvar_epi8(codes, _mm512_load_si512(kIq2Table.data()));
-  return _mm512_mask_sub_epi8(v, _cvtu64_mask64(negative), _mm512_setzero_si512(), v);
+  return _mm512_mask_sub_epi8(v, negative, _mm512_setzero_si512(), v);
 }
 
 // As ExpandIq2 for IQ3's 64 entries of 4 elements (entries[0]: 0-31,
@@ -225,29 +252,31 @@ inline __m512i Entries8(const uint64_t* table, const uint64_t w[2]) {
 // indices and the scale in bits 28-31).
 struct Iq2Xxs : GridDecoder<WeightType::kIQ2_XXS, true> {
   [[gnu::always_inline]] static void Load(const uint8_t* p, Unit* u) {
-    const float d = F16ToF32(LoadU16(p));
     const __m512i q = _mm512_loadu_si512(p + 2);
-    const __m512i first4 = _mm512_load_si512(kFirst4OfEachQword.data());
-    // Word i: index byte i (byte 2i of first4's order, zero-extended).
+    // Word Iq2Word(k): piece k's index byte (byte k % 4 of group k / 4),
+    // zero-extended.
     alignas(64) static constexpr std::array<uint8_t, 64> kIndexWords = [] {
       std::array<uint8_t, 64> t{};
-      for (int i = 0; i < 32; ++i) t[2 * i] = static_cast<uint8_t>(8 * (i / 4) + i % 4);
+      for (int k = 0; k < 32; ++k) t[2 * Iq2Word(k)] = static_cast<uint8_t>(8 * (k / 4) + k % 4);
       return t;
     }();
     const __m512i idx =
         _mm512_maskz_permutexvar_epi8(0x5555555555555555, _mm512_load_si512(kIndexWords.data()), q);
-    // Bytes 0-3 of each lane: bits 32 + 7l ..; byte 4: bits 60 .. (the scale).
-    const __m512i fields = _mm512_multishift_epi64_epi8(_mm512_set1_epi64(0x3C352E2720), q);
-    const __m512i s7 =
-        _mm512_and_si512(_mm512_permutexvar_epi8(first4, fields), _mm512_set1_epi8(0x7F));
-    alignas(64) uint64_t signs[8];
-    _mm512_store_si512(signs, SignBytes7(s7));
+    // Byte l of each lane: bits 32 + 7l .. (sign index l of the group, and
+    // a bit of the next that vpermi2b ignores).
+    const __m512i fields = _mm512_multishift_epi64_epi8(_mm512_set1_epi64(0x352E2720), q);
+    alignas(64) static constexpr std::array<uint8_t, 64> kSignFields = [] {
+      std::array<uint8_t, 64> t{};
+      for (int k = 0; k < 32; ++k) t[SignByte(k)] = static_cast<uint8_t>(8 * (k / 4) + k % 4);
+      return t;
+    }();
+    const __m512i signs =
+        SignBytes7(_mm512_permutexvar_epi8(_mm512_load_si512(kSignFields.data()), fields));
     const __m512i entries = Lookup32(kIq2XxsPacked, idx);
 #pragma GCC unroll 4
-    for (int z = 0; z < 4; ++z) u->codes[z] = ExpandIq2(entries, z, signs[z]);
-    const __m256i sc = _mm512_cvtepi64_epi32(
-        _mm512_and_si512(_mm512_srli_epi64(fields, 32), _mm512_set1_epi64(0xF)));
-    u->wsc = Twice(OddScales8(sc, d * 0.125f));
+    for (int z = 0; z < 4; ++z) u->codes[z] = ExpandIq2(entries, z, SignMask(signs, z));
+    u->wsc = TopNibbleScales(
+        q, _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 1, 3, 5, 7, 9, 11, 13, 15), p, 0.125f);
   }
 };
 
@@ -259,7 +288,14 @@ struct Iq2Xs : GridDecoder<WeightType::kIQ2_XS> {
     const __m256i s7 = _mm512_cvtepi16_epi8(_mm512_srli_epi16(q, 9));
     alignas(64) uint64_t signs[8];
     _mm512_store_si512(signs, SignBytes7(_mm512_zextsi256_si512(s7)));
-    const __m512i entries = Lookup32(kIq2XsPacked, _mm512_and_si512(q, _mm512_set1_epi16(511)));
+    alignas(64) static constexpr std::array<uint16_t, 32> kPieceWords = [] {
+      std::array<uint16_t, 32> t{};
+      for (int p = 0; p < 32; ++p) t[Iq2Word(p)] = static_cast<uint16_t>(p);
+      return t;
+    }();
+    const __m512i idx = _mm512_and_si512(
+        _mm512_permutexvar_epi16(_mm512_load_si512(kPieceWords.data()), q), _mm512_set1_epi16(511));
+    const __m512i entries = Lookup32(kIq2XsPacked, idx);
 #pragma GCC unroll 4
     for (int z = 0; z < 4; ++z) u->codes[z] = ExpandIq2(entries, z, signs[z]);
     u->wsc = Iq2Scales(p + offsetof(BlockIQ2_XS, scales), d);
