@@ -70,13 +70,6 @@ struct GridDecoder {
 // [v | v]: a per-32 type's weight scales as Unit::wsc.
 inline __m512 Twice(__m256 v) { return _mm512_insertf32x8(_mm512_castps256_ps512(v), v, 1); }
 
-// Bytes 8g .. 8g+3 of each 64-bit lane g, in order (pieces 4g + l).
-alignas(64) constexpr std::array<uint8_t, 64> kFirst4OfEachQword = [] {
-  std::array<uint8_t, 64> t{};
-  for (int i = 0; i < 32; ++i) t[i] = static_cast<uint8_t>(8 * (i / 4) + i % 4);
-  return t;
-}();
-
 // 7-bit sign indices (low 7 bits of each byte) to sign bytes.
 inline __m512i SignBytes7(__m512i idx7) {
   return _mm512_permutex2var_epi8(_mm512_loadu_si512(kIqSigns7.data()), idx7,
@@ -215,20 +208,36 @@ inline __m512i ExpandIq2(__m512i entries, int z, __mmask64 negative) {
   return _mm512_mask_sub_epi8(v, negative, _mm512_setzero_si512(), v);
 }
 
-// As ExpandIq2 for IQ3's 64 entries of 4 elements (entries[0]: 0-31,
-// entries[1]: 32-63) and its level table.
-inline __m512i ExpandIq3(const __m512i entries[2], int z, uint64_t negative,
+// IQ3's 64 entries of 4 elements go to words of two lookups so that qword i
+// of lookup z / 2 holds entries 16z + 2i, 16z + 2i + 1 (the 8 elements of
+// piece 4z + i) in words 2 (z % 2), 2 (z % 2) + 1: entry e's lookup and word.
+constexpr int Iq3Lookup(int e) { return e / 32; }
+constexpr int Iq3Word(int e) { return 4 * (e % 16 / 2) + 2 * (e / 16 % 2) + e % 2; }
+
+// The 64 bytes (IQ3_S: words, low bytes first) that build lookup h's index
+// words from the block's 64 entry bytes: byte 2w of Iq3IndexBytes(h) is the
+// entry of word w; byte 2w + 1 that entry + 64 (vpermt2b's second table).
+constexpr std::array<uint8_t, 64> Iq3IndexBytes(int h) {
+  std::array<uint8_t, 64> t{};
+  for (int e = 0; e < 64; ++e) {
+    if (Iq3Lookup(e) != h) continue;
+    t[2 * Iq3Word(e)] = static_cast<uint8_t>(e);
+    t[2 * Iq3Word(e) + 1] = static_cast<uint8_t>(64 + e);
+  }
+  return t;
+}
+alignas(64) constexpr std::array<uint8_t, 64> kIq3Index0 = Iq3IndexBytes(0);
+alignas(64) constexpr std::array<uint8_t, 64> kIq3Index1 = Iq3IndexBytes(1);
+
+// As ExpandIq2 for IQ3's entries in Iq3Word order and its level table.
+inline __m512i ExpandIq3(const __m512i entries[2], int z, __mmask64 negative,
                          const std::array<uint8_t, 64>& table) {
-  // Qword i takes entries 16z + 2i (bits 0-11) and 16z + 2i + 1 (bits 16-27).
-  const __m512i place =
-      _mm512_add_epi16(_mm512_set1_epi16(static_cast<int16_t>(16 * (z % 2))),
-                       _mm512_setr_epi64(0x0000000000010000, 0x0000000000030002, 0x0000000000050004,
-                                         0x0000000000070006, 0x0000000000090008, 0x00000000000B000A,
-                                         0x00000000000D000C, 0x00000000000F000E));
+  // Bytes 0-3: the codes at bits 3e of word 2 (z % 2); bytes 4-7 of the next.
   const __m512i codes = _mm512_multishift_epi64_epi8(
-      _mm512_set1_epi64(0x1916131009060300), _mm512_permutexvar_epi16(place, entries[z / 2]));
+      _mm512_set1_epi64(static_cast<int64_t>(0x1916131009060300 + 0x2020202020202020 * (z % 2))),
+      entries[z / 2]);
   const __m512i v = _mm512_permutexvar_epi8(codes, _mm512_load_si512(table.data()));
-  return _mm512_mask_sub_epi8(v, _cvtu64_mask64(negative), _mm512_setzero_si512(), v);
+  return _mm512_mask_sub_epi8(v, negative, _mm512_setzero_si512(), v);
 }
 
 // The entries of a codebook too large for Lookup32 (IQ1's 2048; IQ2_S's
@@ -285,19 +294,24 @@ struct Iq2Xs : GridDecoder<WeightType::kIQ2_XS> {
   [[gnu::always_inline]] static void Load(const uint8_t* p, Unit* u) {
     const float d = F16ToF32(LoadU16(p));
     const __m512i q = _mm512_loadu_si512(p + 2);
-    const __m256i s7 = _mm512_cvtepi16_epi8(_mm512_srli_epi16(q, 9));
-    alignas(64) uint64_t signs[8];
-    _mm512_store_si512(signs, SignBytes7(_mm512_zextsi256_si512(s7)));
+    // Byte SignByte(k): the low byte of word k >> 9, its sign index.
+    alignas(64) static constexpr std::array<uint8_t, 64> kSignWords = [] {
+      std::array<uint8_t, 64> t{};
+      for (int k = 0; k < 32; ++k) t[SignByte(k)] = static_cast<uint8_t>(2 * k);
+      return t;
+    }();
+    const __m512i signs = SignBytes7(
+        _mm512_permutexvar_epi8(_mm512_load_si512(kSignWords.data()), _mm512_srli_epi16(q, 9)));
     alignas(64) static constexpr std::array<uint16_t, 32> kPieceWords = [] {
       std::array<uint16_t, 32> t{};
-      for (int p = 0; p < 32; ++p) t[Iq2Word(p)] = static_cast<uint16_t>(p);
+      for (int k = 0; k < 32; ++k) t[Iq2Word(k)] = static_cast<uint16_t>(k);
       return t;
     }();
     const __m512i idx = _mm512_and_si512(
         _mm512_permutexvar_epi16(_mm512_load_si512(kPieceWords.data()), q), _mm512_set1_epi16(511));
     const __m512i entries = Lookup32(kIq2XsPacked, idx);
 #pragma GCC unroll 4
-    for (int z = 0; z < 4; ++z) u->codes[z] = ExpandIq2(entries, z, signs[z]);
+    for (int z = 0; z < 4; ++z) u->codes[z] = ExpandIq2(entries, z, SignMask(signs, z));
     u->wsc = Iq2Scales(p + offsetof(BlockIQ2_XS, scales), d);
   }
 };
@@ -342,28 +356,33 @@ struct Iq2S : GridDecoder<WeightType::kIQ2_S> {
 // indices and the scale (bits 28-31).
 struct Iq3Xxs : GridDecoder<WeightType::kIQ3_XXS, true> {
   [[gnu::always_inline]] static void Load(const uint8_t* p, Unit* u) {
-    const float d = F16ToF32(LoadU16(p));
     const uint8_t* qs = p + 2;
-    const __m512i aux =
-        _mm512_cvtepu32_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + kQK_K / 4)));
-    const __m512i fields = _mm512_multishift_epi64_epi8(_mm512_set1_epi64(0x1C150E0700), aux);
-    const __m512i s7 = _mm512_and_si512(
-        _mm512_permutexvar_epi8(_mm512_load_si512(kFirst4OfEachQword.data()), fields),
-        _mm512_set1_epi8(0x7F));
-    alignas(64) uint64_t signs[8];
-    _mm512_store_si512(signs, SignBytes7(s7));
+    const __m512i indices = _mm512_loadu_si512(qs);
+    const __m512i aux = _mm512_castsi256_si512(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + kQK_K / 4)));
+    // Byte 4g + l (piece 4g + l): bits 7l .. of group g's word (its sign
+    // index, and a bit that vpermi2b ignores).
+    const __m512i fields = _mm512_multishift_epi64_epi8(_mm512_set1_epi64(0x352E2720150E0700), aux);
+    alignas(64) static constexpr std::array<uint8_t, 64> kSignPieces = [] {
+      std::array<uint8_t, 64> t{};
+      for (int k = 0; k < 32; ++k) t[SignByte(k)] = static_cast<uint8_t>(k);
+      return t;
+    }();
+    const __m512i signs =
+        SignBytes7(_mm512_permutexvar_epi8(_mm512_load_si512(kSignPieces.data()), fields));
     __m512i entries[2];
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) {
-      entries[h] = Lookup32(
-          kIq3XxsPacked,
-          _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * h))));
-    }
+    entries[0] = Lookup32(kIq3XxsPacked,
+                          _mm512_maskz_permutexvar_epi8(
+                              0x5555555555555555, _mm512_load_si512(kIq3Index0.data()), indices));
+    entries[1] = Lookup32(kIq3XxsPacked,
+                          _mm512_maskz_permutexvar_epi8(
+                              0x5555555555555555, _mm512_load_si512(kIq3Index1.data()), indices));
 #pragma GCC unroll 4
-    for (int z = 0; z < 4; ++z) u->codes[z] = ExpandIq3(entries, z, signs[z], kIq3XxsTable);
-    const __m256i sc = _mm512_cvtepi64_epi32(
-        _mm512_and_si512(_mm512_srli_epi64(fields, 32), _mm512_set1_epi64(0xF)));
-    u->wsc = Twice(OddScales8(sc, d * 0.25f));
+    for (int z = 0; z < 4; ++z) {
+      u->codes[z] = ExpandIq3(entries, z, SignMask(signs, z), kIq3XxsTable);
+    }
+    u->wsc = TopNibbleScales(aux, _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7),
+                             p, 0.25f);
   }
 };
 
@@ -375,18 +394,17 @@ struct Iq3S : GridDecoder<WeightType::kIQ3_S, true> {
     const uint8_t* qs = p + offsetof(BlockIQ3_S, qs);
     const uint64_t qh = LoadU64(p + offsetof(BlockIQ3_S, qh));
     const uint8_t* signs = p + offsetof(BlockIQ3_S, signs);
+    // Entry e's bit 8 as byte e, then words of [qs[e] | that byte].
+    const __m512i indices = _mm512_loadu_si512(qs);
+    const __m512i high = _mm512_maskz_mov_epi8(qh, _mm512_set1_epi8(1));
     __m512i entries[2];
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) {
-      __m512i idx =
-          _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * h)));
-      idx = _mm512_mask_add_epi16(idx, static_cast<__mmask32>(qh >> (32 * h)), idx,
-                                  _mm512_set1_epi16(256));
-      entries[h] = Lookup32(kIq3SPacked, idx);
-    }
+    entries[0] = Lookup32(
+        kIq3SPacked, _mm512_permutex2var_epi8(indices, _mm512_load_si512(kIq3Index0.data()), high));
+    entries[1] = Lookup32(
+        kIq3SPacked, _mm512_permutex2var_epi8(indices, _mm512_load_si512(kIq3Index1.data()), high));
 #pragma GCC unroll 4
     for (int z = 0; z < 4; ++z) {
-      u->codes[z] = ExpandIq3(entries, z, LoadU64(signs + 8 * z), kIq3STable);
+      u->codes[z] = ExpandIq3(entries, z, _cvtu64_mask64(LoadU64(signs + 8 * z)), kIq3STable);
     }
     const __m256i sc = _mm256_and_si256(
         _mm256_srlv_epi32(
