@@ -155,6 +155,19 @@ alignas(64) const std::array<uint16_t, 512> kIq2XsPacked = PackGrid(kIq2XsGrid, 
 alignas(64) const std::array<uint16_t, 256> kIq3XxsPacked = PackGrid(kIq3XxsGrid, kIq3XxsLevels);
 alignas(64) const std::array<uint16_t, 512> kIq3SPacked = PackGrid(kIq3SGrid, kIq3SLevels);
 
+// Byte b (0: bits 0-7, 1: bits 8-15) of each word of a packed codebook: the
+// IQ3 codebooks are looked up a byte at a time, 64 entries per vpermi2b.
+template <size_t N>
+std::array<uint8_t, N> BytesOf(const std::array<uint16_t, N>& packed, int b) {
+  std::array<uint8_t, N> t{};
+  for (size_t i = 0; i < N; ++i) t[i] = static_cast<uint8_t>(packed[i] >> (8 * b));
+  return t;
+}
+alignas(64) const std::array<uint8_t, 256> kIq3XxsLow = BytesOf(kIq3XxsPacked, 0);
+alignas(64) const std::array<uint8_t, 256> kIq3XxsHigh = BytesOf(kIq3XxsPacked, 1);
+alignas(64) const std::array<uint8_t, 512> kIq3SLow = BytesOf(kIq3SPacked, 0);
+alignas(64) const std::array<uint8_t, 512> kIq3SHigh = BytesOf(kIq3SPacked, 1);
+
 // vpermb's table from a byte whose low bits are a level code to the level +
 // 128 (vpdpbusd's unsigned operand); `levels` has 3 or 8 entries.
 constexpr std::array<uint8_t, 64> LevelTable(std::initializer_list<int> levels) {
@@ -192,6 +205,27 @@ inline __m512i Lookup32(const std::array<uint16_t, kEntries>& table, __m512i idx
   return r[0];
 }
 
+// table[idx] for 64 byte indices (< kEntries): one vpermi2b per 128 entries,
+// then blends on the index's bit 7 (`bit7`) and bit 8 (`bit8`, per byte).
+// Per 16 bits of entries this is half of Lookup32's permutes and masks.
+template <size_t kEntries>
+inline __m512i Lookup64(const std::array<uint8_t, kEntries>& table, __m512i idx, __mmask64 bit7,
+                        __mmask64 bit8) {
+  static_assert(kEntries == 256 || kEntries == 512);
+  __m512i r[kEntries / 128];
+#pragma GCC unroll 4
+  for (size_t w = 0; w < kEntries / 128; ++w) {
+    r[w] = _mm512_permutex2var_epi8(_mm512_load_si512(table.data() + 128 * w), idx,
+                                    _mm512_load_si512(table.data() + 128 * w + 64));
+  }
+  r[0] = _mm512_mask_blend_epi8(bit7, r[0], r[1]);
+  if constexpr (kEntries == 512) {
+    r[2] = _mm512_mask_blend_epi8(bit7, r[2], r[3]);
+    r[0] = _mm512_mask_blend_epi8(bit8, r[0], r[2]);
+  }
+  return r[0];
+}
+
 // Piece 8z + i of an IQ2 block goes to word 4i + z of its lookup: the
 // entries of the 8 pieces that ExpandIq2 spreads over one zmm then sit one
 // per qword already, so no permute stands between lookup and vpmultishiftqb.
@@ -214,20 +248,34 @@ inline __m512i ExpandIq2(__m512i entries, int z, __mmask64 negative) {
 constexpr int Iq3Lookup(int e) { return e / 32; }
 constexpr int Iq3Word(int e) { return 4 * (e % 16 / 2) + 2 * (e / 16 % 2) + e % 2; }
 
-// The 64 bytes (IQ3_S: words, low bytes first) that build lookup h's index
-// words from the block's 64 entry bytes: byte 2w of Iq3IndexBytes(h) is the
-// entry of word w; byte 2w + 1 that entry + 64 (vpermt2b's second table).
-constexpr std::array<uint8_t, 64> Iq3IndexBytes(int h) {
-  std::array<uint8_t, 64> t{};
-  for (int e = 0; e < 64; ++e) {
-    if (Iq3Lookup(e) != h) continue;
-    t[2 * Iq3Word(e)] = static_cast<uint8_t>(e);
-    t[2 * Iq3Word(e) + 1] = static_cast<uint8_t>(64 + e);
-  }
-  return t;
+// Where entry e sits among the 64 bytes of a Lookup64 such that the low and
+// high bytes, interleaved by vpunpck{l,h}bw (per 128 bits: bytes 0-7 to
+// words 0-7 of the low unpack, bytes 8-15 to those of the high), come out as
+// the words of lookups 0 and 1 in Iq3Word order.
+constexpr int Iq3Byte(int e) {
+  const int w = Iq3Word(e);
+  return 16 * (w / 8) + 8 * Iq3Lookup(e) + w % 8;
 }
-alignas(64) constexpr std::array<uint8_t, 64> kIq3Index0 = Iq3IndexBytes(0);
-alignas(64) constexpr std::array<uint8_t, 64> kIq3Index1 = Iq3IndexBytes(1);
+
+// Entry (the index of its byte in the block) at each Iq3Byte position.
+alignas(64) constexpr std::array<uint8_t, 64> kIq3Entries = [] {
+  std::array<uint8_t, 64> t{};
+  for (int e = 0; e < 64; ++e) t[Iq3Byte(e)] = static_cast<uint8_t>(e);
+  return t;
+}();
+
+// The two lookups' packed entries of an IQ3 block from its 64 entries'
+// index bytes in Iq3Byte order; bit 8 of the index (IQ3_S) in `bit8`.
+template <size_t kEntries>
+inline void Iq3Entries(const std::array<uint8_t, kEntries>& low,
+                       const std::array<uint8_t, kEntries>& high, __m512i idx, __mmask64 bit8,
+                       __m512i entries[2]) {
+  const __mmask64 bit7 = _mm512_movepi8_mask(idx);
+  const __m512i lo = Lookup64(low, idx, bit7, bit8);
+  const __m512i hi = Lookup64(high, idx, bit7, bit8);
+  entries[0] = _mm512_unpacklo_epi8(lo, hi);
+  entries[1] = _mm512_unpackhi_epi8(lo, hi);
+}
 
 // As ExpandIq2 for IQ3's entries in Iq3Word order and its level table.
 inline __m512i ExpandIq3(const __m512i entries[2], int z, __mmask64 negative,
@@ -371,12 +419,8 @@ struct Iq3Xxs : GridDecoder<WeightType::kIQ3_XXS, true> {
     const __m512i signs =
         SignBytes7(_mm512_permutexvar_epi8(_mm512_load_si512(kSignPieces.data()), fields));
     __m512i entries[2];
-    entries[0] = Lookup32(kIq3XxsPacked,
-                          _mm512_maskz_permutexvar_epi8(
-                              0x5555555555555555, _mm512_load_si512(kIq3Index0.data()), indices));
-    entries[1] = Lookup32(kIq3XxsPacked,
-                          _mm512_maskz_permutexvar_epi8(
-                              0x5555555555555555, _mm512_load_si512(kIq3Index1.data()), indices));
+    Iq3Entries(kIq3XxsLow, kIq3XxsHigh,
+               _mm512_permutexvar_epi8(_mm512_load_si512(kIq3Entries.data()), indices), 0, entries);
 #pragma GCC unroll 4
     for (int z = 0; z < 4; ++z) {
       u->codes[z] = ExpandIq3(entries, z, SignMask(signs, z), kIq3XxsTable);
@@ -394,14 +438,13 @@ struct Iq3S : GridDecoder<WeightType::kIQ3_S, true> {
     const uint8_t* qs = p + offsetof(BlockIQ3_S, qs);
     const uint64_t qh = LoadU64(p + offsetof(BlockIQ3_S, qh));
     const uint8_t* signs = p + offsetof(BlockIQ3_S, signs);
-    // Entry e's bit 8 as byte e, then words of [qs[e] | that byte].
-    const __m512i indices = _mm512_loadu_si512(qs);
-    const __m512i high = _mm512_maskz_mov_epi8(qh, _mm512_set1_epi8(1));
+    const __m512i entries_bytes = _mm512_load_si512(kIq3Entries.data());
+    // Bit 8 of entry e's index is bit e of qh.
+    const __mmask64 bit8 =
+        _mm512_bitshuffle_epi64_mask(_mm512_set1_epi64(static_cast<int64_t>(qh)), entries_bytes);
     __m512i entries[2];
-    entries[0] = Lookup32(
-        kIq3SPacked, _mm512_permutex2var_epi8(indices, _mm512_load_si512(kIq3Index0.data()), high));
-    entries[1] = Lookup32(
-        kIq3SPacked, _mm512_permutex2var_epi8(indices, _mm512_load_si512(kIq3Index1.data()), high));
+    Iq3Entries(kIq3SLow, kIq3SHigh, _mm512_permutexvar_epi8(entries_bytes, _mm512_loadu_si512(qs)),
+               bit8, entries);
 #pragma GCC unroll 4
     for (int z = 0; z < 4; ++z) {
       u->codes[z] = ExpandIq3(entries, z, _cvtu64_mask64(LoadU64(signs + 8 * z)), kIq3STable);
