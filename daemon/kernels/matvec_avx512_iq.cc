@@ -163,6 +163,10 @@ std::array<uint8_t, N> BytesOf(const std::array<uint16_t, N>& packed, int b) {
   for (size_t i = 0; i < N; ++i) t[i] = static_cast<uint8_t>(packed[i] >> (8 * b));
   return t;
 }
+alignas(64) const std::array<uint8_t, 256> kIq2XxsLow = BytesOf(kIq2XxsPacked, 0);
+alignas(64) const std::array<uint8_t, 256> kIq2XxsHigh = BytesOf(kIq2XxsPacked, 1);
+alignas(64) const std::array<uint8_t, 512> kIq2XsLow = BytesOf(kIq2XsPacked, 0);
+alignas(64) const std::array<uint8_t, 512> kIq2XsHigh = BytesOf(kIq2XsPacked, 1);
 alignas(64) const std::array<uint8_t, 256> kIq3XxsLow = BytesOf(kIq3XxsPacked, 0);
 alignas(64) const std::array<uint8_t, 256> kIq3XxsHigh = BytesOf(kIq3XxsPacked, 1);
 alignas(64) const std::array<uint8_t, 512> kIq3SLow = BytesOf(kIq3SPacked, 0);
@@ -242,6 +246,26 @@ inline __m512i ExpandIq2(__m512i entries, int z, __mmask64 negative) {
   return _mm512_mask_sub_epi8(v, negative, _mm512_setzero_si512(), v);
 }
 
+// A pair of IQ2 blocks is looked up a byte at a time, as IQ3: piece k of
+// block b at byte Iq2PairByte(b, k) of the lookup comes out as word
+// Iq2Word(k) of ByteLookupEntries' entries[b]. Its sign byte goes to
+// Iq2PairSignByte(b, k), for SignMask(signs, 4b + z).
+constexpr int Iq2PairByte(int b, int k) {
+  const int w = Iq2Word(k);
+  return 16 * (w / 8) + 8 * b + w % 8;
+}
+constexpr int Iq2PairSignByte(int b, int k) { return 8 * (k % 8) + 4 * b + k / 8; }
+
+// vpermi2b's control that takes, for each piece k of block b (at byte
+// `byte(b, k)`), byte `source(k)` of block b's 64 bytes.
+template <typename Place, typename Source>
+constexpr std::array<uint8_t, 64> PairBytes(Place byte, Source source) {
+  std::array<uint8_t, 64> t{};
+  for (int b = 0; b < 2; ++b)
+    for (int k = 0; k < 32; ++k) t[byte(b, k)] = static_cast<uint8_t>(64 * b + source(k));
+  return t;
+}
+
 // IQ3's 64 entries of 4 elements go to words of two lookups so that qword i
 // of lookup z / 2 holds entries 16z + 2i, 16z + 2i + 1 (the 8 elements of
 // piece 4z + i) in words 2 (z % 2), 2 (z % 2) + 1: entry e's lookup and word.
@@ -264,12 +288,13 @@ alignas(64) constexpr std::array<uint8_t, 64> kIq3Entries = [] {
   return t;
 }();
 
-// The two lookups' packed entries of an IQ3 block from its 64 entries'
-// index bytes in Iq3Byte order; bit 8 of the index (IQ3_S) in `bit8`.
+// The packed entries of 64 indices, bytes in the order of Iq3Byte (IQ3) or
+// Iq2PairByte (a pair of IQ2 blocks); bit 8 of the index (IQ3_S) in `bit8`:
+// the first 32 in entries[0], the other 32 in entries[1].
 template <size_t kEntries>
-inline void Iq3Entries(const std::array<uint8_t, kEntries>& low,
-                       const std::array<uint8_t, kEntries>& high, __m512i idx, __mmask64 bit8,
-                       __m512i entries[2]) {
+inline void ByteLookupEntries(const std::array<uint8_t, kEntries>& low,
+                              const std::array<uint8_t, kEntries>& high, __m512i idx,
+                              __mmask64 bit8, __m512i entries[2]) {
   const __mmask64 bit7 = _mm512_movepi8_mask(idx);
   const __m512i lo = Lookup64(low, idx, bit7, bit8);
   const __m512i hi = Lookup64(high, idx, bit7, bit8);
@@ -332,7 +357,38 @@ struct Iq2Xxs : GridDecoder<WeightType::kIQ2_XXS, true> {
     const __m512i entries = Lookup32(kIq2XxsPacked, idx);
 #pragma GCC unroll 4
     for (int z = 0; z < 4; ++z) u->codes[z] = ExpandIq2(entries, z, SignMask(signs, z));
-    u->wsc = TopNibbleScales(
+    u->wsc = Scales(q, p);
+  }
+
+  // Two blocks: their 64 index bytes in one Lookup64 per byte of the entries.
+  [[gnu::always_inline]] static void Load2(const uint8_t* p, int64_t stride, Unit* u) {
+    const __m512i q[2] = {_mm512_loadu_si512(p + 2), _mm512_loadu_si512(p + stride + 2)};
+    // Piece k's index byte is byte k % 4 of group k / 4.
+    constexpr auto kIndexByte = [](int k) { return 8 * (k / 4) + k % 4; };
+    alignas(64) static constexpr std::array<uint8_t, 64> kIndices =
+        PairBytes(Iq2PairByte, kIndexByte);
+    __m512i entries[2];
+    ByteLookupEntries(kIq2XxsLow, kIq2XxsHigh,
+                      _mm512_permutex2var_epi8(q[0], _mm512_load_si512(kIndices.data()), q[1]), 0,
+                      entries);
+    const __m512i fields0 = _mm512_multishift_epi64_epi8(_mm512_set1_epi64(0x352E2720), q[0]);
+    const __m512i fields1 = _mm512_multishift_epi64_epi8(_mm512_set1_epi64(0x352E2720), q[1]);
+    alignas(64) static constexpr std::array<uint8_t, 64> kSignFields =
+        PairBytes(Iq2PairSignByte, kIndexByte);
+    const __m512i signs = SignBytes7(
+        _mm512_permutex2var_epi8(fields0, _mm512_load_si512(kSignFields.data()), fields1));
+#pragma GCC unroll 2
+    for (int b = 0; b < 2; ++b) {
+#pragma GCC unroll 4
+      for (int z = 0; z < 4; ++z) {
+        u[b].codes[z] = ExpandIq2(entries[b], z, SignMask(signs, 4 * b + z));
+      }
+      u[b].wsc = Scales(q[b], p + b * stride);
+    }
+  }
+
+  static __m512 Scales(__m512i q, const uint8_t* p) {
+    return TopNibbleScales(
         q, _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 1, 3, 5, 7, 9, 11, 13, 15), p, 0.125f);
   }
 };
@@ -361,6 +417,35 @@ struct Iq2Xs : GridDecoder<WeightType::kIQ2_XS> {
 #pragma GCC unroll 4
     for (int z = 0; z < 4; ++z) u->codes[z] = ExpandIq2(entries, z, SignMask(signs, z));
     u->wsc = Iq2Scales(p + offsetof(BlockIQ2_XS, scales), d);
+  }
+
+  // Two blocks: the low bytes of their 64 words index one Lookup64 per byte
+  // of the entries; bit 0 of the high bytes is bit 8 of the index.
+  [[gnu::always_inline]] static void Load2(const uint8_t* p, int64_t stride, Unit* u) {
+    const __m512i q0 = _mm512_loadu_si512(p + 2), q1 = _mm512_loadu_si512(p + stride + 2);
+    constexpr auto kLowByte = [](int k) { return 2 * k; };
+    constexpr auto kHighByte = [](int k) { return 2 * k + 1; };
+    alignas(64) static constexpr std::array<uint8_t, 64> kLow = PairBytes(Iq2PairByte, kLowByte);
+    alignas(64) static constexpr std::array<uint8_t, 64> kHigh = PairBytes(Iq2PairByte, kHighByte);
+    alignas(64) static constexpr std::array<uint8_t, 64> kSigns =
+        PairBytes(Iq2PairSignByte, kHighByte);
+    const __m512i high = _mm512_permutex2var_epi8(q0, _mm512_load_si512(kHigh.data()), q1);
+    __m512i entries[2];
+    ByteLookupEntries(kIq2XsLow, kIq2XsHigh,
+                      _mm512_permutex2var_epi8(q0, _mm512_load_si512(kLow.data()), q1),
+                      _mm512_test_epi8_mask(high, _mm512_set1_epi8(1)), entries);
+    // High byte >> 1: the sign index (and in bit 7 a bit vpermi2b ignores).
+    const __m512i signs = SignBytes7(
+        _mm512_srli_epi16(_mm512_permutex2var_epi8(q0, _mm512_load_si512(kSigns.data()), q1), 1));
+#pragma GCC unroll 2
+    for (int b = 0; b < 2; ++b) {
+#pragma GCC unroll 4
+      for (int z = 0; z < 4; ++z) {
+        u[b].codes[z] = ExpandIq2(entries[b], z, SignMask(signs, 4 * b + z));
+      }
+      const uint8_t* block = p + b * stride;
+      u[b].wsc = Iq2Scales(block + offsetof(BlockIQ2_XS, scales), F16ToF32(LoadU16(block)));
+    }
   }
 };
 
@@ -419,8 +504,9 @@ struct Iq3Xxs : GridDecoder<WeightType::kIQ3_XXS, true> {
     const __m512i signs =
         SignBytes7(_mm512_permutexvar_epi8(_mm512_load_si512(kSignPieces.data()), fields));
     __m512i entries[2];
-    Iq3Entries(kIq3XxsLow, kIq3XxsHigh,
-               _mm512_permutexvar_epi8(_mm512_load_si512(kIq3Entries.data()), indices), 0, entries);
+    ByteLookupEntries(kIq3XxsLow, kIq3XxsHigh,
+                      _mm512_permutexvar_epi8(_mm512_load_si512(kIq3Entries.data()), indices), 0,
+                      entries);
 #pragma GCC unroll 4
     for (int z = 0; z < 4; ++z) {
       u->codes[z] = ExpandIq3(entries, z, SignMask(signs, z), kIq3XxsTable);
@@ -443,8 +529,9 @@ struct Iq3S : GridDecoder<WeightType::kIQ3_S, true> {
     const __mmask64 bit8 =
         _mm512_bitshuffle_epi64_mask(_mm512_set1_epi64(static_cast<int64_t>(qh)), entries_bytes);
     __m512i entries[2];
-    Iq3Entries(kIq3SLow, kIq3SHigh, _mm512_permutexvar_epi8(entries_bytes, _mm512_loadu_si512(qs)),
-               bit8, entries);
+    ByteLookupEntries(kIq3SLow, kIq3SHigh,
+                      _mm512_permutexvar_epi8(entries_bytes, _mm512_loadu_si512(qs)), bit8,
+                      entries);
 #pragma GCC unroll 4
     for (int z = 0; z < 4; ++z) {
       u->codes[z] = ExpandIq3(entries, z, _cvtu64_mask64(LoadU64(signs + 8 * z)), kIq3STable);
