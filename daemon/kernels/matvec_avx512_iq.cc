@@ -114,13 +114,35 @@ inline __m512 OddScales16(__m512i s, float mult) {
       _mm512_set1_ps(mult));
 }
 
-// IQ2_XS / IQ2_S scales: the two nibbles of 8 bytes, one per 16 elements.
-inline __m512 Iq2Scales(const uint8_t* scales, float d) {
-  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales));
-  const __m128i m4 = _mm_set1_epi8(0x0F);
-  const __m128i s =
-      _mm_unpacklo_epi8(_mm_and_si128(b, m4), _mm_and_si128(_mm_srli_epi16(b, 4), m4));
-  return OddScales16(_mm512_cvtepu8_epi32(s), d * 0.125f);
+// vpmultishiftqb's control that puts nibble `nibble`[l] of a 64-bit word,
+// shifted left by 1, in the low byte of lane l (with the bit below it).
+constexpr std::array<int32_t, 16> NibbleControl(std::array<int32_t, 16> nibble) {
+  std::array<int32_t, 16> t{};
+  for (int l = 0; l < 16; ++l) t[l] = (4 * nibble[l] + 63) % 64;
+  return t;
+}
+
+// (2s + 1) * mult * d (mult a power of 2: the same to the bit as (2s + 1) *
+// (d * mult)) for the nibbles s of `word` that `control` (NibbleControl)
+// picks, the f16 d at `d`; all in vector lanes.
+inline __m512 OddNibbleScales(uint64_t word, const std::array<int32_t, 16>& control,
+                              const uint8_t* d, float mult) {
+  const __m512i x = _mm512_multishift_epi64_epi8(_mm512_loadu_si512(control.data()),
+                                                 _mm512_set1_epi64(static_cast<int64_t>(word)));
+  // (x & 0x1E) | 1: 2s + 1.
+  const __m512i odd =
+      _mm512_ternarylogic_epi32(x, _mm512_set1_epi32(0x1E), _mm512_set1_epi32(1), 0xEA);
+  const __m512 dm = _mm512_mul_ps(
+      _mm512_cvtph_ps(_mm256_set1_epi16(static_cast<int16_t>(LoadU16(d)))), _mm512_set1_ps(mult));
+  return _mm512_mul_ps(_mm512_cvtepi32_ps(odd), dm);
+}
+
+// IQ2_XS / IQ2_S scales: the two nibbles of 8 bytes, one per 16 elements
+// (nibble k for elements 16k ..), block d at `d`.
+inline __m512 Iq2Scales(const uint8_t* scales, const uint8_t* d) {
+  alignas(64) static constexpr std::array<int32_t, 16> kControl =
+      NibbleControl({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15});
+  return OddNibbleScales(LoadU64(scales), kControl, d, 0.125f);
 }
 
 // An IQ2 (8 values, 2 bits each) or IQ3 (4 values, 3 bits each) codebook
@@ -396,7 +418,6 @@ struct Iq2Xxs : GridDecoder<WeightType::kIQ2_XXS, true> {
 // qs[i]: 9-bit index, 7-bit sign index above it.
 struct Iq2Xs : GridDecoder<WeightType::kIQ2_XS> {
   [[gnu::always_inline]] static void Load(const uint8_t* p, Unit* u) {
-    const float d = F16ToF32(LoadU16(p));
     const __m512i q = _mm512_loadu_si512(p + 2);
     // Byte SignByte(k): the low byte of word k >> 9, its sign index.
     alignas(64) static constexpr std::array<uint8_t, 64> kSignWords = [] {
@@ -416,7 +437,7 @@ struct Iq2Xs : GridDecoder<WeightType::kIQ2_XS> {
     const __m512i entries = Lookup32(kIq2XsPacked, idx);
 #pragma GCC unroll 4
     for (int z = 0; z < 4; ++z) u->codes[z] = ExpandIq2(entries, z, SignMask(signs, z));
-    u->wsc = Iq2Scales(p + offsetof(BlockIQ2_XS, scales), d);
+    u->wsc = Iq2Scales(p + offsetof(BlockIQ2_XS, scales), p);
   }
 
   // Two blocks: the low bytes of their 64 words index one Lookup64 per byte
@@ -444,7 +465,7 @@ struct Iq2Xs : GridDecoder<WeightType::kIQ2_XS> {
         u[b].codes[z] = ExpandIq2(entries[b], z, SignMask(signs, 4 * b + z));
       }
       const uint8_t* block = p + b * stride;
-      u[b].wsc = Iq2Scales(block + offsetof(BlockIQ2_XS, scales), F16ToF32(LoadU16(block)));
+      u[b].wsc = Iq2Scales(block + offsetof(BlockIQ2_XS, scales), block);
     }
   }
 };
@@ -453,7 +474,6 @@ struct Iq2Xs : GridDecoder<WeightType::kIQ2_XS> {
 // bytes as they are.
 struct Iq2S : GridDecoder<WeightType::kIQ2_S> {
   [[gnu::always_inline]] static void Load(const uint8_t* p, Unit* u) {
-    const float d = F16ToF32(LoadU16(p));
     const __m512i low =
         _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2)));
     // Word i: qh[i / 4] in its high byte, shifted right by 2 (i % 4).
@@ -481,7 +501,7 @@ struct Iq2S : GridDecoder<WeightType::kIQ2_S> {
       u->codes[z] = _mm512_mask_sub_epi8(v, _cvtu64_mask64(LoadU64(signs + 8 * z)),
                                          _mm512_setzero_si512(), v);
     }
-    u->wsc = Iq2Scales(p + offsetof(BlockIQ2_S, scales), d);
+    u->wsc = Iq2Scales(p + offsetof(BlockIQ2_S, scales), p);
   }
 };
 
@@ -520,7 +540,6 @@ struct Iq3Xxs : GridDecoder<WeightType::kIQ3_XXS, true> {
 // they are; a nibble scale per group.
 struct Iq3S : GridDecoder<WeightType::kIQ3_S, true> {
   [[gnu::always_inline]] static void Load(const uint8_t* p, Unit* u) {
-    const float d = F16ToF32(LoadU16(p));
     const uint8_t* qs = p + offsetof(BlockIQ3_S, qs);
     const uint64_t qh = LoadU64(p + offsetof(BlockIQ3_S, qh));
     const uint8_t* signs = p + offsetof(BlockIQ3_S, signs);
@@ -536,12 +555,10 @@ struct Iq3S : GridDecoder<WeightType::kIQ3_S, true> {
     for (int z = 0; z < 4; ++z) {
       u->codes[z] = ExpandIq3(entries, z, _cvtu64_mask64(LoadU64(signs + 8 * z)), kIq3STable);
     }
-    const __m256i sc = _mm256_and_si256(
-        _mm256_srlv_epi32(
-            _mm256_set1_epi32(static_cast<int>(LoadU32(p + offsetof(BlockIQ3_S, scales)))),
-            _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
-        _mm256_set1_epi32(0xF));
-    u->wsc = Twice(OddScales8(sc, d));
+    // Nibble g of the scale bytes for group g, in lanes g and 8 + g.
+    alignas(64) static constexpr std::array<int32_t, 16> kControl =
+        NibbleControl({0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7});
+    u->wsc = OddNibbleScales(LoadU32(p + offsetof(BlockIQ3_S, scales)), kControl, p, 1.0f);
   }
 };
 
