@@ -3,27 +3,30 @@
 // (matvec_avx512_internal.h). The bit layouts are the ones iq_decode.h
 // spells out per group; here a whole block is taken apart at once:
 //   - the IQ2 and IQ3 codebooks are held packed, an entry's values as 2-bit
-//     (IQ2: 8, 25, 43) or 3-bit (IQ3: 8 levels) level codes in one 16-bit
-//     word: 256 to 512 words, 8 to 16 zmm. The block's 32 (IQ3: 64) indices
-//     in 16-bit lanes look their entries up with one vpermi2w per 64 entries
-//     and a tree of blends on the index's high bits (gathers, one load per
-//     lane, cost several times as much); vpermw puts each entry in the
-//     qword of its 8 (IQ3: two entries per qword) elements, vpmultishiftqb
-//     moves each element's level code to its byte and a vpermb on a 64-byte
-//     table turns codes into values;
+//     (IQ2: 8, 25, 43) or 3-bit (IQ3: 8 levels) level codes in 16 bits, as
+//     two byte tables (low and high byte of each entry, 256 or 512 bytes).
+//     64 indices (an IQ3 block; a pair of IQ2 blocks, DotQuantized's Load2)
+//     look up each table with one vpermi2b per 128 entries and blends on the
+//     index's bits 7 and 8; vpunpck{l,h}bw join the bytes into words. The
+//     indices are gathered (one vpermb / vpermi2b) in the order that leaves
+//     the entries of each 64 codes one per qword (two per qword for IQ3), so
+//     one vpmultishiftqb moves each element's code to its byte and a vpermb
+//     on a 64-byte table turns codes into values;
 //   - IQ1's 2048-entry and IQ2_S's 1024-entry codebooks are too large for
 //     that (IQ2_S's 16 windows measured ~15% slower; gathers slower still):
 //     their entries are read with scalar-indexed 8-byte loads into xmm
 //     halves, IQ1's from a copy that holds each grid value g as the code of
 //     8g + 1;
-//   - sign bytes, one per 8 elements, are 64-bit masks per zmm (bit 8p + j:
-//     element j of piece p), applied with one masked subtract; the 7-bit
-//     sign indices of IQ2_XXS, IQ2_XS and IQ3_XXS become sign bytes through
-//     one vpermi2b on kIqSigns7; bit fields come out of their words with
-//     vpmultishiftqb or variable shifts;
+//   - signs are 64-bit masks per zmm (bit 8p + j: element j of piece p),
+//     applied with one masked subtract. Sign bytes stored in the block are
+//     loaded as masks; the 7-bit sign indices of IQ2_XXS, IQ2_XS and IQ3_XXS
+//     become sign bytes through one vpermi2b on kIqSigns7, gathered so that
+//     one vpshufbitqmb per zmm makes its mask (SignMask);
+//   - scales stay in vector lanes: bit fields come out of their words with
+//     vpmultishiftqb or shifts, d through a vector f16 conversion;
 //   - IQ1's negative shifts (8g - 1) subtract 2 from the codes of a piece.
-// Codes are int8 + 128 for vpdpbusd, with a scale per 16 elements, so the
-// loop is Q6_K's (natural order, kSumScale -128 folds the +128 back out).
+// Codes are int8 + 128 for vpdpbusd, with a scale per 16 or 32 elements, in
+// natural order (kSumScale -128 folds the +128 back out).
 #include <immintrin.h>
 
 #include <array>
@@ -91,8 +94,8 @@ inline __mmask64 SignMask(__m512i signs, int z) {
 
 // [w x8 | w x8] for a type with a scale per 32 whose group g has the scale s
 // in the top nibble of dword `dword_of_group`[g] of `words`: w = (2s + 1) *
-// d * mult, the f16 d at `d`. All in vector lanes: the scalar f16 and the
-// narrowing of the nibbles were most of a block's latency.
+// d * mult, the f16 d at `d`. All in vector lanes: a scalar f16 and the
+// narrowing of the nibbles made a long chain per block.
 inline __m512 TopNibbleScales(__m512i words, __m512i dword_of_group, const uint8_t* d, float mult) {
   // Bit 27 is not the scale's, but | 1 sets bit 0 either way.
   const __m512i odd = _mm512_or_si512(
@@ -178,7 +181,7 @@ alignas(64) const std::array<uint16_t, 256> kIq3XxsPacked = PackGrid(kIq3XxsGrid
 alignas(64) const std::array<uint16_t, 512> kIq3SPacked = PackGrid(kIq3SGrid, kIq3SLevels);
 
 // Byte b (0: bits 0-7, 1: bits 8-15) of each word of a packed codebook: the
-// IQ3 codebooks are looked up a byte at a time, 64 entries per vpermi2b.
+// codebooks are looked up a byte at a time, 64 indices per vpermi2b.
 template <size_t N>
 std::array<uint8_t, N> BytesOf(const std::array<uint16_t, N>& packed, int b) {
   std::array<uint8_t, N> t{};
@@ -210,30 +213,10 @@ alignas(64) constexpr std::array<uint8_t, 64> kIq2Table = LevelTable(kIq2Levels)
 alignas(64) constexpr std::array<uint8_t, 64> kIq3XxsTable = LevelTable(kIq3XxsLevels);
 alignas(64) constexpr std::array<uint8_t, 64> kIq3STable = LevelTable(kIq3SLevels);
 
-// The packed entries table[idx] for 32 word indices (< kEntries): one
-// vpermi2w per 64 entries, then blends on bits 6, 7, ... of the index.
-template <size_t kEntries>
-inline __m512i Lookup32(const std::array<uint16_t, kEntries>& table, __m512i idx) {
-  constexpr int kWindows = kEntries / 64;
-  __m512i r[kWindows];
-#pragma GCC unroll 16
-  for (int w = 0; w < kWindows; ++w) {
-    r[w] = _mm512_permutex2var_epi16(_mm512_load_si512(table.data() + 64 * w), idx,
-                                     _mm512_load_si512(table.data() + 64 * w + 32));
-  }
-#pragma GCC unroll 4
-  for (int n = kWindows, bit = 64; n > 1; n /= 2, bit *= 2) {
-    const __mmask32 high =
-        _mm512_test_epi16_mask(idx, _mm512_set1_epi16(static_cast<int16_t>(bit)));
-#pragma GCC unroll 8
-    for (int i = 0; i < n / 2; ++i) r[i] = _mm512_mask_blend_epi16(high, r[2 * i], r[2 * i + 1]);
-  }
-  return r[0];
-}
-
 // table[idx] for 64 byte indices (< kEntries): one vpermi2b per 128 entries,
 // then blends on the index's bit 7 (`bit7`) and bit 8 (`bit8`, per byte).
-// Per 16 bits of entries this is half of Lookup32's permutes and masks.
+// Per 16 bits of entries, half the permutes and masks of a vpermi2w per 64
+// words (32 indices) and blends.
 template <size_t kEntries>
 inline __m512i Lookup64(const std::array<uint8_t, kEntries>& table, __m512i idx, __mmask64 bit7,
                         __mmask64 bit8) {
@@ -335,8 +318,8 @@ inline __m512i ExpandIq3(const __m512i entries[2], int z, __mmask64 negative,
   return _mm512_mask_sub_epi8(v, negative, _mm512_setzero_si512(), v);
 }
 
-// The entries of a codebook too large for Lookup32 (IQ1's 2048; IQ2_S's
-// 1024, where 16 windows measured slower) for 8 pieces whose indices are
+// The entries of a codebook too large for registers (IQ1's 2048; IQ2_S's
+// 1024, where 16 vpermi2w windows measured slower) for 8 pieces whose indices are
 // the 16-bit fields of w[0], w[1] (piece 0 lowest): scalar-indexed 8-byte
 // loads into xmm halves. The indices come as whole words: GCC's own
 // extraction of each 32-bit lane (vpextrd, valignd) cost more.
@@ -355,31 +338,11 @@ inline __m512i Entries8(const uint64_t* table, const uint64_t w[2]) {
 // Per group (one 64-bit lane: 4 index bytes, then a word of four 7-bit sign
 // indices and the scale in bits 28-31).
 struct Iq2Xxs : GridDecoder<WeightType::kIQ2_XXS, true> {
+  // A lone unit (the last of an odd count) as the first of a pair with itself.
   [[gnu::always_inline]] static void Load(const uint8_t* p, Unit* u) {
-    const __m512i q = _mm512_loadu_si512(p + 2);
-    // Word Iq2Word(k): piece k's index byte (byte k % 4 of group k / 4),
-    // zero-extended.
-    alignas(64) static constexpr std::array<uint8_t, 64> kIndexWords = [] {
-      std::array<uint8_t, 64> t{};
-      for (int k = 0; k < 32; ++k) t[2 * Iq2Word(k)] = static_cast<uint8_t>(8 * (k / 4) + k % 4);
-      return t;
-    }();
-    const __m512i idx =
-        _mm512_maskz_permutexvar_epi8(0x5555555555555555, _mm512_load_si512(kIndexWords.data()), q);
-    // Byte l of each lane: bits 32 + 7l .. (sign index l of the group, and
-    // a bit of the next that vpermi2b ignores).
-    const __m512i fields = _mm512_multishift_epi64_epi8(_mm512_set1_epi64(0x352E2720), q);
-    alignas(64) static constexpr std::array<uint8_t, 64> kSignFields = [] {
-      std::array<uint8_t, 64> t{};
-      for (int k = 0; k < 32; ++k) t[SignByte(k)] = static_cast<uint8_t>(8 * (k / 4) + k % 4);
-      return t;
-    }();
-    const __m512i signs =
-        SignBytes7(_mm512_permutexvar_epi8(_mm512_load_si512(kSignFields.data()), fields));
-    const __m512i entries = Lookup32(kIq2XxsPacked, idx);
-#pragma GCC unroll 4
-    for (int z = 0; z < 4; ++z) u->codes[z] = ExpandIq2(entries, z, SignMask(signs, z));
-    u->wsc = Scales(q, p);
+    Unit pair[2];
+    Load2(p, 0, pair);
+    *u = pair[0];
   }
 
   // Two blocks: their 64 index bytes in one Lookup64 per byte of the entries.
@@ -417,27 +380,11 @@ struct Iq2Xxs : GridDecoder<WeightType::kIQ2_XXS, true> {
 
 // qs[i]: 9-bit index, 7-bit sign index above it.
 struct Iq2Xs : GridDecoder<WeightType::kIQ2_XS> {
+  // A lone unit (the last of an odd count) as the first of a pair with itself.
   [[gnu::always_inline]] static void Load(const uint8_t* p, Unit* u) {
-    const __m512i q = _mm512_loadu_si512(p + 2);
-    // Byte SignByte(k): the low byte of word k >> 9, its sign index.
-    alignas(64) static constexpr std::array<uint8_t, 64> kSignWords = [] {
-      std::array<uint8_t, 64> t{};
-      for (int k = 0; k < 32; ++k) t[SignByte(k)] = static_cast<uint8_t>(2 * k);
-      return t;
-    }();
-    const __m512i signs = SignBytes7(
-        _mm512_permutexvar_epi8(_mm512_load_si512(kSignWords.data()), _mm512_srli_epi16(q, 9)));
-    alignas(64) static constexpr std::array<uint16_t, 32> kPieceWords = [] {
-      std::array<uint16_t, 32> t{};
-      for (int k = 0; k < 32; ++k) t[Iq2Word(k)] = static_cast<uint16_t>(k);
-      return t;
-    }();
-    const __m512i idx = _mm512_and_si512(
-        _mm512_permutexvar_epi16(_mm512_load_si512(kPieceWords.data()), q), _mm512_set1_epi16(511));
-    const __m512i entries = Lookup32(kIq2XsPacked, idx);
-#pragma GCC unroll 4
-    for (int z = 0; z < 4; ++z) u->codes[z] = ExpandIq2(entries, z, SignMask(signs, z));
-    u->wsc = Iq2Scales(p + offsetof(BlockIQ2_XS, scales), p);
+    Unit pair[2];
+    Load2(p, 0, pair);
+    *u = pair[0];
   }
 
   // Two blocks: the low bytes of their 64 words index one Lookup64 per byte
