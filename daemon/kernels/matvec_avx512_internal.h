@@ -148,18 +148,18 @@ template <typename Dec>
   return _mm512_reduce_add_ps(sum);
 }
 
-// `unit_stride`: bytes from one unit of the row to the next (a grouped row
-// of a kInterleaved view interleaves its units with its group's).
-//
-// A decoder with a Load2(p, unit_stride, u) decodes the units at p and
-// p + unit_stride into u[0], u[1] at once (the IQ2 types: their 32 codebook
-// lookups per unit fill half of a byte-wide lookup); each row still takes
-// its units in order, so the sums are those of one unit at a time.
+// Whether Dec has a Load2(p, unit_stride, u) that decodes the units at p and
+// p + unit_stride into u[0], u[1] at once (the IQ2 types: the 32 codebook
+// lookups of one unit fill half of a byte-wide lookup).
 template <typename Dec>
 inline constexpr bool kLoadsPairs = requires(const uint8_t* p, Unit* u) {
   Dec::Load2(p, int64_t{0}, u);
 };
 
+// `unit_stride`: bytes from one unit of the row to the next (a grouped row
+// of a kInterleaved view interleaves its units with its group's). A decoder
+// with Load2 decodes the units two at a time; each row still takes them in
+// order, so its sums are those of one unit at a time.
 template <typename Dec, int NB>
 inline void DotQuantized(WeightType type, const uint8_t* row, int64_t cols,
                          const QuantizedActs* acts, float* out,
