@@ -20,8 +20,8 @@ Isa HardwareIsa() {
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
-      __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("fma") &&
-      __builtin_cpu_supports("f16c")) {
+      __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bitalg") &&
+      __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) {
     return Isa::kAvx512;
   }
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&

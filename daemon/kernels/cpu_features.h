@@ -11,7 +11,8 @@ namespace waste::kernels {
 
 // Kernel families, each a superset of the one before on real CPUs.
 //  kAvx2:   AVX2 + FMA + F16C (Haswell, Zen 1 and later).
-//  kAvx512: AVX-512 F/BW/VL/VNNI/VBMI (Ice Lake, Zen 4 and later).
+//  kAvx512: AVX-512 F/BW/VL/VNNI/VBMI/BITALG (Ice Lake, Zen 4 and later:
+//           every CPU with VNNI and VBMI has BITALG too).
 enum class Isa { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
 
 std::string_view IsaName(Isa isa);

@@ -148,8 +148,18 @@ template <typename Dec>
   return _mm512_reduce_add_ps(sum);
 }
 
+// Whether Dec has a Load2(p, unit_stride, u) that decodes the units at p and
+// p + unit_stride into u[0], u[1] at once (the IQ2 types: the 32 codebook
+// lookups of one unit fill half of a byte-wide lookup).
+template <typename Dec>
+inline constexpr bool kLoadsPairs = requires(const uint8_t* p, Unit* u) {
+  Dec::Load2(p, int64_t{0}, u);
+};
+
 // `unit_stride`: bytes from one unit of the row to the next (a grouped row
-// of a kInterleaved view interleaves its units with its group's).
+// of a kInterleaved view interleaves its units with its group's). A decoder
+// with Load2 decodes the units two at a time; each row still takes them in
+// order, so its sums are those of one unit at a time.
 template <typename Dec, int NB>
 inline void DotQuantized(WeightType type, const uint8_t* row, int64_t cols,
                          const QuantizedActs* acts, float* out,
@@ -157,7 +167,21 @@ inline void DotQuantized(WeightType type, const uint8_t* row, int64_t cols,
   const int64_t units = cols / 256;
   RowSums<Dec> sums[NB];
   const Slots<Dec> slots;
-  for (int64_t un = 0; un < units; ++un) {
+  int64_t un = 0;
+  if constexpr (kLoadsPairs<Dec>) {
+    for (; un + 2 <= units; un += 2) {
+      PrefetchAhead<Dec::kUnitBytes>(row + un * unit_stride);
+      PrefetchAhead<Dec::kUnitBytes>(row + (un + 1) * unit_stride);
+      Unit u[2];
+      Dec::Load2(row + un * unit_stride, unit_stride, u);
+#pragma GCC unroll 16
+      for (int k = 0; k < NB; ++k) {
+        AccumulateUnit<Dec>(u[0], acts[k], un, slots, &sums[k]);
+        AccumulateUnit<Dec>(u[1], acts[k], un + 1, slots, &sums[k]);
+      }
+    }
+  }
+  for (; un < units; ++un) {
     PrefetchAhead<Dec::kUnitBytes>(row + un * unit_stride);
     Unit u;
     Dec::Load(row + un * unit_stride, &u);

@@ -3,27 +3,30 @@
 // (matvec_avx512_internal.h). The bit layouts are the ones iq_decode.h
 // spells out per group; here a whole block is taken apart at once:
 //   - the IQ2 and IQ3 codebooks are held packed, an entry's values as 2-bit
-//     (IQ2: 8, 25, 43) or 3-bit (IQ3: 8 levels) level codes in one 16-bit
-//     word: 256 to 512 words, 8 to 16 zmm. The block's 32 (IQ3: 64) indices
-//     in 16-bit lanes look their entries up with one vpermi2w per 64 entries
-//     and a tree of blends on the index's high bits (gathers, one load per
-//     lane, cost several times as much); vpermw puts each entry in the
-//     qword of its 8 (IQ3: two entries per qword) elements, vpmultishiftqb
-//     moves each element's level code to its byte and a vpermb on a 64-byte
-//     table turns codes into values;
+//     (IQ2: 8, 25, 43) or 3-bit (IQ3: 8 levels) level codes in 16 bits, as
+//     two byte tables (low and high byte of each entry, 256 or 512 bytes).
+//     64 indices (an IQ3 block; a pair of IQ2 blocks, DotQuantized's Load2)
+//     look up each table with one vpermi2b per 128 entries and blends on the
+//     index's bits 7 and 8; vpunpck{l,h}bw join the bytes into words. The
+//     indices are gathered (one vpermb / vpermi2b) in the order that leaves
+//     the entries of each 64 codes one per qword (two per qword for IQ3), so
+//     one vpmultishiftqb moves each element's code to its byte and a vpermb
+//     on a 64-byte table turns codes into values;
 //   - IQ1's 2048-entry and IQ2_S's 1024-entry codebooks are too large for
 //     that (IQ2_S's 16 windows measured ~15% slower; gathers slower still):
 //     their entries are read with scalar-indexed 8-byte loads into xmm
 //     halves, IQ1's from a copy that holds each grid value g as the code of
 //     8g + 1;
-//   - sign bytes, one per 8 elements, are 64-bit masks per zmm (bit 8p + j:
-//     element j of piece p), applied with one masked subtract; the 7-bit
-//     sign indices of IQ2_XXS, IQ2_XS and IQ3_XXS become sign bytes through
-//     one vpermi2b on kIqSigns7; bit fields come out of their words with
-//     vpmultishiftqb or variable shifts;
+//   - signs are 64-bit masks per zmm (bit 8p + j: element j of piece p),
+//     applied with one masked subtract. Sign bytes stored in the block are
+//     loaded as masks; the 7-bit sign indices of IQ2_XXS, IQ2_XS and IQ3_XXS
+//     become sign bytes through one vpermi2b on kIqSigns7, gathered so that
+//     one vpshufbitqmb per zmm makes its mask (SignMask);
+//   - scales stay in vector lanes: bit fields come out of their words with
+//     vpmultishiftqb or shifts, d through a vector f16 conversion;
 //   - IQ1's negative shifts (8g - 1) subtract 2 from the codes of a piece.
-// Codes are int8 + 128 for vpdpbusd, with a scale per 16 elements, so the
-// loop is Q6_K's (natural order, kSumScale -128 folds the +128 back out).
+// Codes are int8 + 128 for vpdpbusd, with a scale per 16 or 32 elements, in
+// natural order (kSumScale -128 folds the +128 back out).
 #include <immintrin.h>
 
 #include <array>
@@ -70,17 +73,36 @@ struct GridDecoder {
 // [v | v]: a per-32 type's weight scales as Unit::wsc.
 inline __m512 Twice(__m256 v) { return _mm512_insertf32x8(_mm512_castps256_ps512(v), v, 1); }
 
-// Bytes 8g .. 8g+3 of each 64-bit lane g, in order (pieces 4g + l).
-alignas(64) constexpr std::array<uint8_t, 64> kFirst4OfEachQword = [] {
-  std::array<uint8_t, 64> t{};
-  for (int i = 0; i < 32; ++i) t[i] = static_cast<uint8_t>(8 * (i / 4) + i % 4);
-  return t;
-}();
-
 // 7-bit sign indices (low 7 bits of each byte) to sign bytes.
 inline __m512i SignBytes7(__m512i idx7) {
   return _mm512_permutex2var_epi8(_mm512_loadu_si512(kIqSigns7.data()), idx7,
                                   _mm512_loadu_si512(kIqSigns7.data() + 64));
+}
+
+// Sign bytes in piece-major order for SignMask: piece 8z + i's byte at
+// 8i + z, so that the pieces of one zmm of codes share a byte position.
+constexpr int SignByte(int piece) { return 8 * (piece % 8) + piece / 8; }
+
+// The negative elements of 64z .. 64z+63 (bit 8i + j: element j of piece
+// 8z + i) from sign bytes in SignByte order: one vpshufbitqmb, where moving
+// each 64-bit mask out through memory or a general register cost a long
+// dependency chain.
+inline __mmask64 SignMask(__m512i signs, int z) {
+  return _mm512_bitshuffle_epi64_mask(
+      signs, _mm512_set1_epi64(static_cast<int64_t>(0x0706050403020100 + 0x0808080808080808 * z)));
+}
+
+// [w x8 | w x8] for a type with a scale per 32 whose group g has the scale s
+// in the top nibble of dword `dword_of_group`[g] of `words`: w = (2s + 1) *
+// d * mult, the f16 d at `d`. All in vector lanes: a scalar f16 and the
+// narrowing of the nibbles made a long chain per block.
+inline __m512 TopNibbleScales(__m512i words, __m512i dword_of_group, const uint8_t* d, float mult) {
+  // Bit 27 is not the scale's, but | 1 sets bit 0 either way.
+  const __m512i odd = _mm512_or_si512(
+      _mm512_srli_epi32(_mm512_permutexvar_epi32(dword_of_group, words), 27), _mm512_set1_epi32(1));
+  const __m512 dm = _mm512_mul_ps(
+      _mm512_cvtph_ps(_mm256_set1_epi16(static_cast<int16_t>(LoadU16(d)))), _mm512_set1_ps(mult));
+  return _mm512_mul_ps(_mm512_cvtepi32_ps(odd), dm);
 }
 
 // (2s + 1) * mult for 8 or 16 small integer scale codes s.
@@ -95,13 +117,35 @@ inline __m512 OddScales16(__m512i s, float mult) {
       _mm512_set1_ps(mult));
 }
 
-// IQ2_XS / IQ2_S scales: the two nibbles of 8 bytes, one per 16 elements.
-inline __m512 Iq2Scales(const uint8_t* scales, float d) {
-  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales));
-  const __m128i m4 = _mm_set1_epi8(0x0F);
-  const __m128i s =
-      _mm_unpacklo_epi8(_mm_and_si128(b, m4), _mm_and_si128(_mm_srli_epi16(b, 4), m4));
-  return OddScales16(_mm512_cvtepu8_epi32(s), d * 0.125f);
+// vpmultishiftqb's control that puts nibble `nibble`[l] of a 64-bit word,
+// shifted left by 1, in the low byte of lane l (with the bit below it).
+constexpr std::array<int32_t, 16> NibbleControl(std::array<int32_t, 16> nibble) {
+  std::array<int32_t, 16> t{};
+  for (int l = 0; l < 16; ++l) t[l] = (4 * nibble[l] + 63) % 64;
+  return t;
+}
+
+// (2s + 1) * mult * d (mult a power of 2: the same to the bit as (2s + 1) *
+// (d * mult)) for the nibbles s of `word` that `control` (NibbleControl)
+// picks, the f16 d at `d`; all in vector lanes.
+inline __m512 OddNibbleScales(uint64_t word, const std::array<int32_t, 16>& control,
+                              const uint8_t* d, float mult) {
+  const __m512i x = _mm512_multishift_epi64_epi8(_mm512_loadu_si512(control.data()),
+                                                 _mm512_set1_epi64(static_cast<int64_t>(word)));
+  // (x & 0x1E) | 1: 2s + 1.
+  const __m512i odd =
+      _mm512_ternarylogic_epi32(x, _mm512_set1_epi32(0x1E), _mm512_set1_epi32(1), 0xEA);
+  const __m512 dm = _mm512_mul_ps(
+      _mm512_cvtph_ps(_mm256_set1_epi16(static_cast<int16_t>(LoadU16(d)))), _mm512_set1_ps(mult));
+  return _mm512_mul_ps(_mm512_cvtepi32_ps(odd), dm);
+}
+
+// IQ2_XS / IQ2_S scales: the two nibbles of 8 bytes, one per 16 elements
+// (nibble k for elements 16k ..), block d at `d`.
+inline __m512 Iq2Scales(const uint8_t* scales, const uint8_t* d) {
+  alignas(64) static constexpr std::array<int32_t, 16> kControl =
+      NibbleControl({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15});
+  return OddNibbleScales(LoadU64(scales), kControl, d, 0.125f);
 }
 
 // An IQ2 (8 values, 2 bits each) or IQ3 (4 values, 3 bits each) codebook
@@ -136,6 +180,23 @@ alignas(64) const std::array<uint16_t, 512> kIq2XsPacked = PackGrid(kIq2XsGrid, 
 alignas(64) const std::array<uint16_t, 256> kIq3XxsPacked = PackGrid(kIq3XxsGrid, kIq3XxsLevels);
 alignas(64) const std::array<uint16_t, 512> kIq3SPacked = PackGrid(kIq3SGrid, kIq3SLevels);
 
+// Byte b (0: bits 0-7, 1: bits 8-15) of each word of a packed codebook: the
+// codebooks are looked up a byte at a time, 64 indices per vpermi2b.
+template <size_t N>
+std::array<uint8_t, N> BytesOf(const std::array<uint16_t, N>& packed, int b) {
+  std::array<uint8_t, N> t{};
+  for (size_t i = 0; i < N; ++i) t[i] = static_cast<uint8_t>(packed[i] >> (8 * b));
+  return t;
+}
+alignas(64) const std::array<uint8_t, 256> kIq2XxsLow = BytesOf(kIq2XxsPacked, 0);
+alignas(64) const std::array<uint8_t, 256> kIq2XxsHigh = BytesOf(kIq2XxsPacked, 1);
+alignas(64) const std::array<uint8_t, 512> kIq2XsLow = BytesOf(kIq2XsPacked, 0);
+alignas(64) const std::array<uint8_t, 512> kIq2XsHigh = BytesOf(kIq2XsPacked, 1);
+alignas(64) const std::array<uint8_t, 256> kIq3XxsLow = BytesOf(kIq3XxsPacked, 0);
+alignas(64) const std::array<uint8_t, 256> kIq3XxsHigh = BytesOf(kIq3XxsPacked, 1);
+alignas(64) const std::array<uint8_t, 512> kIq3SLow = BytesOf(kIq3SPacked, 0);
+alignas(64) const std::array<uint8_t, 512> kIq3SHigh = BytesOf(kIq3SPacked, 1);
+
 // vpermb's table from a byte whose low bits are a level code to the level +
 // 128 (vpdpbusd's unsigned operand); `levels` has 3 or 8 entries.
 constexpr std::array<uint8_t, 64> LevelTable(std::initializer_list<int> levels) {
@@ -152,60 +213,113 @@ alignas(64) constexpr std::array<uint8_t, 64> kIq2Table = LevelTable(kIq2Levels)
 alignas(64) constexpr std::array<uint8_t, 64> kIq3XxsTable = LevelTable(kIq3XxsLevels);
 alignas(64) constexpr std::array<uint8_t, 64> kIq3STable = LevelTable(kIq3SLevels);
 
-// The packed entries table[idx] for 32 word indices (< kEntries): one
-// vpermi2w per 64 entries, then blends on bits 6, 7, ... of the index.
+// table[idx] for 64 byte indices (< kEntries): one vpermi2b per 128 entries,
+// then blends on the index's bit 7 (`bit7`) and bit 8 (`bit8`, per byte).
+// Per 16 bits of entries, half the permutes and masks of a vpermi2w per 64
+// words (32 indices) and blends.
 template <size_t kEntries>
-inline __m512i Lookup32(const std::array<uint16_t, kEntries>& table, __m512i idx) {
-  constexpr int kWindows = kEntries / 64;
-  __m512i r[kWindows];
-#pragma GCC unroll 16
-  for (int w = 0; w < kWindows; ++w) {
-    r[w] = _mm512_permutex2var_epi16(_mm512_load_si512(table.data() + 64 * w), idx,
-                                     _mm512_load_si512(table.data() + 64 * w + 32));
-  }
+inline __m512i Lookup64(const std::array<uint8_t, kEntries>& table, __m512i idx, __mmask64 bit7,
+                        __mmask64 bit8) {
+  static_assert(kEntries == 256 || kEntries == 512);
+  __m512i r[kEntries / 128];
 #pragma GCC unroll 4
-  for (int n = kWindows, bit = 64; n > 1; n /= 2, bit *= 2) {
-    const __mmask32 high =
-        _mm512_test_epi16_mask(idx, _mm512_set1_epi16(static_cast<int16_t>(bit)));
-#pragma GCC unroll 8
-    for (int i = 0; i < n / 2; ++i) r[i] = _mm512_mask_blend_epi16(high, r[2 * i], r[2 * i + 1]);
+  for (size_t w = 0; w < kEntries / 128; ++w) {
+    r[w] = _mm512_permutex2var_epi8(_mm512_load_si512(table.data() + 128 * w), idx,
+                                    _mm512_load_si512(table.data() + 128 * w + 64));
+  }
+  r[0] = _mm512_mask_blend_epi8(bit7, r[0], r[1]);
+  if constexpr (kEntries == 512) {
+    r[2] = _mm512_mask_blend_epi8(bit7, r[2], r[3]);
+    r[0] = _mm512_mask_blend_epi8(bit8, r[0], r[2]);
   }
   return r[0];
 }
 
+// Piece 8z + i of an IQ2 block goes to word 4i + z of its lookup: the
+// entries of the 8 pieces that ExpandIq2 spreads over one zmm then sit one
+// per qword already, so no permute stands between lookup and vpmultishiftqb.
+constexpr int Iq2Word(int piece) { return 4 * (piece % 8) + piece / 8; }
+
 // Codes (+ 128) of elements 64z .. 64z+63 from an IQ2 block's 32 packed
-// entries (piece p = entry p), negated where `negative` has a bit.
-inline __m512i ExpandIq2(__m512i entries, int z, uint64_t negative) {
-  // Qword i takes entry 8z + i; byte j of it the code at bits 2j.
-  const __m512i place =
-      _mm512_add_epi16(_mm512_set1_epi16(static_cast<int16_t>(8 * z)),
-                       _mm512_setr_epi64(0, 0x0001000100010001, 0x0002000200020002,
-                                         0x0003000300030003, 0x0004000400040004, 0x0005000500050005,
-                                         0x0006000600060006, 0x0007000700070007));
-  const __m512i codes = _mm512_multishift_epi64_epi8(_mm512_set1_epi64(0x0E0C0A0806040200),
-                                                     _mm512_permutexvar_epi16(place, entries));
-  const __m512i v = _mm512_permutexvar_epi8(codes, _mm512_load_si512(kIq2Table.data()));
-  return _mm512_mask_sub_epi8(v, _cvtu64_mask64(negative), _mm512_setzero_si512(), v);
-}
-
-// As ExpandIq2 for IQ3's 64 entries of 4 elements (entries[0]: 0-31,
-// entries[1]: 32-63) and its level table.
-inline __m512i ExpandIq3(const __m512i entries[2], int z, uint64_t negative,
-                         const std::array<uint8_t, 64>& table) {
-  // Qword i takes entries 16z + 2i (bits 0-11) and 16z + 2i + 1 (bits 16-27).
-  const __m512i place =
-      _mm512_add_epi16(_mm512_set1_epi16(static_cast<int16_t>(16 * (z % 2))),
-                       _mm512_setr_epi64(0x0000000000010000, 0x0000000000030002, 0x0000000000050004,
-                                         0x0000000000070006, 0x0000000000090008, 0x00000000000B000A,
-                                         0x00000000000D000C, 0x00000000000F000E));
+// entries in Iq2Word order, negated where `negative` has a bit.
+inline __m512i ExpandIq2(__m512i entries, int z, __mmask64 negative) {
+  // Byte j of qword i: the code at bits 2j of word z (entry 8z + i).
   const __m512i codes = _mm512_multishift_epi64_epi8(
-      _mm512_set1_epi64(0x1916131009060300), _mm512_permutexvar_epi16(place, entries[z / 2]));
-  const __m512i v = _mm512_permutexvar_epi8(codes, _mm512_load_si512(table.data()));
-  return _mm512_mask_sub_epi8(v, _cvtu64_mask64(negative), _mm512_setzero_si512(), v);
+      _mm512_set1_epi64(static_cast<int64_t>(0x0E0C0A0806040200 + 0x1010101010101010 * z)),
+      entries);
+  const __m512i v = _mm512_permutexvar_epi8(codes, _mm512_load_si512(kIq2Table.data()));
+  return _mm512_mask_sub_epi8(v, negative, _mm512_setzero_si512(), v);
 }
 
-// The entries of a codebook too large for Lookup32 (IQ1's 2048; IQ2_S's
-// 1024, where 16 windows measured slower) for 8 pieces whose indices are
+// A pair of IQ2 blocks is looked up a byte at a time, as IQ3: piece k of
+// block b at byte Iq2PairByte(b, k) of the lookup comes out as word
+// Iq2Word(k) of ByteLookupEntries' entries[b]. Its sign byte goes to
+// Iq2PairSignByte(b, k), for SignMask(signs, 4b + z).
+constexpr int Iq2PairByte(int b, int k) {
+  const int w = Iq2Word(k);
+  return 16 * (w / 8) + 8 * b + w % 8;
+}
+constexpr int Iq2PairSignByte(int b, int k) { return 8 * (k % 8) + 4 * b + k / 8; }
+
+// vpermi2b's control that takes, for each piece k of block b (at byte
+// `byte(b, k)`), byte `source(k)` of block b's 64 bytes.
+template <typename Place, typename Source>
+constexpr std::array<uint8_t, 64> PairBytes(Place byte, Source source) {
+  std::array<uint8_t, 64> t{};
+  for (int b = 0; b < 2; ++b)
+    for (int k = 0; k < 32; ++k) t[byte(b, k)] = static_cast<uint8_t>(64 * b + source(k));
+  return t;
+}
+
+// IQ3's 64 entries of 4 elements go to words of two lookups so that qword i
+// of lookup z / 2 holds entries 16z + 2i, 16z + 2i + 1 (the 8 elements of
+// piece 4z + i) in words 2 (z % 2), 2 (z % 2) + 1: entry e's lookup and word.
+constexpr int Iq3Lookup(int e) { return e / 32; }
+constexpr int Iq3Word(int e) { return 4 * (e % 16 / 2) + 2 * (e / 16 % 2) + e % 2; }
+
+// Where entry e sits among the 64 bytes of a Lookup64 such that the low and
+// high bytes, interleaved by vpunpck{l,h}bw (per 128 bits: bytes 0-7 to
+// words 0-7 of the low unpack, bytes 8-15 to those of the high), come out as
+// the words of lookups 0 and 1 in Iq3Word order.
+constexpr int Iq3Byte(int e) {
+  const int w = Iq3Word(e);
+  return 16 * (w / 8) + 8 * Iq3Lookup(e) + w % 8;
+}
+
+// Entry (the index of its byte in the block) at each Iq3Byte position.
+alignas(64) constexpr std::array<uint8_t, 64> kIq3Entries = [] {
+  std::array<uint8_t, 64> t{};
+  for (int e = 0; e < 64; ++e) t[Iq3Byte(e)] = static_cast<uint8_t>(e);
+  return t;
+}();
+
+// The packed entries of 64 indices, bytes in the order of Iq3Byte (IQ3) or
+// Iq2PairByte (a pair of IQ2 blocks); bit 8 of the index (IQ3_S) in `bit8`:
+// the first 32 in entries[0], the other 32 in entries[1].
+template <size_t kEntries>
+inline void ByteLookupEntries(const std::array<uint8_t, kEntries>& low,
+                              const std::array<uint8_t, kEntries>& high, __m512i idx,
+                              __mmask64 bit8, __m512i entries[2]) {
+  const __mmask64 bit7 = _mm512_movepi8_mask(idx);
+  const __m512i lo = Lookup64(low, idx, bit7, bit8);
+  const __m512i hi = Lookup64(high, idx, bit7, bit8);
+  entries[0] = _mm512_unpacklo_epi8(lo, hi);
+  entries[1] = _mm512_unpackhi_epi8(lo, hi);
+}
+
+// As ExpandIq2 for IQ3's entries in Iq3Word order and its level table.
+inline __m512i ExpandIq3(const __m512i entries[2], int z, __mmask64 negative,
+                         const std::array<uint8_t, 64>& table) {
+  // Bytes 0-3: the codes at bits 3e of word 2 (z % 2); bytes 4-7 of the next.
+  const __m512i codes = _mm512_multishift_epi64_epi8(
+      _mm512_set1_epi64(static_cast<int64_t>(0x1916131009060300 + 0x2020202020202020 * (z % 2))),
+      entries[z / 2]);
+  const __m512i v = _mm512_permutexvar_epi8(codes, _mm512_load_si512(table.data()));
+  return _mm512_mask_sub_epi8(v, negative, _mm512_setzero_si512(), v);
+}
+
+// The entries of a codebook too large for registers (IQ1's 2048; IQ2_S's
+// 1024, where 16 vpermi2w windows measured slower) for 8 pieces whose indices are
 // the 16-bit fields of w[0], w[1] (piece 0 lowest): scalar-indexed 8-byte
 // loads into xmm halves. The indices come as whole words: GCC's own
 // extraction of each 32-bit lane (vpextrd, valignd) cost more.
@@ -224,45 +338,82 @@ inline __m512i Entries8(const uint64_t* table, const uint64_t w[2]) {
 // Per group (one 64-bit lane: 4 index bytes, then a word of four 7-bit sign
 // indices and the scale in bits 28-31).
 struct Iq2Xxs : GridDecoder<WeightType::kIQ2_XXS, true> {
+  // A lone unit (the last of an odd count) as the first of a pair with itself.
   [[gnu::always_inline]] static void Load(const uint8_t* p, Unit* u) {
-    const float d = F16ToF32(LoadU16(p));
-    const __m512i q = _mm512_loadu_si512(p + 2);
-    const __m512i first4 = _mm512_load_si512(kFirst4OfEachQword.data());
-    // Word i: index byte i (byte 2i of first4's order, zero-extended).
-    alignas(64) static constexpr std::array<uint8_t, 64> kIndexWords = [] {
-      std::array<uint8_t, 64> t{};
-      for (int i = 0; i < 32; ++i) t[2 * i] = static_cast<uint8_t>(8 * (i / 4) + i % 4);
-      return t;
-    }();
-    const __m512i idx =
-        _mm512_maskz_permutexvar_epi8(0x5555555555555555, _mm512_load_si512(kIndexWords.data()), q);
-    // Bytes 0-3 of each lane: bits 32 + 7l ..; byte 4: bits 60 .. (the scale).
-    const __m512i fields = _mm512_multishift_epi64_epi8(_mm512_set1_epi64(0x3C352E2720), q);
-    const __m512i s7 =
-        _mm512_and_si512(_mm512_permutexvar_epi8(first4, fields), _mm512_set1_epi8(0x7F));
-    alignas(64) uint64_t signs[8];
-    _mm512_store_si512(signs, SignBytes7(s7));
-    const __m512i entries = Lookup32(kIq2XxsPacked, idx);
+    Unit pair[2];
+    Load2(p, 0, pair);
+    *u = pair[0];
+  }
+
+  // Two blocks: their 64 index bytes in one Lookup64 per byte of the entries.
+  [[gnu::always_inline]] static void Load2(const uint8_t* p, int64_t stride, Unit* u) {
+    const __m512i q[2] = {_mm512_loadu_si512(p + 2), _mm512_loadu_si512(p + stride + 2)};
+    // Piece k's index byte is byte k % 4 of group k / 4.
+    constexpr auto kIndexByte = [](int k) { return 8 * (k / 4) + k % 4; };
+    alignas(64) static constexpr std::array<uint8_t, 64> kIndices =
+        PairBytes(Iq2PairByte, kIndexByte);
+    __m512i entries[2];
+    ByteLookupEntries(kIq2XxsLow, kIq2XxsHigh,
+                      _mm512_permutex2var_epi8(q[0], _mm512_load_si512(kIndices.data()), q[1]), 0,
+                      entries);
+    const __m512i fields0 = _mm512_multishift_epi64_epi8(_mm512_set1_epi64(0x352E2720), q[0]);
+    const __m512i fields1 = _mm512_multishift_epi64_epi8(_mm512_set1_epi64(0x352E2720), q[1]);
+    alignas(64) static constexpr std::array<uint8_t, 64> kSignFields =
+        PairBytes(Iq2PairSignByte, kIndexByte);
+    const __m512i signs = SignBytes7(
+        _mm512_permutex2var_epi8(fields0, _mm512_load_si512(kSignFields.data()), fields1));
+#pragma GCC unroll 2
+    for (int b = 0; b < 2; ++b) {
 #pragma GCC unroll 4
-    for (int z = 0; z < 4; ++z) u->codes[z] = ExpandIq2(entries, z, signs[z]);
-    const __m256i sc = _mm512_cvtepi64_epi32(
-        _mm512_and_si512(_mm512_srli_epi64(fields, 32), _mm512_set1_epi64(0xF)));
-    u->wsc = Twice(OddScales8(sc, d * 0.125f));
+      for (int z = 0; z < 4; ++z) {
+        u[b].codes[z] = ExpandIq2(entries[b], z, SignMask(signs, 4 * b + z));
+      }
+      u[b].wsc = Scales(q[b], p + b * stride);
+    }
+  }
+
+  static __m512 Scales(__m512i q, const uint8_t* p) {
+    return TopNibbleScales(
+        q, _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 1, 3, 5, 7, 9, 11, 13, 15), p, 0.125f);
   }
 };
 
 // qs[i]: 9-bit index, 7-bit sign index above it.
 struct Iq2Xs : GridDecoder<WeightType::kIQ2_XS> {
+  // A lone unit (the last of an odd count) as the first of a pair with itself.
   [[gnu::always_inline]] static void Load(const uint8_t* p, Unit* u) {
-    const float d = F16ToF32(LoadU16(p));
-    const __m512i q = _mm512_loadu_si512(p + 2);
-    const __m256i s7 = _mm512_cvtepi16_epi8(_mm512_srli_epi16(q, 9));
-    alignas(64) uint64_t signs[8];
-    _mm512_store_si512(signs, SignBytes7(_mm512_zextsi256_si512(s7)));
-    const __m512i entries = Lookup32(kIq2XsPacked, _mm512_and_si512(q, _mm512_set1_epi16(511)));
+    Unit pair[2];
+    Load2(p, 0, pair);
+    *u = pair[0];
+  }
+
+  // Two blocks: the low bytes of their 64 words index one Lookup64 per byte
+  // of the entries; bit 0 of the high bytes is bit 8 of the index.
+  [[gnu::always_inline]] static void Load2(const uint8_t* p, int64_t stride, Unit* u) {
+    const __m512i q0 = _mm512_loadu_si512(p + 2), q1 = _mm512_loadu_si512(p + stride + 2);
+    constexpr auto kLowByte = [](int k) { return 2 * k; };
+    constexpr auto kHighByte = [](int k) { return 2 * k + 1; };
+    alignas(64) static constexpr std::array<uint8_t, 64> kLow = PairBytes(Iq2PairByte, kLowByte);
+    alignas(64) static constexpr std::array<uint8_t, 64> kHigh = PairBytes(Iq2PairByte, kHighByte);
+    alignas(64) static constexpr std::array<uint8_t, 64> kSigns =
+        PairBytes(Iq2PairSignByte, kHighByte);
+    const __m512i high = _mm512_permutex2var_epi8(q0, _mm512_load_si512(kHigh.data()), q1);
+    __m512i entries[2];
+    ByteLookupEntries(kIq2XsLow, kIq2XsHigh,
+                      _mm512_permutex2var_epi8(q0, _mm512_load_si512(kLow.data()), q1),
+                      _mm512_test_epi8_mask(high, _mm512_set1_epi8(1)), entries);
+    // High byte >> 1: the sign index (and in bit 7 a bit vpermi2b ignores).
+    const __m512i signs = SignBytes7(
+        _mm512_srli_epi16(_mm512_permutex2var_epi8(q0, _mm512_load_si512(kSigns.data()), q1), 1));
+#pragma GCC unroll 2
+    for (int b = 0; b < 2; ++b) {
 #pragma GCC unroll 4
-    for (int z = 0; z < 4; ++z) u->codes[z] = ExpandIq2(entries, z, signs[z]);
-    u->wsc = Iq2Scales(p + offsetof(BlockIQ2_XS, scales), d);
+      for (int z = 0; z < 4; ++z) {
+        u[b].codes[z] = ExpandIq2(entries[b], z, SignMask(signs, 4 * b + z));
+      }
+      const uint8_t* block = p + b * stride;
+      u[b].wsc = Iq2Scales(block + offsetof(BlockIQ2_XS, scales), block);
+    }
   }
 };
 
@@ -270,7 +421,6 @@ struct Iq2Xs : GridDecoder<WeightType::kIQ2_XS> {
 // bytes as they are.
 struct Iq2S : GridDecoder<WeightType::kIQ2_S> {
   [[gnu::always_inline]] static void Load(const uint8_t* p, Unit* u) {
-    const float d = F16ToF32(LoadU16(p));
     const __m512i low =
         _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2)));
     // Word i: qh[i / 4] in its high byte, shifted right by 2 (i % 4).
@@ -298,7 +448,7 @@ struct Iq2S : GridDecoder<WeightType::kIQ2_S> {
       u->codes[z] = _mm512_mask_sub_epi8(v, _cvtu64_mask64(LoadU64(signs + 8 * z)),
                                          _mm512_setzero_si512(), v);
     }
-    u->wsc = Iq2Scales(p + offsetof(BlockIQ2_S, scales), d);
+    u->wsc = Iq2Scales(p + offsetof(BlockIQ2_S, scales), p);
   }
 };
 
@@ -306,28 +456,30 @@ struct Iq2S : GridDecoder<WeightType::kIQ2_S> {
 // indices and the scale (bits 28-31).
 struct Iq3Xxs : GridDecoder<WeightType::kIQ3_XXS, true> {
   [[gnu::always_inline]] static void Load(const uint8_t* p, Unit* u) {
-    const float d = F16ToF32(LoadU16(p));
     const uint8_t* qs = p + 2;
-    const __m512i aux =
-        _mm512_cvtepu32_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + kQK_K / 4)));
-    const __m512i fields = _mm512_multishift_epi64_epi8(_mm512_set1_epi64(0x1C150E0700), aux);
-    const __m512i s7 = _mm512_and_si512(
-        _mm512_permutexvar_epi8(_mm512_load_si512(kFirst4OfEachQword.data()), fields),
-        _mm512_set1_epi8(0x7F));
-    alignas(64) uint64_t signs[8];
-    _mm512_store_si512(signs, SignBytes7(s7));
+    const __m512i indices = _mm512_loadu_si512(qs);
+    const __m512i aux = _mm512_castsi256_si512(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + kQK_K / 4)));
+    // Byte 4g + l (piece 4g + l): bits 7l .. of group g's word (its sign
+    // index, and a bit that vpermi2b ignores).
+    const __m512i fields = _mm512_multishift_epi64_epi8(_mm512_set1_epi64(0x352E2720150E0700), aux);
+    alignas(64) static constexpr std::array<uint8_t, 64> kSignPieces = [] {
+      std::array<uint8_t, 64> t{};
+      for (int k = 0; k < 32; ++k) t[SignByte(k)] = static_cast<uint8_t>(k);
+      return t;
+    }();
+    const __m512i signs =
+        SignBytes7(_mm512_permutexvar_epi8(_mm512_load_si512(kSignPieces.data()), fields));
     __m512i entries[2];
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) {
-      entries[h] = Lookup32(
-          kIq3XxsPacked,
-          _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * h))));
-    }
+    ByteLookupEntries(kIq3XxsLow, kIq3XxsHigh,
+                      _mm512_permutexvar_epi8(_mm512_load_si512(kIq3Entries.data()), indices), 0,
+                      entries);
 #pragma GCC unroll 4
-    for (int z = 0; z < 4; ++z) u->codes[z] = ExpandIq3(entries, z, signs[z], kIq3XxsTable);
-    const __m256i sc = _mm512_cvtepi64_epi32(
-        _mm512_and_si512(_mm512_srli_epi64(fields, 32), _mm512_set1_epi64(0xF)));
-    u->wsc = Twice(OddScales8(sc, d * 0.25f));
+    for (int z = 0; z < 4; ++z) {
+      u->codes[z] = ExpandIq3(entries, z, SignMask(signs, z), kIq3XxsTable);
+    }
+    u->wsc = TopNibbleScales(aux, _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7),
+                             p, 0.25f);
   }
 };
 
@@ -335,29 +487,25 @@ struct Iq3Xxs : GridDecoder<WeightType::kIQ3_XXS, true> {
 // they are; a nibble scale per group.
 struct Iq3S : GridDecoder<WeightType::kIQ3_S, true> {
   [[gnu::always_inline]] static void Load(const uint8_t* p, Unit* u) {
-    const float d = F16ToF32(LoadU16(p));
     const uint8_t* qs = p + offsetof(BlockIQ3_S, qs);
     const uint64_t qh = LoadU64(p + offsetof(BlockIQ3_S, qh));
     const uint8_t* signs = p + offsetof(BlockIQ3_S, signs);
+    const __m512i entries_bytes = _mm512_load_si512(kIq3Entries.data());
+    // Bit 8 of entry e's index is bit e of qh.
+    const __mmask64 bit8 =
+        _mm512_bitshuffle_epi64_mask(_mm512_set1_epi64(static_cast<int64_t>(qh)), entries_bytes);
     __m512i entries[2];
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) {
-      __m512i idx =
-          _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * h)));
-      idx = _mm512_mask_add_epi16(idx, static_cast<__mmask32>(qh >> (32 * h)), idx,
-                                  _mm512_set1_epi16(256));
-      entries[h] = Lookup32(kIq3SPacked, idx);
-    }
+    ByteLookupEntries(kIq3SLow, kIq3SHigh,
+                      _mm512_permutexvar_epi8(entries_bytes, _mm512_loadu_si512(qs)), bit8,
+                      entries);
 #pragma GCC unroll 4
     for (int z = 0; z < 4; ++z) {
-      u->codes[z] = ExpandIq3(entries, z, LoadU64(signs + 8 * z), kIq3STable);
+      u->codes[z] = ExpandIq3(entries, z, _cvtu64_mask64(LoadU64(signs + 8 * z)), kIq3STable);
     }
-    const __m256i sc = _mm256_and_si256(
-        _mm256_srlv_epi32(
-            _mm256_set1_epi32(static_cast<int>(LoadU32(p + offsetof(BlockIQ3_S, scales)))),
-            _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
-        _mm256_set1_epi32(0xF));
-    u->wsc = Twice(OddScales8(sc, d));
+    // Nibble g of the scale bytes for group g, in lanes g and 8 + g.
+    alignas(64) static constexpr std::array<int32_t, 16> kControl =
+        NibbleControl({0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7});
+    u->wsc = OddNibbleScales(LoadU32(p + offsetof(BlockIQ3_S, scales)), kControl, p, 1.0f);
   }
 };
 
