@@ -1,5 +1,5 @@
 // The kInterleaved layout gives, to the bit, what the kRows layout of the
-// same matrix gives: on every ISA this machine has, for Q4_0 and Q8_0, row
+// same matrix gives: on every ISA this machine has, for Q4_0, Q8_0 and Q4_K, row
 // counts with and without a kRows tail, batches of 1 to 5, one thread or
 // two, MatMul and MatMulShared (next to kRows matrices of the same type).
 #include <cstring>
@@ -61,7 +61,7 @@ std::string Label(WeightType t, Isa isa, int64_t rows, int64_t cols, int64_t bat
 
 TEST(InterleaveTest, ProductsAreBitIdenticalToTheRowsLayout) {
   ThreadPool pool(2);
-  for (WeightType type : {WeightType::kQ4_0, WeightType::kQ8_0}) {
+  for (WeightType type : {WeightType::kQ4_0, WeightType::kQ8_0, WeightType::kQ4_K}) {
     for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{
              {1, 256}, {3, 512}, {4, 256}, {5, 768}, {13, 2048}, {64, 512}, {131, 1024}}) {
       const Pair p = MakePair(type, rows, cols, static_cast<uint32_t>(rows * 7 + cols));
@@ -99,7 +99,7 @@ TEST(InterleaveTest, SharedProductsMixLayouts) {
   ThreadPool pool(2);
   const int64_t cols = 1024, batch = 3;
   const std::vector<float> x = MakeInput(cols * batch, 5);
-  for (WeightType type : {WeightType::kQ4_0, WeightType::kQ8_0}) {
+  for (WeightType type : {WeightType::kQ4_0, WeightType::kQ8_0, WeightType::kQ4_K}) {
     const Pair q = MakePair(type, 37, cols, 1), k = MakePair(type, 9, cols, 2);
     Scratch scratch(MatVecScratchBytes(type, cols, batch));
     for (Isa isa : SupportedIsas()) {
@@ -122,12 +122,13 @@ TEST(InterleaveTest, RejectsWhatCannotBeInterleaved) {
   EXPECT_TRUE(CanInterleave(WeightType::kQ4_0, 256));
   EXPECT_TRUE(CanInterleave(WeightType::kQ8_0, 4096));
   EXPECT_FALSE(CanInterleave(WeightType::kQ4_0, 288));
-  EXPECT_FALSE(CanInterleave(WeightType::kQ4_K, 256));
+  EXPECT_TRUE(CanInterleave(WeightType::kQ4_K, 512));
+  EXPECT_FALSE(CanInterleave(WeightType::kQ5_K, 256));
   EXPECT_FALSE(CanInterleave(WeightType::kF32, 256));
-  std::vector<uint8_t> w(RowBytes(WeightType::kQ4_K, 512) * 8 + 64);
+  std::vector<uint8_t> w(RowBytes(WeightType::kQ5_K, 512) * 8 + 64);
   std::vector<float> x(512), y(8);
-  Scratch scratch(MatVecScratchBytes(WeightType::kQ4_K, 512));
-  WeightView v = DenseWeightView(WeightType::kQ4_K, 4, 512, w.data());
+  Scratch scratch(MatVecScratchBytes(WeightType::kQ5_K, 512));
+  WeightView v = DenseWeightView(WeightType::kQ5_K, 4, 512, w.data());
   v.layout = WeightLayout::kInterleaved;
   EXPECT_EQ(MatVec(v, x.data(), y.data(), nullptr, &scratch).code(),
             absl::StatusCode::kInvalidArgument);

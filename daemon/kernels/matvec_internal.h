@@ -37,13 +37,31 @@ inline constexpr int64_t kRowBlock = 8;
 // columns, its 8 blocks' f16 scales (kUnitScaleBytes), then their quants.
 inline constexpr int kUnitScaleBytes = 16;
 
+// Q4_K's kInterleaved unit is one super-block of 144 bytes: d, dmin and the
+// 12 bytes of packed scales as GGUF has them (kQ4KHeaderBytes), then its 256
+// 4-bit codes re-paired into the code order of the tiled AVX2 loop: in chunk
+// c < 4 of 32 bytes, byte 4j + b holds in its low nibble the code of element
+// Q4KLaneElem(c, j, b) of group Q4KLaneGroup(j), in its high nibble that of
+// element Q4KLaneElem(c + 4, j, b) of the same group. (GGUF pairs groups 2p
+// and 2p + 1 in a byte, which that loop has to transpose and shift apart.)
+inline constexpr int kQ4KHeaderBytes = 16;
+inline constexpr int Q4KLaneGroup(int j) { return j < 4 ? 2 * j : 2 * (j - 4) + 1; }
+inline constexpr int Q4KLaneElem(int i, int j, int b) { return 4 * (j < 4 ? i : (i + 4) % 8) + b; }
+
+// The file bytes of unit `u` of a grouped row (UnitBytes(type) of them),
+// read back from the kInterleaved layout: the reference decode of the layout.
+void UninterleaveUnit(WeightType type, const uint8_t* unit, uint8_t* file_bytes);
+
 // Rows [0, InterleavedRows(w)) sit in groups; the rest as kRows.
 inline int64_t InterleavedRows(const WeightView& w) {
   return w.layout == WeightLayout::kInterleaved ? w.rows / kInterleaveRows * kInterleaveRows : 0;
 }
 
-// Bytes of one row's unit of 256 columns (8 blocks), in either layout.
-inline int64_t UnitBytes(WeightType type) { return 8 * GetWeightTypeInfo(type).block_bytes; }
+// Bytes of one row's unit of 256 columns, in either layout.
+inline int64_t UnitBytes(WeightType type) {
+  const WeightTypeInfo info = GetWeightTypeInfo(type);
+  return 256 / info.block_elems * info.block_bytes;
+}
 
 // Bytes from one unit of a grouped row to its next.
 inline int64_t InterleavedUnitStride(WeightType type) { return kInterleaveRows * UnitBytes(type); }
