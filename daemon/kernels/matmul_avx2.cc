@@ -224,10 +224,15 @@ struct Q4K {
   }
 };
 
-// Q4_K in the kInterleaved layout: its codes already paired as the lanes
-// want them (Q4KLaneElem), so each 32 bytes give two code vectors with an and
-// and a shift; the same codes and scales as Q4K.
+// Q4_K in kInterleaved: the file's super-blocks, a group's taking turns.
 struct InterleavedQ4K : Q4K {
+  static constexpr int kUnitStride = kInterleaveRows * kUnitBytes;
+};
+
+// Q4_K in kInterleavedLanes: its codes already paired as the lanes want them
+// (Q4KLaneElem), so each 32 bytes give two code vectors with an and and a
+// shift; the same codes and scales as Q4K.
+struct LanesQ4K : Q4K {
   static constexpr int kUnitStride = kInterleaveRows * kUnitBytes;
   static void Load(const uint8_t* p, TileUnit* u) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
@@ -643,6 +648,9 @@ void RowsTiled(const RowsTask& t, int64_t begin, int64_t end) {
     case WeightType::kQ4_0:
       return GroupedOrRows<InterleavedQ4_0, Q4_0>(t, begin, end);
     case WeightType::kQ4_K:
+      if (t.w.layout == WeightLayout::kInterleavedLanes) {
+        return GroupedOrRows<LanesQ4K, Q4K>(t, begin, end);
+      }
       return GroupedOrRows<InterleavedQ4K, Q4K>(t, begin, end);
     case WeightType::kQ2_K:
       return RowsOf<Q23K<false>>(t, begin, end);

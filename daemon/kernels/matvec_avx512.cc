@@ -347,9 +347,9 @@ struct Q45K {
   }
 };
 
-// Q4_K in the kInterleaved layout: the same codes and scales as Q45K, each
-// zmm of codes gathered from the re-paired bytes (Q4KLaneElem) by one
-// vpermt2d and one per-lane shift.
+// Q4_K in kInterleavedLanes: the same codes and scales as Q45K, each zmm of
+// codes gathered from the re-paired bytes (Q4KLaneElem) by one vpermt2d and
+// one per-lane shift. (kInterleaved needs none of that: Q45K itself reads it.)
 struct InterleavedQ4K : Q45K<false> {
   // Zmm v, lane l (group 4 (v / 2) + v % 2 + 2 (l / 8), quad l % 8): the
   // dword of the unit's codes that holds it, and its nibble's shift.
@@ -623,7 +623,10 @@ void RowsAvx512(const RowsTask& t, int64_t begin, int64_t end) {
       t.w, begin, end,
       [&](int64_t b, int64_t e) {
         if (t.w.type == WeightType::kQ4_0) return InterleavedRows<InterleavedQ4_0>(t, b, e);
-        if (t.w.type == WeightType::kQ4_K) return InterleavedRows<InterleavedQ4K>(t, b, e);
+        if (t.w.layout == WeightLayout::kInterleavedLanes) {
+          return InterleavedRows<InterleavedQ4K>(t, b, e);
+        }
+        if (t.w.type == WeightType::kQ4_K) return InterleavedRows<Q45K<false>>(t, b, e);
         InterleavedRows<InterleavedQ8_0>(t, b, e);
       },
       [&](int64_t b, int64_t e) {

@@ -218,7 +218,7 @@ void RowsScalar(const RowsTask& t, int64_t begin, int64_t end) {
     for (int64_t b = 0; b < t.batch; ++b) {
       float y;
       if (r < grouped) {
-        y = DotGroupsInterleavedRef(t.w.type, row, InterleavedUnitStride(t.w.type), 0,
+        y = DotGroupsInterleavedRef(t.w.type, t.w.layout, row, InterleavedUnitStride(t.w.type), 0,
                                     t.w.cols / 32, t.acts[b]);
       } else if (quantized) {
         y = DotGroupsRef(t.w.type, row, 0, t.w.cols / 32, t.acts[b]);
@@ -255,7 +255,12 @@ float DotGroupsRef(WeightType type, const void* row, int64_t g_begin, int64_t g_
   });
 }
 
-void UninterleaveUnit(WeightType type, const uint8_t* unit, uint8_t* file_bytes) {
+void UninterleaveUnit(WeightType type, WeightLayout layout, const uint8_t* unit,
+                      uint8_t* file_bytes) {
+  if (type == WeightType::kQ4_K && layout == WeightLayout::kInterleaved) {
+    std::memcpy(file_bytes, unit, sizeof(BlockQ4_K));
+    return;
+  }
   if (type == WeightType::kQ4_K) {
     std::memcpy(file_bytes, unit, kQ4KHeaderBytes);
     uint8_t* qs = file_bytes + kQ4KHeaderBytes;
@@ -281,12 +286,13 @@ void UninterleaveUnit(WeightType type, const uint8_t* unit, uint8_t* file_bytes)
   }
 }
 
-float DotGroupsInterleavedRef(WeightType type, const uint8_t* row, int64_t unit_stride,
-                              int64_t g_begin, int64_t g_end, const QuantizedActs& acts) {
+float DotGroupsInterleavedRef(WeightType type, WeightLayout layout, const uint8_t* row,
+                              int64_t unit_stride, int64_t g_begin, int64_t g_end,
+                              const QuantizedActs& acts) {
   return DotGroups(g_begin, g_end, acts, [&](int64_t gi) {
     // The group's unit put back together as GGUF has it.
     uint8_t file_bytes[8 * sizeof(BlockQ8_0)];
-    UninterleaveUnit(type, row + gi / 8 * unit_stride, file_bytes);
+    UninterleaveUnit(type, layout, row + gi / 8 * unit_stride, file_bytes);
     return DecodeGroup(type, file_bytes, gi % 8);
   });
 }

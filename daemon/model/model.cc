@@ -84,11 +84,6 @@ bool ResidentRepackPays(kernels::WeightType type) {
   // Zen 5: 38.2 and 39.0 tok/s against 43.6 and 40.1 plain); on AVX2 it
   // was faster. Q4_0 gained on both (AVX-512 67.0/71.1 against 61.4/67.6).
   if (type == kernels::WeightType::kQ8_0) return kernels::DetectIsa() != kernels::Isa::kAvx512;
-  // Q4_K's layout pairs its codes for the AVX2 loop (in cache 19.5 -> 23 GB/s
-  // on one core); the AVX-512 loop, which reads GGUF's pairing as it is, has
-  // to gather them back (24 against 28 GB/s; streaming on 2 threads 42
-  // against 48-55), so it keeps the file's.
-  if (type == kernels::WeightType::kQ4_K) return kernels::DetectIsa() == kernels::Isa::kAvx2;
   return true;
 }
 
@@ -96,6 +91,7 @@ void Model::MarkInterleaving(Model* model) {
   auto mark = [](TensorRef* t) {
     t->interleaves = t->present && t->n_mat == 1 && kernels::CanInterleave(t->type, t->cols) &&
                      ResidentRepackPays(t->type);
+    t->interleaved_layout = kernels::InterleavedLayoutFor(t->type, kernels::DetectIsa());
   };
   // Not token_embd (read by row), nor output when it is token_embd (tied);
   // not wk_b/wv_b (per-head views of 3-D tensors) nor the expert slices.
@@ -135,7 +131,8 @@ void ForEachTensor(const Model& model, absl::FunctionRef<void(const TensorRef&)>
 void InterleaveChunk(const Model& model, memory::ChunkId id, uint8_t* slot) {
   ForEachTensor(model, [&](const TensorRef& t) {
     if (t.interleaves && t.place.chunk == id) {
-      kernels::InterleaveRows(t.type, t.rows, t.cols, slot + t.place.slot_offset);
+      kernels::InterleaveRows(t.type, t.rows, t.cols, slot + t.place.slot_offset,
+                              t.interleaved_layout);
     }
   });
 }
