@@ -38,12 +38,13 @@ inline constexpr int64_t kRowBlock = 8;
 inline constexpr int kUnitScaleBytes = 16;
 
 // Q4_K's unit is one super-block of 144 bytes: d, dmin and the 12 bytes of
-// packed scales as GGUF has them (kQ4KHeaderBytes), then its 256 4-bit codes,
-// in kInterleavedLanes re-paired into the code order of the tiled AVX2 loop: in chunk
-// c < 4 of 32 bytes, byte 4j + b holds in its low nibble the code of element
-// Q4KLaneElem(c, j, b) of group Q4KLaneGroup(j), in its high nibble that of
-// element Q4KLaneElem(c + 4, j, b) of the same group. (GGUF pairs groups 2p
-// and 2p + 1 in a byte, which that loop has to transpose and shift apart.)
+// packed scales as GGUF has them (kQ4KHeaderBytes), then its 256 4-bit codes;
+// in kInterleavedLanes those are re-paired into the code order of the tiled
+// AVX2 loop: in chunk c < 4 of 32 bytes, byte 4j + b holds in its low nibble
+// the code of element Q4KLaneElem(c, j, b) of group Q4KLaneGroup(j), in its
+// high nibble that of element Q4KLaneElem(c + 4, j, b) of the same group.
+// (GGUF pairs groups 2p and 2p + 1 in a byte, which that loop has to
+// transpose and shift apart.)
 inline constexpr int kQ4KHeaderBytes = 16;
 inline constexpr int Q4KLaneGroup(int j) { return j < 4 ? 2 * j : 2 * (j - 4) + 1; }
 inline constexpr int Q4KLaneElem(int i, int j, int b) { return 4 * (j < 4 ? i : (i + 4) % 8) + b; }
