@@ -1,5 +1,6 @@
-// The kInterleaved layout gives, to the bit, what the kRows layout of the
-// same matrix gives: on every ISA this machine has, for Q4_0 and Q8_0, row
+// The interleaved layouts give, to the bit, what the kRows layout of the
+// same matrix gives: on every ISA this machine has, for Q4_0, Q8_0 and Q4_K
+// (both of its layouts), row
 // counts with and without a kRows tail, batches of 1 to 5, one thread or
 // two, MatMul and MatMulShared (next to kRows matrices of the same type).
 #include <cstring>
@@ -38,34 +39,47 @@ std::vector<float> MakeInput(int64_t n, uint32_t seed) {
   return x;
 }
 
+// A type and the interleaved layout it takes.
+struct Layout {
+  WeightType type;
+  WeightLayout layout;
+};
+constexpr Layout kLayouts[] = {{WeightType::kQ4_0, WeightLayout::kInterleaved},
+                               {WeightType::kQ8_0, WeightLayout::kInterleaved},
+                               {WeightType::kQ4_K, WeightLayout::kInterleaved},
+                               {WeightType::kQ4_K, WeightLayout::kInterleavedLanes}};
+
 struct Pair {
   std::vector<uint8_t> rows, interleaved;
   WeightView plain_view, interleaved_view;
 };
 
-Pair MakePair(WeightType type, int64_t rows, int64_t cols, uint32_t seed) {
+Pair MakePair(Layout layout, int64_t rows, int64_t cols, uint32_t seed) {
   Pair p;
-  p.rows = MakeRows(type, rows, cols, seed);
+  p.rows = MakeRows(layout.type, rows, cols, seed);
   p.interleaved = p.rows;
-  InterleaveRows(type, rows, cols, p.interleaved.data());
-  p.plain_view = DenseWeightView(type, rows, cols, p.rows.data());
-  p.interleaved_view = DenseWeightView(type, rows, cols, p.interleaved.data());
-  p.interleaved_view.layout = WeightLayout::kInterleaved;
+  InterleaveRows(layout.type, rows, cols, p.interleaved.data(), layout.layout);
+  p.plain_view = DenseWeightView(layout.type, rows, cols, p.rows.data());
+  p.interleaved_view = DenseWeightView(layout.type, rows, cols, p.interleaved.data());
+  p.interleaved_view.layout = layout.layout;
   return p;
 }
 
-std::string Label(WeightType t, Isa isa, int64_t rows, int64_t cols, int64_t batch) {
-  return std::string(GetWeightTypeInfo(t).name) + " on " + std::string(IsaName(isa)) + " " +
-         std::to_string(rows) + "x" + std::to_string(cols) + " batch " + std::to_string(batch);
+std::string Label(Layout l, Isa isa, int64_t rows, int64_t cols, int64_t batch) {
+  return std::string(GetWeightTypeInfo(l.type).name) +
+         (l.layout == WeightLayout::kInterleavedLanes ? " (lanes)" : "") + " on " +
+         std::string(IsaName(isa)) + " " + std::to_string(rows) + "x" + std::to_string(cols) +
+         " batch " + std::to_string(batch);
 }
 
 TEST(InterleaveTest, ProductsAreBitIdenticalToTheRowsLayout) {
   ThreadPool pool(2);
-  for (WeightType type : {WeightType::kQ4_0, WeightType::kQ8_0}) {
+  for (Layout layout : kLayouts) {
+    const WeightType type = layout.type;
     for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{
              {1, 256}, {3, 512}, {4, 256}, {5, 768}, {13, 2048}, {64, 512}, {131, 1024}}) {
-      const Pair p = MakePair(type, rows, cols, static_cast<uint32_t>(rows * 7 + cols));
-      if (rows >= kInterleaveRows) {
+      const Pair p = MakePair(layout, rows, cols, static_cast<uint32_t>(rows * 7 + cols));
+      if (rows >= kInterleaveRows && cols > 256) {  // Else Q4_K's kInterleaved is kRows.
         ASSERT_NE(p.rows, p.interleaved);
       }
       const int64_t x_stride = cols + 3, y_stride = rows + 2;
@@ -84,7 +98,7 @@ TEST(InterleaveTest, ProductsAreBitIdenticalToTheRowsLayout) {
             for (int64_t b = 0; b < batch; ++b) {
               for (int64_t r = 0; r < rows; ++r) {
                 ASSERT_EQ(0, std::memcmp(&got[b * y_stride + r], &want[b * y_stride + r], 4))
-                    << Label(type, isa, rows, cols, batch) << " vector " << b << " row " << r
+                    << Label(layout, isa, rows, cols, batch) << " vector " << b << " row " << r
                     << ": " << got[b * y_stride + r] << " vs " << want[b * y_stride + r];
               }
             }
@@ -99,8 +113,9 @@ TEST(InterleaveTest, SharedProductsMixLayouts) {
   ThreadPool pool(2);
   const int64_t cols = 1024, batch = 3;
   const std::vector<float> x = MakeInput(cols * batch, 5);
-  for (WeightType type : {WeightType::kQ4_0, WeightType::kQ8_0}) {
-    const Pair q = MakePair(type, 37, cols, 1), k = MakePair(type, 9, cols, 2);
+  for (Layout layout : kLayouts) {
+    const WeightType type = layout.type;
+    const Pair q = MakePair(layout, 37, cols, 1), k = MakePair(layout, 9, cols, 2);
     Scratch scratch(MatVecScratchBytes(type, cols, batch));
     for (Isa isa : SupportedIsas()) {
       std::vector<float> want_q(37 * batch), want_k(9 * batch), got_q(37 * batch), got_k(9 * batch);
@@ -111,9 +126,9 @@ TEST(InterleaveTest, SharedProductsMixLayouts) {
       ASSERT_TRUE(MatMulSharedOnIsa(isa, plain, x.data(), cols, batch, &pool, &scratch).ok());
       ASSERT_TRUE(MatMulSharedOnIsa(isa, mixed, x.data(), cols, batch, &pool, &scratch).ok());
       EXPECT_EQ(0, std::memcmp(got_q.data(), want_q.data(), got_q.size() * 4))
-          << Label(type, isa, 37, cols, batch);
+          << Label(layout, isa, 37, cols, batch);
       EXPECT_EQ(0, std::memcmp(got_k.data(), want_k.data(), got_k.size() * 4))
-          << Label(type, isa, 9, cols, batch);
+          << Label(layout, isa, 9, cols, batch);
     }
   }
 }
@@ -122,12 +137,15 @@ TEST(InterleaveTest, RejectsWhatCannotBeInterleaved) {
   EXPECT_TRUE(CanInterleave(WeightType::kQ4_0, 256));
   EXPECT_TRUE(CanInterleave(WeightType::kQ8_0, 4096));
   EXPECT_FALSE(CanInterleave(WeightType::kQ4_0, 288));
-  EXPECT_FALSE(CanInterleave(WeightType::kQ4_K, 256));
+  EXPECT_TRUE(CanInterleave(WeightType::kQ4_K, 512));
+  EXPECT_TRUE(CanInterleave(WeightType::kQ4_K, 512, WeightLayout::kInterleavedLanes));
+  EXPECT_FALSE(CanInterleave(WeightType::kQ4_0, 512, WeightLayout::kInterleavedLanes));
+  EXPECT_FALSE(CanInterleave(WeightType::kQ5_K, 256));
   EXPECT_FALSE(CanInterleave(WeightType::kF32, 256));
-  std::vector<uint8_t> w(RowBytes(WeightType::kQ4_K, 512) * 8 + 64);
+  std::vector<uint8_t> w(RowBytes(WeightType::kQ5_K, 512) * 8 + 64);
   std::vector<float> x(512), y(8);
-  Scratch scratch(MatVecScratchBytes(WeightType::kQ4_K, 512));
-  WeightView v = DenseWeightView(WeightType::kQ4_K, 4, 512, w.data());
+  Scratch scratch(MatVecScratchBytes(WeightType::kQ5_K, 512));
+  WeightView v = DenseWeightView(WeightType::kQ5_K, 4, 512, w.data());
   v.layout = WeightLayout::kInterleaved;
   EXPECT_EQ(MatVec(v, x.data(), y.data(), nullptr, &scratch).code(),
             absl::StatusCode::kInvalidArgument);
@@ -136,6 +154,10 @@ TEST(InterleaveTest, RejectsWhatCannotBeInterleaved) {
   EXPECT_TRUE(MatVec(padded, x.data(), y.data(), nullptr, &scratch).ok());
   padded.row_stride_bytes += 2;
   EXPECT_EQ(MatVec(padded, x.data(), y.data(), nullptr, &scratch).code(),
+            absl::StatusCode::kInvalidArgument);
+  WeightView lanes = DenseWeightView(WeightType::kQ4_0, 4, 512, w.data());
+  lanes.layout = WeightLayout::kInterleavedLanes;
+  EXPECT_EQ(MatVec(lanes, x.data(), y.data(), nullptr, &scratch).code(),
             absl::StatusCode::kInvalidArgument);
 }
 

@@ -119,12 +119,13 @@ constexpr LaneMap kNaturalMap = [] {
   return m;
 }();
 
-// Q4_K: lanes 0-3 the low-nibble groups 0, 2, 4, 6, lanes 4-7 the high ones.
+// Q4_K: lanes 0-3 the low-nibble groups 0, 2, 4, 6, lanes 4-7 the high ones
+// (the order the kInterleaved layout keeps its codes in).
 constexpr LaneMap kQ4KMap = [] {
   LaneMap m{};
   for (int j = 0; j < 8; ++j) {
-    m.block[j] = j < 4 ? 2 * j : 2 * (j - 4) + 1;
-    for (int i = 0; i < 8; ++i) m.quad[i][j] = j < 4 ? i : (i + 4) % 8;
+    m.block[j] = Q4KLaneGroup(j);
+    for (int i = 0; i < 8; ++i) m.quad[i][j] = Q4KLaneElem(i, j, 0) / 4;
   }
   return m;
 }();
@@ -199,6 +200,12 @@ struct Q4K {
       u->codes[4 + i] =
           _mm256_and_si256(_mm256_srlv_epi32(_mm256_permute4x64_epi64(e[i], 0x4E), shift), m4);
     }
+    LoadScales(p, u);
+  }
+
+  // wsc and mcoef from the super-block's header (d, dmin, scales).
+  static void LoadScales(const uint8_t* p, TileUnit* u) {
+    const BlockQ4_K* b = reinterpret_cast<const BlockQ4_K*>(p);
     // The 6-bit scales and mins in 64-bit integer arithmetic: [sc0-3 | m0-3]
     // and [sc4-7 | m4-7].
     uint64_t w01;
@@ -214,6 +221,29 @@ struct Q4K {
     const __m256 ws = _mm256_mul_ps(sc, _mm256_set1_ps(F16ToF32(b->d)));
     u->wsc = _mm256_permutevar8x32_ps(ws, _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7));
     u->mcoef = _mm256_mul_ps(mn, _mm256_set1_ps(F16ToF32(b->dmin)));
+  }
+};
+
+// Q4_K in kInterleaved: the file's super-blocks, a group's taking turns.
+struct InterleavedQ4K : Q4K {
+  static constexpr int kUnitStride = kInterleaveRows * kUnitBytes;
+};
+
+// Q4_K in kInterleavedLanes: its codes already paired as the lanes want them
+// (Q4KLaneElem), so each 32 bytes give two code vectors with an and and a
+// shift; the same codes and scales as Q4K.
+struct LanesQ4K : Q4K {
+  static constexpr int kUnitStride = kInterleaveRows * kUnitBytes;
+  static void Load(const uint8_t* p, TileUnit* u) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+      const __m256i q =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kQ4KHeaderBytes + 32 * c));
+      u->codes[c] = _mm256_and_si256(q, m4);
+      u->codes[4 + c] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+    }
+    LoadScales(p, u);
   }
 };
 
@@ -593,25 +623,35 @@ void RowsOf(const RowsTask& t, int64_t begin, int64_t end) {
   }
 }
 
+// A type with a kInterleaved layout: its grouped rows through Grouped (whole
+// groups at once for a decode step's few vectors), the rest through Plain.
+template <typename Grouped, typename Plain>
+void GroupedOrRows(const RowsTask& t, int64_t begin, int64_t end) {
+  SplitGroupedRows(
+      t.w, begin, end,
+      [&](int64_t b, int64_t e) {
+        // Batches past kGroupMaxBatch share each unit's decode across a
+        // tile of vectors instead (RowsOf).
+        if (t.batch > kGroupMaxBatch) return RowsOf<Grouped>(t, b, e);
+        RunGroups(
+            t, b, e,
+            [&](const uint8_t* group, const QuantizedActs& a, float* out) {
+              DotTileGroup<Grouped>(group, t.w.cols, a, out);
+            },
+            [&](int64_t rb, int64_t re) { RowsOf<Grouped>(t, rb, re); });
+      },
+      [&](int64_t b, int64_t e) { RowsOf<Plain>(t, b, e); });
+}
+
 void RowsTiled(const RowsTask& t, int64_t begin, int64_t end) {
   switch (t.w.type) {
     case WeightType::kQ4_0:
-      return SplitGroupedRows(
-          t.w, begin, end,
-          [&](int64_t b, int64_t e) {
-            // Batches past kGroupMaxBatch share each unit's decode across a
-            // tile of vectors instead (RowsOf).
-            if (t.batch > kGroupMaxBatch) return RowsOf<InterleavedQ4_0>(t, b, e);
-            RunGroups(
-                t, b, e,
-                [&](const uint8_t* group, const QuantizedActs& a, float* out) {
-                  DotTileGroup<InterleavedQ4_0>(group, t.w.cols, a, out);
-                },
-                [&](int64_t rb, int64_t re) { RowsOf<InterleavedQ4_0>(t, rb, re); });
-          },
-          [&](int64_t b, int64_t e) { RowsOf<Q4_0>(t, b, e); });
+      return GroupedOrRows<InterleavedQ4_0, Q4_0>(t, begin, end);
     case WeightType::kQ4_K:
-      return RowsOf<Q4K>(t, begin, end);
+      if (t.w.layout == WeightLayout::kInterleavedLanes) {
+        return GroupedOrRows<LanesQ4K, Q4K>(t, begin, end);
+      }
+      return GroupedOrRows<InterleavedQ4K, Q4K>(t, begin, end);
     case WeightType::kQ2_K:
       return RowsOf<Q23K<false>>(t, begin, end);
     case WeightType::kQ3_K:

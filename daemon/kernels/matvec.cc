@@ -46,8 +46,8 @@ absl::Status Validate(const WeightView& w, const float* x, int64_t batch, const 
     return absl::InvalidArgumentError(absl::StrCat("matvec: row stride ", w.row_stride_bytes,
                                                    " < row size ", RowBytes(w.type, w.cols)));
   }
-  if (w.layout == WeightLayout::kInterleaved &&
-      (!CanInterleave(w.type, w.cols) || w.row_stride_bytes != RowBytes(w.type, w.cols))) {
+  if (w.layout != WeightLayout::kRows && (!CanInterleave(w.type, w.cols, w.layout) ||
+                                          w.row_stride_bytes != RowBytes(w.type, w.cols))) {
     return absl::InvalidArgumentError(
         absl::StrCat("matvec: a ", std::string(info.name), " matrix of ", w.cols, " columns and a ",
                      w.row_stride_bytes, "-byte stride cannot be interleaved"));
@@ -99,7 +99,7 @@ void RunTasks(const IsaKernels& kernels, std::span<const RowsTask> tasks, Thread
   if (tasks.empty()) return;
   int64_t step = 1;
   for (const RowsTask& t : tasks) {
-    if (t.w.layout == WeightLayout::kInterleaved) step = kInterleaveRows;
+    if (t.w.layout != WeightLayout::kRows) step = kInterleaveRows;
   }
   int64_t starts[kMaxSharedProducts + 1];  // Of each task in the range.
   starts[0] = 0;

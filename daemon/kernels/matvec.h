@@ -38,7 +38,12 @@ enum class WeightLayout : uint8_t {
   // scales with one load and the quants with no byte permutes, and a group's
   // rows stream from one run of memory. Rows past the last whole group keep
   // the kRows layout. Only where CanInterleave; never seen by a device.
+  // Q4_K's unit is its super-block, as GGUF has it.
   kInterleaved,
+  // Q4_K only: as kInterleaved, with each super-block's codes re-paired into
+  // the order of the tiled AVX2 loop (see Q4KLaneElem in matvec_internal.h),
+  // which then needs no transposes; the AVX-512 loop reads GGUF's pairing.
+  kInterleavedLanes,
 };
 
 // Rows per group of the kInterleaved layout.
@@ -55,14 +60,19 @@ struct WeightView {
   WeightLayout layout = WeightLayout::kRows;
 };
 
-// Whether a dense matrix of `type` and `cols` may take the kInterleaved
-// layout: Q4_0 and Q8_0, cols a multiple of 256.
-bool CanInterleave(WeightType type, int64_t cols);
+// Whether a dense matrix of `type` and `cols` may take `layout`
+// (kInterleaved: Q4_0, Q8_0 and Q4_K; kInterleavedLanes: Q4_K), cols a
+// multiple of 256.
+bool CanInterleave(WeightType type, int64_t cols, WeightLayout layout = WeightLayout::kInterleaved);
 
-// Rewrites a dense kRows matrix (CanInterleave) into the kInterleaved layout
-// in place; the products of its kInterleaved view are bit-identical to those
-// of its kRows view on every ISA.
-void InterleaveRows(WeightType type, int64_t rows, int64_t cols, void* data);
+// The interleaved layout the loops of `isa` read fastest for `type`.
+WeightLayout InterleavedLayoutFor(WeightType type, Isa isa);
+
+// Rewrites a dense kRows matrix (CanInterleave) into `layout` in place; the
+// products of its view in that layout are bit-identical to those of its
+// kRows view on every ISA. The same size: the bytes only move.
+void InterleaveRows(WeightType type, int64_t rows, int64_t cols, void* data,
+                    WeightLayout layout = WeightLayout::kInterleaved);
 
 // A contiguous row-major view (stride = RowBytes(type, cols)).
 WeightView DenseWeightView(WeightType type, int64_t rows, int64_t cols, const void* data);

@@ -322,6 +322,12 @@ struct Q45K {
         u->codes[2 * h + n] = codes;
       }
     }
+    LoadScales(p, u);
+  }
+
+  // wsc from the super-block's header (d, dmin, scales), which Q5_K shares.
+  static void LoadScales(const uint8_t* p, Unit* u) {
+    const BlockQ4_K* b = reinterpret_cast<const BlockQ4_K*>(p);
     // In 64-bit integer arithmetic (two groups' worth per op, and kept off the
     // vector ports): [sc0-3 | m0-3] and [sc4-7 | m4-7].
     uint64_t w01;
@@ -338,6 +344,43 @@ struct Q45K {
         _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
         _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(LoadU32(p))))));
     u->wsc = _mm512_mul_ps(f, mult);
+  }
+};
+
+// Q4_K in kInterleavedLanes: the same codes and scales as Q45K, each zmm of
+// codes gathered from the re-paired bytes (Q4KLaneElem) by one vpermt2d and
+// one per-lane shift. (kInterleaved needs none of that: Q45K itself reads it.)
+struct InterleavedQ4K : Q45K<false> {
+  // Zmm v, lane l (group 4 (v / 2) + v % 2 + 2 (l / 8), quad l % 8): the
+  // dword of the unit's codes that holds it, and its nibble's shift.
+  struct Gather {
+    std::array<std::array<int32_t, 16>, 4> dword, shift;
+  };
+  static constexpr Gather kGather = [] {
+    Gather t{};
+    for (int v = 0; v < 4; ++v) {
+      for (int l = 0; l < 16; ++l) {
+        const int g = 4 * (v / 2) + v % 2 + 2 * (l / 8), q = l % 8;
+        const int j = g % 2 == 0 ? g / 2 : 4 + g / 2;
+        const int i = j < 4 ? q : (q + 4) % 8;  // Q4KLaneElem(i, j, 0) == 4 q.
+        t.dword[v][l] = 8 * (i % 4) + j;
+        t.shift[v][l] = 4 * (i / 4);
+      }
+    }
+    return t;
+  }();
+  static void Load(const uint8_t* p, Unit* u) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const __m512i lo = _mm512_loadu_si512(p + kQ4KHeaderBytes);
+    const __m512i hi = _mm512_loadu_si512(p + kQ4KHeaderBytes + 64);
+#pragma GCC unroll 4
+    for (int v = 0; v < 4; ++v) {
+      const __m512i d =
+          _mm512_permutex2var_epi32(lo, _mm512_loadu_si512(kGather.dword[v].data()), hi);
+      u->codes[v] =
+          _mm512_and_si512(_mm512_srlv_epi32(d, _mm512_loadu_si512(kGather.shift[v].data())), m4);
+    }
+    LoadScales(p, u);
   }
 };
 
@@ -580,6 +623,10 @@ void RowsAvx512(const RowsTask& t, int64_t begin, int64_t end) {
       t.w, begin, end,
       [&](int64_t b, int64_t e) {
         if (t.w.type == WeightType::kQ4_0) return InterleavedRows<InterleavedQ4_0>(t, b, e);
+        if (t.w.layout == WeightLayout::kInterleavedLanes) {
+          return InterleavedRows<InterleavedQ4K>(t, b, e);
+        }
+        if (t.w.type == WeightType::kQ4_K) return InterleavedRows<Q45K<false>>(t, b, e);
         InterleavedRows<InterleavedQ8_0>(t, b, e);
       },
       [&](int64_t b, int64_t e) {

@@ -37,13 +37,33 @@ inline constexpr int64_t kRowBlock = 8;
 // columns, its 8 blocks' f16 scales (kUnitScaleBytes), then their quants.
 inline constexpr int kUnitScaleBytes = 16;
 
+// Q4_K's unit is one super-block of 144 bytes: d, dmin and the 12 bytes of
+// packed scales as GGUF has them (kQ4KHeaderBytes), then its 256 4-bit codes;
+// in kInterleavedLanes those are re-paired into the code order of the tiled
+// AVX2 loop: in chunk c < 4 of 32 bytes, byte 4j + b holds in its low nibble
+// the code of element Q4KLaneElem(c, j, b) of group Q4KLaneGroup(j), in its
+// high nibble that of element Q4KLaneElem(c + 4, j, b) of the same group.
+// (GGUF pairs groups 2p and 2p + 1 in a byte, which that loop has to
+// transpose and shift apart.)
+inline constexpr int kQ4KHeaderBytes = 16;
+inline constexpr int Q4KLaneGroup(int j) { return j < 4 ? 2 * j : 2 * (j - 4) + 1; }
+inline constexpr int Q4KLaneElem(int i, int j, int b) { return 4 * (j < 4 ? i : (i + 4) % 8) + b; }
+
+// The file bytes of a unit of a grouped row (UnitBytes(type) of them), read
+// back from `layout`: the reference decode of the interleaved layouts.
+void UninterleaveUnit(WeightType type, WeightLayout layout, const uint8_t* unit,
+                      uint8_t* file_bytes);
+
 // Rows [0, InterleavedRows(w)) sit in groups; the rest as kRows.
 inline int64_t InterleavedRows(const WeightView& w) {
-  return w.layout == WeightLayout::kInterleaved ? w.rows / kInterleaveRows * kInterleaveRows : 0;
+  return w.layout != WeightLayout::kRows ? w.rows / kInterleaveRows * kInterleaveRows : 0;
 }
 
-// Bytes of one row's unit of 256 columns (8 blocks), in either layout.
-inline int64_t UnitBytes(WeightType type) { return 8 * GetWeightTypeInfo(type).block_bytes; }
+// Bytes of one row's unit of 256 columns, in either layout.
+inline int64_t UnitBytes(WeightType type) {
+  const WeightTypeInfo info = GetWeightTypeInfo(type);
+  return 256 / info.block_elems * info.block_bytes;
+}
 
 // Bytes from one unit of a grouped row to its next.
 inline int64_t InterleavedUnitStride(WeightType type) { return kInterleaveRows * UnitBytes(type); }
@@ -192,8 +212,9 @@ float DotGroupsRef(WeightType type, const void* row, int64_t g_begin, int64_t g_
 
 // DotGroupsRef of a grouped row of a kInterleaved view: `row` is its first
 // unit (RowStart), each next one unit_stride bytes on.
-float DotGroupsInterleavedRef(WeightType type, const uint8_t* row, int64_t unit_stride,
-                              int64_t g_begin, int64_t g_end, const QuantizedActs& acts);
+float DotGroupsInterleavedRef(WeightType type, WeightLayout layout, const uint8_t* row,
+                              int64_t unit_stride, int64_t g_begin, int64_t g_end,
+                              const QuantizedActs& acts);
 
 }  // namespace waste::kernels::internal
 

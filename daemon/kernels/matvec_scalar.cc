@@ -218,7 +218,7 @@ void RowsScalar(const RowsTask& t, int64_t begin, int64_t end) {
     for (int64_t b = 0; b < t.batch; ++b) {
       float y;
       if (r < grouped) {
-        y = DotGroupsInterleavedRef(t.w.type, row, InterleavedUnitStride(t.w.type), 0,
+        y = DotGroupsInterleavedRef(t.w.type, t.w.layout, row, InterleavedUnitStride(t.w.type), 0,
                                     t.w.cols / 32, t.acts[b]);
       } else if (quantized) {
         y = DotGroupsRef(t.w.type, row, 0, t.w.cols / 32, t.acts[b]);
@@ -255,18 +255,45 @@ float DotGroupsRef(WeightType type, const void* row, int64_t g_begin, int64_t g_
   });
 }
 
-float DotGroupsInterleavedRef(WeightType type, const uint8_t* row, int64_t unit_stride,
-                              int64_t g_begin, int64_t g_end, const QuantizedActs& acts) {
+void UninterleaveUnit(WeightType type, WeightLayout layout, const uint8_t* unit,
+                      uint8_t* file_bytes) {
+  if (type == WeightType::kQ4_K && layout == WeightLayout::kInterleaved) {
+    std::memcpy(file_bytes, unit, sizeof(BlockQ4_K));
+    return;
+  }
+  if (type == WeightType::kQ4_K) {
+    std::memcpy(file_bytes, unit, kQ4KHeaderBytes);
+    uint8_t* qs = file_bytes + kQ4KHeaderBytes;
+    std::memset(qs, 0, sizeof(BlockQ4_K::qs));
+    for (int i = 0; i < 8; ++i) {
+      for (int j = 0; j < 8; ++j) {
+        const int g = Q4KLaneGroup(j);
+        for (int b = 0; b < 4; ++b) {
+          const int code =
+              (unit[kQ4KHeaderBytes + 32 * (i % 4) + 4 * j + b] >> (4 * (i / 4))) & 0xF;
+          qs[32 * (g / 2) + Q4KLaneElem(i, j, b)] |= static_cast<uint8_t>(code << (4 * (g % 2)));
+        }
+      }
+    }
+    return;
+  }
+  // Q4_0, Q8_0: 8 blocks of an f16 scale and their quants.
   const int block_bytes = GetWeightTypeInfo(type).block_bytes;
   const int qs_bytes = block_bytes - kUnitScaleBytes / 8;
+  for (int j = 0; j < 8; ++j) {
+    std::memcpy(file_bytes + block_bytes * j, unit + 2 * j, 2);
+    std::memcpy(file_bytes + block_bytes * j + 2, unit + kUnitScaleBytes + qs_bytes * j, qs_bytes);
+  }
+}
+
+float DotGroupsInterleavedRef(WeightType type, WeightLayout layout, const uint8_t* row,
+                              int64_t unit_stride, int64_t g_begin, int64_t g_end,
+                              const QuantizedActs& acts) {
   return DotGroups(g_begin, g_end, acts, [&](int64_t gi) {
-    // The group's block put back together as GGUF has it.
-    const uint8_t* unit = row + gi / 8 * unit_stride;
-    const int j = static_cast<int>(gi % 8);
-    uint8_t block[sizeof(BlockQ8_0)];
-    std::memcpy(block, unit + 2 * j, 2);
-    std::memcpy(block + 2, unit + kUnitScaleBytes + qs_bytes * j, qs_bytes);
-    return DecodeGroup(type, block, 0);
+    // The group's unit put back together as GGUF has it.
+    uint8_t file_bytes[8 * sizeof(BlockQ8_0)];
+    UninterleaveUnit(type, layout, row + gi / 8 * unit_stride, file_bytes);
+    return DecodeGroup(type, file_bytes, gi % 8);
   });
 }
 

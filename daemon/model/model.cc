@@ -83,7 +83,15 @@ bool ResidentRepackPays(kernels::WeightType type) {
   // Q8_0 repacked decoded slower on AVX-512 (1.1B llama, resident, quiet
   // Zen 5: 38.2 and 39.0 tok/s against 43.6 and 40.1 plain); on AVX2 it
   // was faster. Q4_0 gained on both (AVX-512 67.0/71.1 against 61.4/67.6).
-  if (type == kernels::WeightType::kQ8_0) return kernels::DetectIsa() != kernels::Isa::kAvx512;
+  // Q4_K (InterleavedLayoutFor's layout per ISA; 2-core Zen 4 shared with
+  // builds, medians of 10 alternating runs of the 1.1B llama): AVX2 decode
+  // 67.3 against 65.9 tok/s quiet (29.8 against 25.8 loaded), prefill 124
+  // against 120; AVX-512 decode 68.5 against 70.5 (73.1 against 69.5 in
+  // another set), and streaming matvec_bench on 2 threads 41 against 53 GB/s
+  // although in cache on one core it is 24 against 21: kept plain there.
+  if (type == kernels::WeightType::kQ8_0 || type == kernels::WeightType::kQ4_K) {
+    return kernels::DetectIsa() != kernels::Isa::kAvx512;
+  }
   return true;
 }
 
@@ -91,6 +99,7 @@ void Model::MarkInterleaving(Model* model) {
   auto mark = [](TensorRef* t) {
     t->interleaves = t->present && t->n_mat == 1 && kernels::CanInterleave(t->type, t->cols) &&
                      ResidentRepackPays(t->type);
+    t->interleaved_layout = kernels::InterleavedLayoutFor(t->type, kernels::DetectIsa());
   };
   // Not token_embd (read by row), nor output when it is token_embd (tied);
   // not wk_b/wv_b (per-head views of 3-D tensors) nor the expert slices.
@@ -130,7 +139,8 @@ void ForEachTensor(const Model& model, absl::FunctionRef<void(const TensorRef&)>
 void InterleaveChunk(const Model& model, memory::ChunkId id, uint8_t* slot) {
   ForEachTensor(model, [&](const TensorRef& t) {
     if (t.interleaves && t.place.chunk == id) {
-      kernels::InterleaveRows(t.type, t.rows, t.cols, slot + t.place.slot_offset);
+      kernels::InterleaveRows(t.type, t.rows, t.cols, slot + t.place.slot_offset,
+                              t.interleaved_layout);
     }
   });
 }

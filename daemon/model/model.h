@@ -34,14 +34,15 @@ struct TensorRef {
   memory::TensorPlacement place;
   // A 2-D matrix the forward pass reads only through products, of a type
   // and width the kernels can interleave: a chunk the loader repacks holds
-  // it in the kInterleaved layout (resident_layout.h).
+  // it in interleaved_layout (resident_layout.h).
   bool interleaves = false;
+  kernels::WeightLayout interleaved_layout = kernels::WeightLayout::kInterleaved;
 
   const uint8_t* Data(const uint8_t* slot) const { return slot + place.slot_offset; }
   // `repacked`: the slot is a repacked chunk's (ChunkLease::View).
   kernels::WeightView View(const uint8_t* slot, bool repacked = false) const {
     kernels::WeightView view = kernels::DenseWeightView(type, rows, cols, Data(slot));
-    if (repacked && interleaves) view.layout = kernels::WeightLayout::kInterleaved;
+    if (repacked && interleaves) view.layout = interleaved_layout;
     return view;
   }
   // Matrix `i` of a stacked tensor bound whole.

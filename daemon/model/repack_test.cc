@@ -1,6 +1,6 @@
 // A model whose resident chunks the store repacks (InterleaveChunk, as the
 // loader does) computes, to the bit, the logits and greedy tokens of the same
-// model read as the file has it: synthetic llama models in Q4_0 and Q8_0
+// model read as the file has it: synthetic llama models in Q4_0, Q8_0 and Q4_K
 // (with matrices that interleave, some with a kRows tail, some too narrow),
 // and a deepseek2 model (MLA, a router, shared experts and expert slices,
 // which stay as they are).
@@ -113,6 +113,7 @@ INSTANTIATE_TEST_SUITE_P(
     Models, RepackTest,
     ::testing::Values(Case{"llama_q4_0", tools::SyntheticArch::kLlama, storage::GgmlType::kQ4_0},
                       Case{"llama_q8_0", tools::SyntheticArch::kLlama, storage::GgmlType::kQ8_0},
+                      Case{"llama_q4_k", tools::SyntheticArch::kLlama, storage::GgmlType::kQ4_K},
                       Case{"deepseek2_q4_0", tools::SyntheticArch::kDeepseek2,
                            storage::GgmlType::kQ4_0}),
     [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
