@@ -425,7 +425,7 @@ inline void DotTile(WeightType type, const uint8_t* row, int64_t cols, const Qua
 #pragma GCC unroll 8
   for (int k = 0; k < NB; ++k) {
     out[k] = FinishTileRow<Dec>(acc[k], bias[k]);
-    if (cols % 256 != 0) out[k] += DotGroupsRef(type, row, 8 * units, cols / 32, acts[k]);
+    if (cols % 256 != 0) out[k] += avx2::DotTailGroups(type, row, 8 * units, cols / 32, acts[k]);
   }
 }
 
@@ -570,7 +570,7 @@ inline void DotAny(WeightType type, const uint8_t* row, int64_t cols, const Quan
     DotTileTable<Dec, NB>(row, cols, acts, out);
     if (cols % 256 != 0) {
       for (int k = 0; k < NB; ++k)
-        out[k] += DotGroupsRef(type, row, cols / 256 * 8, cols / 32, acts[k]);
+        out[k] += avx2::DotTailGroups(type, row, cols / 256 * 8, cols / 32, acts[k]);
     }
   } else if constexpr (requires { typename Dec::Prep; }) {
     DotTile16<Dec, NB>(row, cols, acts, out);

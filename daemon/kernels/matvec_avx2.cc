@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "common/logging.h"
 #include "daemon/kernels/dequantize.h"
@@ -155,13 +156,37 @@ struct InterleavedQ8_0 {
   }
 };
 
+// IQ4_NL and MXFP4: nibbles placed as Q4_0's, each indexing the type's table
+// of 16 signed values.
+template <typename Block, const int8_t* kTable>
+struct Table4 {
+  static constexpr int kBlockBytes = sizeof(Block);
+  static constexpr bool kSigned = true;
+  static GroupV Decode(const uint8_t* row, int64_t gi) {
+    const auto* b = reinterpret_cast<const Block*>(row) + gi;
+    const __m256i table =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kTable)));
+    float scale;
+    if constexpr (std::is_same_v<Block, BlockMXFP4>) {
+      scale = E8M0HalfToF32(b->e);
+    } else {
+      scale = F16ToF32(b->d);
+    }
+    return {_mm256_shuffle_epi8(table, LowHighNibbles(b->qs)), _mm256_set1_ps(scale), {0, 0}};
+  }
+};
+using Iq4Nl = Table4<BlockIQ4_NL, kIq4NlValues>;
+using Mxfp4 = Table4<BlockMXFP4, kMxfp4Values>;
+
+// Groups [g_begin, g_end) of a row of 32-element blocks.
 template <typename Dec, int NB>
-void DotLegacy(const uint8_t* row, int64_t groups, const QuantizedActs* acts, float* out) {
+void DotLegacy(const uint8_t* row, int64_t g_begin, int64_t g_end, const QuantizedActs* acts,
+               float* out) {
   __m256 acc[NB];
   float bias[NB];
 #pragma GCC unroll 8
   for (int k = 0; k < NB; ++k) acc[k] = _mm256_setzero_ps(), bias[k] = 0;
-  for (int64_t gi = 0; gi < groups; ++gi) {
+  for (int64_t gi = g_begin; gi < g_end; ++gi) {
     if constexpr (requires { Dec::kUnitStride; }) {
       if (gi % 8 == 0) PrefetchAhead<8 * sizeof(BlockQ8_0)>(row + gi / 8 * Dec::kUnitStride);
     } else {
@@ -319,15 +344,15 @@ void DotRow(const RowsTask& t, const uint8_t* row, int64_t b0, float* out) {
     case WeightType::kBF16:
       return DotFloat<WeightType::kBF16, NB>(row, t.w.cols, x, t.x_stride, out);
     case WeightType::kQ4_0:
-      return DotLegacy<Q4_0, NB>(row, g, a, out);
+      return DotLegacy<Q4_0, NB>(row, 0, g, a, out);
     case WeightType::kQ4_1:
-      return DotLegacy<Q4_1, NB>(row, g, a, out);
+      return DotLegacy<Q4_1, NB>(row, 0, g, a, out);
     case WeightType::kQ5_0:
-      return DotLegacy<Q5_0, NB>(row, g, a, out);
+      return DotLegacy<Q5_0, NB>(row, 0, g, a, out);
     case WeightType::kQ5_1:
-      return DotLegacy<Q5_1, NB>(row, g, a, out);
+      return DotLegacy<Q5_1, NB>(row, 0, g, a, out);
     case WeightType::kQ8_0:
-      return DotLegacy<Q8_0, NB>(row, g, a, out);
+      return DotLegacy<Q8_0, NB>(row, 0, g, a, out);
     case WeightType::kQ4_K:
       return DotQ45K<false, NB>(row, g, a, out);
     case WeightType::kQ5_K:
@@ -361,7 +386,8 @@ void RowsAvx2(const RowsTask& t, int64_t begin, int64_t end) {
         WCHECK(t.w.type == WeightType::kQ8_0) << "no interleaved AVX2 loop here";
         auto rows = [&](int64_t rb, int64_t re) {
           RunRowTiles(t, rb, re, [&](auto nb, const uint8_t* row, int64_t b0, float* out) {
-            DotLegacy<InterleavedQ8_0, decltype(nb)::value>(row, t.w.cols / 32, t.acts + b0, out);
+            DotLegacy<InterleavedQ8_0, decltype(nb)::value>(row, 0, t.w.cols / 32, t.acts + b0,
+                                                            out);
           });
         };
         if (t.batch > kGroupMaxBatch) return rows(b, e);
@@ -386,6 +412,36 @@ void QuantizeActsAvx2(WeightType, const float* x, int64_t cols, const QuantizedA
 }  // namespace
 
 namespace avx2 {
+
+float DotTailGroups(WeightType type, const uint8_t* row, int64_t g_begin, int64_t g_end,
+                    const QuantizedActs& acts) {
+  float y = 0;
+  switch (type) {
+    case WeightType::kQ4_0:
+      DotLegacy<Q4_0, 1>(row, g_begin, g_end, &acts, &y);
+      return y;
+    case WeightType::kQ4_1:
+      DotLegacy<Q4_1, 1>(row, g_begin, g_end, &acts, &y);
+      return y;
+    case WeightType::kQ5_0:
+      DotLegacy<Q5_0, 1>(row, g_begin, g_end, &acts, &y);
+      return y;
+    case WeightType::kQ5_1:
+      DotLegacy<Q5_1, 1>(row, g_begin, g_end, &acts, &y);
+      return y;
+    case WeightType::kQ8_0:
+      DotLegacy<Q8_0, 1>(row, g_begin, g_end, &acts, &y);
+      return y;
+    case WeightType::kIQ4_NL:
+      DotLegacy<Iq4Nl, 1>(row, g_begin, g_end, &acts, &y);
+      return y;
+    case WeightType::kMXFP4:
+      DotLegacy<Mxfp4, 1>(row, g_begin, g_end, &acts, &y);
+      return y;
+    default:
+      return DotGroupsRef(type, row, g_begin, g_end, acts);
+  }
+}
 
 void QuantizeBlocks(const float* x, int64_t cols, const QuantizedActs& out, int32_t* block_sums) {
   const __m256 sign_mask = _mm256_set1_ps(-0.0f);

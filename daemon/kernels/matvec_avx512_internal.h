@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "daemon/kernels/matvec_avx2_internal.h"
 #include "daemon/kernels/matvec_internal.h"
 #include "daemon/kernels/quant_blocks.h"
 #include "daemon/kernels/quantize.h"
@@ -191,7 +192,7 @@ inline void DotQuantized(WeightType type, const uint8_t* row, int64_t cols,
 #pragma GCC unroll 16
   for (int k = 0; k < NB; ++k) {
     out[k] = FinishRow<Dec>(sums[k]);
-    if (cols % 256 != 0) out[k] += DotGroupsRef(type, row, 8 * units, cols / 32, acts[k]);
+    if (cols % 256 != 0) out[k] += avx2::DotTailGroups(type, row, 8 * units, cols / 32, acts[k]);
   }
 }
 
