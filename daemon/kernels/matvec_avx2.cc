@@ -415,29 +415,26 @@ namespace avx2 {
 
 float DotTailGroups(WeightType type, const uint8_t* row, int64_t g_begin, int64_t g_end,
                     const QuantizedActs& acts) {
-  float y = 0;
+  auto dot = [&](auto dec) {
+    float y = 0;
+    DotLegacy<decltype(dec), 1>(row, g_begin, g_end, &acts, &y);
+    return y;
+  };
   switch (type) {
     case WeightType::kQ4_0:
-      DotLegacy<Q4_0, 1>(row, g_begin, g_end, &acts, &y);
-      return y;
+      return dot(Q4_0{});
     case WeightType::kQ4_1:
-      DotLegacy<Q4_1, 1>(row, g_begin, g_end, &acts, &y);
-      return y;
+      return dot(Q4_1{});
     case WeightType::kQ5_0:
-      DotLegacy<Q5_0, 1>(row, g_begin, g_end, &acts, &y);
-      return y;
+      return dot(Q5_0{});
     case WeightType::kQ5_1:
-      DotLegacy<Q5_1, 1>(row, g_begin, g_end, &acts, &y);
-      return y;
+      return dot(Q5_1{});
     case WeightType::kQ8_0:
-      DotLegacy<Q8_0, 1>(row, g_begin, g_end, &acts, &y);
-      return y;
+      return dot(Q8_0{});
     case WeightType::kIQ4_NL:
-      DotLegacy<Iq4Nl, 1>(row, g_begin, g_end, &acts, &y);
-      return y;
+      return dot(Iq4Nl{});
     case WeightType::kMXFP4:
-      DotLegacy<Mxfp4, 1>(row, g_begin, g_end, &acts, &y);
-      return y;
+      return dot(Mxfp4{});
     default:
       return DotGroupsRef(type, row, g_begin, g_end, acts);
   }
