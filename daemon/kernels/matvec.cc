@@ -76,12 +76,11 @@ int64_t MinRowsPerChunk(const WeightView& w) {
   return std::max<int64_t>(1, (16 << 10) / row_bytes);
 }
 
-// Quantizes the batch's input vectors for `type` into `scratch` (validated
-// large enough): the QuantizedActs headers first, then each vector's arrays.
+// Quantizes the batch's input vectors for `type` into `base` (64-byte
+// aligned, MatVecScratchBytes large): the QuantizedActs headers first, then
+// each vector's arrays.
 const QuantizedActs* QuantizeBatch(const IsaKernels& kernels, WeightType type, int64_t cols,
-                                   const float* x, int64_t x_stride, int64_t batch,
-                                   Scratch* scratch) {
-  auto* base = static_cast<uint8_t*>(scratch->data());
+                                   const float* x, int64_t x_stride, int64_t batch, uint8_t* base) {
   auto* headers = reinterpret_cast<QuantizedActs*>(base);
   uint8_t* arrays = base + ((batch * sizeof(QuantizedActs) + 63) & ~size_t{63});
   for (int64_t b = 0; b < batch; ++b) {
@@ -101,7 +100,8 @@ void RunTasks(const IsaKernels& kernels, std::span<const RowsTask> tasks, Thread
   for (const RowsTask& t : tasks) {
     if (t.w.layout != WeightLayout::kRows) step = kInterleaveRows;
   }
-  int64_t starts[kMaxSharedProducts + 1];  // Of each task in the range.
+  WCHECK(tasks.size() <= static_cast<size_t>(kMaxEachProducts)) << tasks.size() << " tasks";
+  int64_t starts[kMaxEachProducts + 1];  // Of each task in the range.
   starts[0] = 0;
   for (size_t i = 0; i < tasks.size(); ++i) {
     starts[i + 1] = (starts[i] + tasks[i].w.rows + step - 1) / step * step;
@@ -188,7 +188,8 @@ absl::Status MatMulSharedOnIsa(Isa isa, std::span<const SharedProduct> products,
     const IsaKernels& kernels = KernelsFor(isa, type);
     const QuantizedActs* acts = nullptr;
     if (UsesQuantizedActivations(type)) {
-      acts = QuantizeBatch(kernels, type, products[i].w.cols, x, x_stride, batch, scratch);
+      acts = QuantizeBatch(kernels, type, products[i].w.cols, x, x_stride, batch,
+                           static_cast<uint8_t*>(scratch->data()));
     }
     int n = 0;
     for (; i < products.size() && products[i].w.type == type; ++i) {
@@ -197,6 +198,51 @@ absl::Status MatMulSharedOnIsa(Isa isa, std::span<const SharedProduct> products,
       tasks[n++] = RowsTask{p.w, batch, x, x_stride, acts, p.y, p.y_stride};
     }
     RunTasks(kernels, {tasks, static_cast<size_t>(n)}, pool);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MatMulEach(std::span<const OwnProduct> products, int64_t x_stride, int64_t y_stride,
+                        int64_t batch, ThreadPool* pool, Scratch* scratch) {
+  return MatMulEachOnIsa(DetectIsa(), products, x_stride, y_stride, batch, pool, scratch);
+}
+
+absl::Status MatMulEachOnIsa(Isa isa, std::span<const OwnProduct> products, int64_t x_stride,
+                             int64_t y_stride, int64_t batch, ThreadPool* pool, Scratch* scratch) {
+  if (products.empty()) return absl::OkStatus();
+  const WeightView& first = products.front().w;
+  for (const OwnProduct& p : products) {
+    if (absl::Status s = Validate(p.w, p.x, batch, p.y, scratch); !s.ok()) return s;
+    if (p.w.type != first.type || p.w.cols != first.cols) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("matvec: MatMulEach takes matrices of one type and width, not ",
+                       std::string(GetWeightTypeInfo(p.w.type).name), " x ", p.w.cols, " beside ",
+                       std::string(GetWeightTypeInfo(first.type).name), " x ", first.cols));
+    }
+  }
+  WCHECK(static_cast<int>(isa) <= static_cast<int>(SupportedIsas().back()))
+      << "ISA " << IsaName(isa) << " not supported by this CPU";
+  const IsaKernels& kernels = KernelsFor(isa, first.type);
+  const bool quantized = UsesQuantizedActivations(first.type);
+  // Each product's quantized inputs take a 64-byte aligned slice of scratch;
+  // Validate saw room for one.
+  const size_t slice = (MatVecScratchBytes(first.type, first.cols, batch) + 63) & ~size_t{63};
+  const size_t per_loop = quantized
+                              ? std::clamp<size_t>(scratch->bytes() / slice, 1, kMaxEachProducts)
+                              : kMaxEachProducts;
+  RowsTask tasks[kMaxEachProducts];
+  for (size_t i = 0; i < products.size();) {
+    size_t n = 0;
+    for (; i < products.size() && n < per_loop; ++i) {
+      const OwnProduct& p = products[i];
+      const QuantizedActs* acts = nullptr;
+      if (quantized) {
+        acts = QuantizeBatch(kernels, first.type, first.cols, p.x, x_stride, batch,
+                             static_cast<uint8_t*>(scratch->data()) + n * slice);
+      }
+      if (p.w.rows > 0) tasks[n++] = RowsTask{p.w, batch, p.x, x_stride, acts, p.y, y_stride};
+    }
+    RunTasks(kernels, {tasks, n}, pool);
   }
   return absl::OkStatus();
 }

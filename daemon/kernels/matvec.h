@@ -137,6 +137,30 @@ absl::Status MatMulShared(std::span<const SharedProduct> products, const float* 
 absl::Status MatMulSharedOnIsa(Isa isa, std::span<const SharedProduct> products, const float* x,
                                int64_t x_stride, int64_t batch, ThreadPool* pool, Scratch* scratch);
 
+// One matrix of a MatMulEach call with its own input and output:
+// y[b * y_stride + r] = dot(row r, x + b * x_stride).
+struct OwnProduct {
+  WeightView w;
+  const float* x = nullptr;
+  float* y = nullptr;
+};
+
+// The most matrices one MatMulEach loop takes.
+inline constexpr int kMaxEachProducts = 256;
+
+// MatMul of many small matrices of one type and width, each by its own
+// input (the per-head products of MLA's attn_k_b and attn_v_b), all with
+// x_stride, y_stride and batch: each y is to the bit what MatMul of its
+// matrix and input gives, but the rows of as many products as `scratch`
+// holds the quantized inputs of (at least one; all of them for a decode
+// step), up to kMaxEachProducts, go to the pool as one parallel loop instead
+// of a loop each. Errors as MatMul, and for products of different types or
+// widths; nothing is written then.
+absl::Status MatMulEach(std::span<const OwnProduct> products, int64_t x_stride, int64_t y_stride,
+                        int64_t batch, ThreadPool* pool, Scratch* scratch);
+absl::Status MatMulEachOnIsa(Isa isa, std::span<const OwnProduct> products, int64_t x_stride,
+                             int64_t y_stride, int64_t batch, ThreadPool* pool, Scratch* scratch);
+
 // As MatMul, on an explicit family (tests and benchmarks compare them); `isa`
 // must be one that SupportedIsas() lists (CHECKed).
 absl::Status MatMulOnIsa(Isa isa, const WeightView& w, const float* x, int64_t x_stride,

@@ -372,6 +372,64 @@ TEST(MatMulSharedTest, RejectsMismatchedColumnsAndTooManyProducts) {
   EXPECT_TRUE(MatMulShared(many, x.data(), 256, 1, nullptr, &scratch).ok());
 }
 
+// Per-head products (MLA's attn_k_b: 128 columns, so a Q5_0 fallback with no
+// whole unit of 256): one loop, each product to the bit its own MatMul, also
+// when the scratch holds only some of the inputs at once.
+TEST(MatMulEachTest, EachProductIsBitIdenticalToItsOwnMatMul) {
+  ThreadPool pool(2);
+  for (auto [type, cols] :
+       {std::pair{WeightType::kQ5_0, int64_t{128}}, std::pair{WeightType::kQ4_K, int64_t{512}},
+        std::pair{WeightType::kF16, int64_t{96}}}) {
+    const int64_t heads = 6, rows = 37, x_stride = heads * cols + 3, y_stride = heads * rows + 1;
+    std::vector<Matrix> ms;
+    for (int64_t h = 0; h < heads; ++h) {
+      ms.push_back(MakeMatrix(type, rows, cols, 0, static_cast<uint32_t>(h + 11)));
+    }
+    for (int64_t batch : {1, 3}) {
+      const std::vector<float> x = MakeInput(x_stride * batch, static_cast<uint32_t>(batch));
+      // Room for every input at once, and for two.
+      for (int64_t fit : {heads, int64_t{2}}) {
+        Scratch scratch(fit * ((MatVecScratchBytes(type, cols, batch) + 63) / 64 * 64));
+        for (Isa isa : SupportedIsas()) {
+          for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+            std::vector<float> alone(y_stride * batch, NAN), each(y_stride * batch, NAN);
+            std::vector<OwnProduct> products;
+            for (int64_t h = 0; h < heads; ++h) {
+              ASSERT_TRUE(MatMulOnIsa(isa, ms[h].view(), &x[h * cols], x_stride, batch,
+                                      &alone[h * rows], y_stride, p, &scratch)
+                              .ok());
+              products.push_back({ms[h].view(), &x[h * cols], &each[h * rows]});
+            }
+            ASSERT_TRUE(
+                MatMulEachOnIsa(isa, products, x_stride, y_stride, batch, p, &scratch).ok());
+            for (int64_t b = 0; b < batch; ++b) {
+              ASSERT_EQ(0, std::memcmp(&each[b * y_stride], &alone[b * y_stride],
+                                       heads * rows * sizeof(float)))
+                  << Label(type, isa, rows, cols, p ? 2 : 1) << " batch " << batch << " b " << b
+                  << " scratch for " << fit;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(MatMulEachTest, RejectsMixedTypesOrWidths) {
+  const Matrix a = MakeMatrix(WeightType::kQ4_0, 4, 256, 0, 1);
+  const Matrix b = MakeMatrix(WeightType::kQ8_0, 4, 256, 0, 2);
+  const Matrix c = MakeMatrix(WeightType::kQ4_0, 4, 512, 0, 3);
+  std::vector<float> x(512), ya(4), yb(4);
+  Scratch scratch(2 * MatVecScratchBytes(WeightType::kQ8_0, 512));
+  const OwnProduct types[] = {{a.view(), x.data(), ya.data()}, {b.view(), x.data(), yb.data()}};
+  EXPECT_EQ(MatMulEach(types, 512, 4, 1, nullptr, &scratch).code(),
+            absl::StatusCode::kInvalidArgument);
+  const OwnProduct widths[] = {{a.view(), x.data(), ya.data()}, {c.view(), x.data(), yb.data()}};
+  EXPECT_EQ(MatMulEach(widths, 512, 4, 1, nullptr, &scratch).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(MatMulEach({widths, 1}, 512, 4, 1, nullptr, &scratch).ok());
+}
+
 TEST(MatVecTest, RejectsBadShapesAndScratch) {
   std::vector<uint8_t> w(RowBytes(WeightType::kQ4_K, 512) * 4);
   std::vector<float> x(512), y(4);

@@ -253,6 +253,13 @@ class Forward {
   absl::Status SharedProducts(const internal::ChunkLease& chunk,
                               std::span<const kernels::SharedProduct> products, const float* x,
                               int64_t x_stride, int64_t n);
+  // The per-head products of an MLA tensor (attn_k_b, attn_v_b): head h
+  // multiplies x + h * x_head into y + h * y_head, n rows each. On the CPU
+  // one kernels::MatMulEach (one parallel loop for all heads), else Product
+  // per head.
+  absl::Status HeadProducts(const internal::ChunkLease& chunk, const TensorRef& t, const float* x,
+                            int64_t x_head, int64_t x_stride, int64_t n, float* y, int64_t y_head,
+                            int64_t y_stride);
   // Prefetch hints for the store, less the chunks on the device.
   void PrefetchChunks(memory::ChunkId* ids, size_t n);
   // Layer l over the step's n rows (attention per sequence).

@@ -71,14 +71,9 @@ absl::Status Forward::MlaAttention(std::span<const SequenceStep> steps, const La
                      &ws.q[b * abs_stride + h * row + mla.kv_lora_rank]);
     }
   }
-  // Absorb W_k_b into the query: q_h[:kv_lora] = W_k_b,h q_nope_h. The
-  // heads are independent: on a device, one batch.
-  internal::ProductBatch absorb(device_, chunk);
-  for (int64_t h = 0; h < n_head; ++h) {
-    RETURN_IF_ERROR(Product(chunk, layer.wk_b.MatrixView(slot, h), &ws.mla_q[h * q_head], q_stride,
-                            n, &ws.q[h * row], abs_stride));
-  }
-  RETURN_IF_ERROR(absorb.End());
+  // Absorb W_k_b into the query: q_h[:kv_lora] = W_k_b,h q_nope_h.
+  RETURN_IF_ERROR(HeadProducts(chunk, layer.wk_b, ws.mla_q.data(), q_head, q_stride, n, ws.q.data(),
+                               row, abs_stride));
 
   // Each sequence's rows against its own cache.
   ops::AttentionParams params;
@@ -99,16 +94,33 @@ absl::Status Forward::MlaAttention(std::span<const SequenceStep> steps, const La
                    });
   }
   // Decompress each head's latent mix: v_h = W_v_b,h (sum p c).
-  internal::ProductBatch decompress(device_, chunk);
-  for (int64_t h = 0; h < n_head; ++h) {
-    RETURN_IF_ERROR(Product(chunk, layer.wv_b.MatrixView(slot, h), &ws.att[h * row], abs_stride, n,
-                            &ws.xb[h * mla.v_head], v_stride));
-  }
-  RETURN_IF_ERROR(decompress.End());
+  RETURN_IF_ERROR(HeadProducts(chunk, layer.wv_b, ws.att.data(), row, abs_stride, n, ws.xb.data(),
+                               mla.v_head, v_stride));
   RETURN_IF_ERROR(
       Product(chunk, chunk.View(layer.wo), ws.xb.data(), v_stride, n, ws.tmp.data(), d));
   ops::Add(ws.x.data(), ws.tmp.data(), n * d, ws.x.data());
   return absl::OkStatus();
+}
+
+absl::Status Forward::HeadProducts(const ChunkLease& chunk, const TensorRef& t, const float* x,
+                                   int64_t x_head, int64_t x_stride, int64_t n, float* y,
+                                   int64_t y_head, int64_t y_stride) {
+  const int64_t n_head = model_->hparams().n_head;
+  if (observer_ != nullptr || chunk.on_device()) {
+    // The heads are independent: on a device, one batch.
+    internal::ProductBatch batch(device_, chunk);
+    for (int64_t h = 0; h < n_head; ++h) {
+      RETURN_IF_ERROR(Product(chunk, t.MatrixView(chunk.slot(), h), x + h * x_head, x_stride, n,
+                              y + h * y_head, y_stride));
+    }
+    return batch.End();
+  }
+  kernels::OwnProduct* products = ws_->head_products.data();
+  for (int64_t h = 0; h < n_head; ++h) {
+    products[h] = {t.MatrixView(chunk.slot(), h), x + h * x_head, y + h * y_head};
+  }
+  return kernels::MatMulEach({products, static_cast<size_t>(n_head)}, x_stride, y_stride, n, pool_,
+                             &ws_->matvec);
 }
 
 }  // namespace waste::model

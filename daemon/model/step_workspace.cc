@@ -30,7 +30,7 @@ size_t MatVecScratchFor(const Model& model, int64_t rows) {
 // WorkspaceBytes alike.
 struct BufferSizes {
   int64_t x, xb, q, kv, att, tmp, ff, rope_table, attn_scratch;
-  int64_t q_lora, mla_q;
+  int64_t q_lora, mla_q, heads;
   int64_t router, select, moe_x, moe_out, routes, experts, lookahead_x, lookahead;
   int64_t expert_out, groups;
   int64_t first_row, head_sequences, logits;
@@ -50,6 +50,7 @@ struct BufferSizes {
     attn_scratch = ops::AttentionScratchFloats(AttentionParamsOf(hp));
     q_lora = t * mla.q_lora_rank;
     mla_q = t * hp.n_head * (mla.qk_nope + mla.qk_rope);
+    heads = hp.is_mla() ? hp.n_head : 0;
     const bool moe = hp.moe.n_expert > 0;
     router = moe ? t * hp.moe.n_expert : 0;
     select = hp.moe.n_expert;
@@ -76,7 +77,8 @@ struct BufferSizes {
            groups * (sizeof(int32_t) + sizeof(uint8_t)) +
            routes * (sizeof(ExpertRoute) + sizeof(int32_t) + sizeof(float)) +
            lookahead * (2 * sizeof(int32_t) + sizeof(float)) + experts * sizeof(memory::ChunkId) +
-           first_row * sizeof(int64_t) + head_sequences * sizeof(int32_t) + embd_row + matvec;
+           first_row * sizeof(int64_t) + head_sequences * sizeof(int32_t) + embd_row + matvec +
+           heads * sizeof(kernels::OwnProduct);
   }
 };
 
@@ -120,6 +122,7 @@ StepWorkspace::StepWorkspace(const Model& model, const ForwardOptions& options) 
   attn_scratch.resize(size.attn_scratch);
   q_lora.resize(size.q_lora);
   mla_q.resize(size.mla_q);
+  head_products.resize(size.heads);
   router.resize(size.router);
   select.resize(size.select);
   moe_x.resize(size.moe_x);
@@ -175,7 +178,7 @@ uint64_t StepWorkspace::bytes() const {
   return sum + BytesOf(routes) + BytesOf(route_ids) + BytesOf(expert_chunks) +
          BytesOf(lookahead_ids) + BytesOf(lookahead_union) + BytesOf(first_row) +
          BytesOf(head_sequences) + BytesOf(group_start) + BytesOf(group_done) + BytesOf(embd_row) +
-         matvec.bytes();
+         BytesOf(head_products) + matvec.bytes();
 }
 
 }  // namespace waste::model::internal

@@ -50,6 +50,8 @@ struct StepWorkspace {
   // MLA, per row: q_a's output, and the per-head [nope | rope] query before
   // absorption.
   std::vector<float> q_lora, mla_q;
+  // MLA: one product per head for kernels::MatMulEach.
+  std::vector<kernels::OwnProduct> head_products;
   // MoE: router logits/probabilities (per row), one row's selection scores,
   // gathered input rows of one expert, the block's output, the routes of a
   // step (sorted by expert), and the chunks to prefetch: this layer's
