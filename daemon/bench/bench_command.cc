@@ -71,8 +71,8 @@ memory read bandwidth measured in the same run.
   --prefetch-depth D      chunks read ahead (default: the plan's)
   --io-engine E           auto, io_uring or threads (default auto)
   --buffered              read through the page cache (default O_DIRECT)
-  --no-repack             keep resident Q4_0/Q8_0 matrices in the file's layout
-                          (default: repacked for the CPU kernels at load)
+  --no-repack             keep resident matrices in the file's layout (default:
+                          Q4_0, and on AVX2 Q8_0 and Q4_K, repacked at load)
   --mem-bench-bytes SIZE  memory bandwidth buffer (default min(1GiB, budget/4))
   --json                  machine-readable output
 )";
