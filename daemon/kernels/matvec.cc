@@ -227,18 +227,23 @@ absl::Status MatMulEachOnIsa(Isa isa, std::span<const OwnProduct> products, int6
   // Each product's quantized inputs take a 64-byte aligned slice of scratch;
   // Validate saw room for one.
   const size_t slice = (MatVecScratchBytes(first.type, first.cols, batch) + 63) & ~size_t{63};
-  const size_t per_loop = quantized
-                              ? std::clamp<size_t>(scratch->bytes() / slice, 1, kMaxEachProducts)
-                              : kMaxEachProducts;
+  const size_t slices = quantized ? std::max<size_t>(scratch->bytes() / slice, 1) : 0;
   RowsTask tasks[kMaxEachProducts];
   for (size_t i = 0; i < products.size();) {
-    size_t n = 0;
-    for (; i < products.size() && n < per_loop; ++i) {
+    size_t n = 0, used = 0;
+    const float* last_x = nullptr;
+    const QuantizedActs* last_acts = nullptr;
+    for (; i < products.size() && n < static_cast<size_t>(kMaxEachProducts); ++i) {
       const OwnProduct& p = products[i];
       const QuantizedActs* acts = nullptr;
-      if (quantized) {
+      if (quantized && p.x == last_x) {
+        acts = last_acts;  // The neighbour's input: its quantized copy serves.
+      } else if (quantized) {
+        if (used == slices) break;  // The scratch is full: the loop runs.
         acts = QuantizeBatch(kernels, first.type, first.cols, p.x, x_stride, batch,
-                             static_cast<uint8_t*>(scratch->data()) + n * slice);
+                             static_cast<uint8_t*>(scratch->data()) + used++ * slice);
+        last_x = p.x;
+        last_acts = acts;
       }
       if (p.w.rows > 0) tasks[n++] = RowsTask{p.w, batch, p.x, x_stride, acts, p.y, y_stride};
     }

@@ -149,13 +149,15 @@ struct OwnProduct {
 inline constexpr int kMaxEachProducts = 256;
 
 // MatMul of many small matrices of one type and width, each by its own
-// input (the per-head products of MLA's attn_k_b and attn_v_b), all with
-// x_stride, y_stride and batch: each y is to the bit what MatMul of its
-// matrix and input gives, but the rows of as many products as `scratch`
-// holds the quantized inputs of (at least one; all of them for a decode
-// step), up to kMaxEachProducts, go to the pool as one parallel loop instead
-// of a loop each. Errors as MatMul, and for products of different types or
-// widths; nothing is written then.
+// input (the per-head products of MLA's attn_k_b and attn_v_b; the routed
+// experts of a MoE layer), all with x_stride, y_stride and batch: each y is
+// to the bit what MatMul of its matrix and input gives, but the rows of as
+// many products as `scratch` holds the quantized inputs of (at least one;
+// all of them for a decode step), up to kMaxEachProducts, go to the pool as
+// one parallel loop instead of a loop each. Neighbouring products with the
+// same x (an expert's gate and up) share one quantized copy of it. Errors as
+// MatMul, and for products of different types or widths; nothing is written
+// then.
 absl::Status MatMulEach(std::span<const OwnProduct> products, int64_t x_stride, int64_t y_stride,
                         int64_t batch, ThreadPool* pool, Scratch* scratch);
 absl::Status MatMulEachOnIsa(Isa isa, std::span<const OwnProduct> products, int64_t x_stride,

@@ -374,7 +374,8 @@ TEST(MatMulSharedTest, RejectsMismatchedColumnsAndTooManyProducts) {
 
 // Per-head products (MLA's attn_k_b: 128 columns, so a Q5_0 fallback with no
 // whole unit of 256): one loop, each product to the bit its own MatMul, also
-// when the scratch holds only some of the inputs at once.
+// when the scratch holds only some of the inputs at once, and when pairs of
+// neighbours share their input (a MoE expert's gate and up).
 TEST(MatMulEachTest, EachProductIsBitIdenticalToItsOwnMatMul) {
   ThreadPool pool(2);
   for (auto [type, cols] :
@@ -387,18 +388,21 @@ TEST(MatMulEachTest, EachProductIsBitIdenticalToItsOwnMatMul) {
     }
     for (int64_t batch : {1, 3}) {
       const std::vector<float> x = MakeInput(x_stride * batch, static_cast<uint32_t>(batch));
-      // Room for every input at once, and for two.
-      for (int64_t fit : {heads, int64_t{2}}) {
+      // Room for every input at once, and for two; each product with its
+      // own input, or pairs sharing one.
+      for (auto [fit, pairs] : {std::pair{heads, false}, std::pair{int64_t{2}, false},
+                                std::pair{heads / 2, true}, std::pair{int64_t{1}, true}}) {
         Scratch scratch(fit * ((MatVecScratchBytes(type, cols, batch) + 63) / 64 * 64));
         for (Isa isa : SupportedIsas()) {
           for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
             std::vector<float> alone(y_stride * batch, NAN), each(y_stride * batch, NAN);
             std::vector<OwnProduct> products;
             for (int64_t h = 0; h < heads; ++h) {
-              ASSERT_TRUE(MatMulOnIsa(isa, ms[h].view(), &x[h * cols], x_stride, batch,
-                                      &alone[h * rows], y_stride, p, &scratch)
+              const float* in = &x[(pairs ? h / 2 : h) * cols];
+              ASSERT_TRUE(MatMulOnIsa(isa, ms[h].view(), in, x_stride, batch, &alone[h * rows],
+                                      y_stride, p, &scratch)
                               .ok());
-              products.push_back({ms[h].view(), &x[h * cols], &each[h * rows]});
+              products.push_back({ms[h].view(), in, &each[h * rows]});
             }
             ASSERT_TRUE(
                 MatMulEachOnIsa(isa, products, x_stride, y_stride, batch, p, &scratch).ok());
@@ -406,7 +410,7 @@ TEST(MatMulEachTest, EachProductIsBitIdenticalToItsOwnMatMul) {
               ASSERT_EQ(0, std::memcmp(&each[b * y_stride], &alone[b * y_stride],
                                        heads * rows * sizeof(float)))
                   << Label(type, isa, rows, cols, p ? 2 : 1) << " batch " << batch << " b " << b
-                  << " scratch for " << fit;
+                  << " scratch for " << fit << (pairs ? " pairs" : "");
             }
           }
         }

@@ -275,6 +275,18 @@ class Forward {
   absl::Status PredictNextExperts(int64_t l, int64_t n);
   // True when the expert's chunk is on the device or in memory now.
   bool ExpertReady(memory::ChunkId id);
+  // Counts one routed expert's use of its chunk in the step's and the
+  // model's stats.
+  void CountExpert(memory::ChunkId chunk);
+  // Decode: the experts of the step (group indices of ws.group_start, from
+  // `first` on, not yet done) that route one row and whose chunk is in host
+  // memory now, into ws.experts_together (at most what the workspace holds
+  // at once); returns how many.
+  size_t ReadyOneRowExperts(const LayerTensors& layer, size_t first, size_t n_experts);
+  // The first m experts of ws.experts_together as one MatMulEach for gate
+  // and up and one for down (two loops instead of two per expert), each
+  // output row into ws.expert_out, as RunExpert computes it; marks them done.
+  absl::Status RunExpertsTogether(const LayerTensors& layer, size_t m);
   // One routed expert on its rows [begin, end) (of one expert) of xb: the
   // expert's output rows, in that order, into rows_out.
   absl::Status RunExpert(const LayerTensors& layer, const internal::ExpertRoute* begin,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "common/status_macros.h"
 #include "daemon/kernels/ops/ops.h"
@@ -91,7 +92,7 @@ absl::Status Forward::MoeFeedForward(const LayerTensors& layer, int64_t l, int64
   const HParams& hp = model_->hparams();
   const MoeParams& moe = hp.moe;
   StepWorkspace& ws = *ws_;
-  const int64_t d = hp.n_embd, k = moe.n_expert_used, ff = moe.n_ff_exp;
+  const int64_t d = hp.n_embd, k = moe.n_expert_used;
   ChunkLease trunk(store_, layer.ffn_chunk, device_);
   RETURN_IF_ERROR(trunk.Acquire());
   const uint8_t* slot = trunk.slot();
@@ -194,6 +195,15 @@ absl::Status Forward::MoeFeedForward(const LayerTensors& layer, int64_t l, int64
   size_t first_left = 0;
   for (size_t left = n_experts; left > 0; --left) {
     while (ws.group_done[first_left]) ++first_left;
+    if (any_order) {
+      // Every one-row expert in memory now, at once.
+      const size_t m = ReadyOneRowExperts(layer, first_left, n_experts);
+      if (m > 1) {
+        RETURN_IF_ERROR(RunExpertsTogether(layer, m));
+        left -= m - 1;
+        continue;
+      }
+    }
     size_t i = first_left;
     for (size_t j = first_left; any_order && j < n_experts; ++j) {
       if (!ws.group_done[j] && ExpertReady(ws.expert_chunks[j])) {
@@ -216,6 +226,70 @@ bool Forward::ExpertReady(memory::ChunkId id) {
   return (device_ != nullptr && device_->OnDevice(id)) || store_->Ready(id);
 }
 
+void Forward::CountExpert(memory::ChunkId chunk) {
+  const int64_t bytes = model_->chunks()[chunk].tensor_bytes;
+  ++moe_stats_.expert_acquires;
+  moe_stats_.expert_bytes += bytes;
+  ++last_step_.expert_acquires;
+  last_step_.expert_bytes += bytes;
+}
+
+size_t Forward::ReadyOneRowExperts(const LayerTensors& layer, size_t first, size_t n_experts) {
+  StepWorkspace& ws = *ws_;
+  if (observer_ != nullptr) return 0;  // It sees every product on its own.
+  const size_t cap =
+      std::min<size_t>(internal::kMaxExpertsTogether,
+                       ws.gate.size() / static_cast<size_t>(model_->hparams().moe.n_ff_exp));
+  size_t m = 0;
+  for (size_t i = first; i < n_experts && m < cap; ++i) {
+    const memory::ChunkId chunk = layer.experts[ws.routes[ws.group_start[i]].expert].chunk;
+    if (!ws.group_done[i] && ws.group_start[i + 1] - ws.group_start[i] == 1 &&
+        (device_ == nullptr || !device_->OnDevice(chunk)) && store_->Ready(chunk)) {
+      ws.experts_together[m++] = static_cast<int32_t>(i);
+    }
+  }
+  return m;
+}
+
+absl::Status Forward::RunExpertsTogether(const LayerTensors& layer, size_t m) {
+  StepWorkspace& ws = *ws_;
+  const int64_t d = model_->hparams().n_embd, ff = model_->hparams().moe.n_ff_exp;
+  std::optional<ChunkLease> leases[internal::kMaxExpertsTogether];
+  kernels::OwnProduct* products = ws.expert_products.data();
+  // Gate and up of expert j side by side (they share its row of xb), or
+  // each tensor's run when their types differ (a MatMulEach takes one).
+  const bool one_type = layer.gate_exps.type == layer.up_exps.type;
+  for (size_t j = 0; j < m; ++j) {
+    const size_t i = static_cast<size_t>(ws.experts_together[j]);
+    ws.group_done[i] = 1;
+    const ExpertRoute& route = ws.routes[ws.group_start[i]];
+    const ExpertRef& expert = layer.experts[route.expert];
+    leases[j].emplace(store_, expert.chunk, device_);
+    RETURN_IF_ERROR(leases[j]->Acquire());
+    CountExpert(expert.chunk);
+    const uint8_t* base = leases[j]->slot();
+    const float* x = &ws.xb[route.token * d];
+    products[one_type ? 2 * j : j] = {layer.gate_exps.ViewAt(base + expert.gate_offset), x,
+                                      &ws.gate[j * ff]};
+    products[one_type ? 2 * j + 1 : m + j] = {layer.up_exps.ViewAt(base + expert.up_offset), x,
+                                              &ws.up[j * ff]};
+  }
+  if (one_type) {
+    RETURN_IF_ERROR(kernels::MatMulEach({products, 2 * m}, d, ff, 1, pool_, &ws.matvec));
+  } else {
+    RETURN_IF_ERROR(kernels::MatMulEach({products, m}, d, ff, 1, pool_, &ws.matvec));
+    RETURN_IF_ERROR(kernels::MatMulEach({products + m, m}, d, ff, 1, pool_, &ws.matvec));
+  }
+  ops::SwiGlu(ws.gate.data(), ws.up.data(), static_cast<int64_t>(m) * ff, ws.gate.data());
+  for (size_t j = 0; j < m; ++j) {
+    const int32_t start = ws.group_start[ws.experts_together[j]];
+    const ExpertRef& expert = layer.experts[ws.routes[start].expert];
+    products[j] = {layer.down_exps.ViewAt(leases[j]->slot() + expert.down_offset), &ws.gate[j * ff],
+                   &ws.expert_out[start * d]};
+  }
+  return kernels::MatMulEach({products, m}, ff, d, 1, pool_, &ws.matvec);
+}
+
 absl::Status Forward::RunExpert(const LayerTensors& layer, const ExpertRoute* begin,
                                 const ExpertRoute* end, float* rows_out) {
   StepWorkspace& ws = *ws_;
@@ -229,11 +303,7 @@ absl::Status Forward::RunExpert(const LayerTensors& layer, const ExpertRoute* be
   ChunkLease chunk(store_, expert.chunk, device_);
   RETURN_IF_ERROR(chunk.Acquire());
   const uint8_t* base = chunk.slot();
-  const int64_t bytes = model_->chunks()[expert.chunk].tensor_bytes;
-  ++moe_stats_.expert_acquires;
-  moe_stats_.expert_bytes += bytes;
-  ++last_step_.expert_acquires;
-  last_step_.expert_bytes += bytes;
+  CountExpert(expert.chunk);
   internal::ProductBatch gate_up(device_, chunk);
   const kernels::SharedProduct gate_up_products[] = {
       {layer.gate_exps.ViewAt(base + expert.gate_offset), ws.gate.data(), ff},

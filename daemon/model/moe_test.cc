@@ -8,6 +8,7 @@
 
 #include "daemon/cache/forwarding_store.h"
 #include "daemon/model/forward.h"
+#include "daemon/quality/quantize_model.h"
 #include "daemon/tools/test_models.h"
 #include "gtest/gtest.h"
 
@@ -36,23 +37,53 @@ class RecordingStore final : public cache::ForwardingChunkStore {
   std::vector<Event> events_;
 };
 
+tools::MkModelOptions SmallDeepseek(const std::string& name) {
+  tools::MkModelOptions o;
+  o.arch = tools::SyntheticArch::kDeepseek2;
+  o.out = ::testing::TempDir() + "/" + name;
+  o.dim = 128;
+  o.layers = 3;
+  o.heads = 4;
+  o.head_dim = 32;
+  o.rope_dim = 16;
+  o.kv_lora_rank = 64;
+  o.experts = 16;
+  o.experts_used = 4;
+  o.expert_ffn = 64;
+  o.vocab = 320;
+  o.type = storage::GgmlType::kQ8_0;
+  return o;
+}
+
+// A 32-token prompt through `model` in one chunk (whose experts run one
+// after another in id order) and token at a time (decode: the experts in
+// memory run together); the logits of every token are the same to the bit.
+void ExpectChunkedPrefillEqualsTokenAtATime(const Model& model, cache::ChunkStore* store,
+                                            kernels::ThreadPool* pool) {
+  const HParams& hp = model.hparams();
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 32; ++i) prompt.push_back((i * 37 + 11) % 320);
+  Forward chunked(&model, store, pool);
+  SequenceState a(model, 64, kernels::ops::KvType::kF16);
+  std::vector<float> batch_logits(prompt.size() * hp.n_vocab);
+  ASSERT_TRUE(chunked.Run(&a, prompt, batch_logits.data(), /*all_logits=*/true).ok());
+  Forward single(&model, store, pool);
+  SequenceState b(model, 64, kernels::ops::KvType::kF16);
+  std::vector<float> logits(hp.n_vocab);
+  for (size_t t = 0; t < prompt.size(); ++t) {
+    ASSERT_TRUE(single.Run(&b, {&prompt[t], 1}, logits.data()).ok());
+    for (int64_t i = 0; i < hp.n_vocab; ++i) {
+      ASSERT_EQ(logits[i], batch_logits[t * hp.n_vocab + i]) << "token " << t << " logit " << i;
+    }
+  }
+  EXPECT_EQ(chunked.moe_stats().routed, single.moe_stats().routed);
+  EXPECT_LT(chunked.moe_stats().expert_bytes, single.moe_stats().expert_bytes);
+}
+
 class MoeTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    tools::MkModelOptions o;
-    o.arch = tools::SyntheticArch::kDeepseek2;
-    o.out = ::testing::TempDir() + "/moe_test.gguf";
-    o.dim = 128;
-    o.layers = 3;
-    o.heads = 4;
-    o.head_dim = 32;
-    o.rope_dim = 16;
-    o.kv_lora_rank = 64;
-    o.experts = 16;
-    o.experts_used = 4;
-    o.expert_ffn = 64;
-    o.vocab = 320;
-    o.type = storage::GgmlType::kQ8_0;
+    const tools::MkModelOptions o = SmallDeepseek("moe_test.gguf");
     ASSERT_TRUE(tools::testing::WriteModel(o, {}).ok());
     auto loaded = tools::testing::LoadModel(o.out);
     ASSERT_TRUE(loaded.ok()) << loaded.status();
@@ -127,18 +158,30 @@ TEST_F(MoeTest, ChunkedPrefillEqualsTokenAtATimeAndReadsEachExpertOncePerBatch) 
     }
   }
   for (memory::ChunkId id : acquires) EXPECT_EQ(acquires.count(id), 1u);
+  ExpectChunkedPrefillEqualsTokenAtATime(model(), m_.store.get(), &pool_);
+}
 
-  Forward single(&model(), m_.store.get(), &pool_);
-  SequenceState b(model(), 64, kernels::ops::KvType::kF16);
-  std::vector<float> logits(hp.n_vocab);
-  for (size_t t = 0; t < prompt.size(); ++t) {
-    ASSERT_TRUE(single.Run(&b, {&prompt[t], 1}, logits.data()).ok());
-    for (int64_t i = 0; i < hp.n_vocab; ++i) {
-      ASSERT_EQ(logits[i], batch_logits[t * hp.n_vocab + i]) << "token " << t << " logit " << i;
-    }
-  }
-  EXPECT_EQ(chunked.moe_stats().routed, single.moe_stats().routed);
-  EXPECT_LT(chunked.moe_stats().expert_bytes, single.moe_stats().expert_bytes);
+// Real files mix types per tensor (e.g. Q4_K gate and up, Q6_K down); with
+// gate, up and down each of its own type, decode still gives prefill's
+// logits (its experts' gate and up then run as one loop per type).
+TEST(MoeMixedTypesTest, ChunkedPrefillEqualsTokenAtATime) {
+  tools::MkModelOptions o = SmallDeepseek("moe_mixed_f32.gguf");
+  o.type = storage::GgmlType::kF32;
+  ASSERT_TRUE(tools::testing::WriteModel(o, {}).ok());
+  const std::string mixed = ::testing::TempDir() + "/moe_mixed.gguf";
+  quality::QuantizeOptions q;
+  q.type = storage::GgmlType::kQ8_0;
+  q.tensor_types = {{"blk.*.ffn_gate_exps.weight", storage::GgmlType::kQ4_0},
+                    {"blk.*.ffn_down_exps.weight", storage::GgmlType::kQ5_0}};
+  ASSERT_TRUE(quality::QuantizeModel(storage::Env::Default(), o.out, mixed, q).ok());
+  auto loaded = tools::testing::LoadModel(mixed);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const storage::GgufFile& gguf = *loaded->gguf;
+  EXPECT_EQ(gguf.FindTensor("blk.1.ffn_gate_exps.weight")->type, storage::GgmlType::kQ4_0);
+  EXPECT_EQ(gguf.FindTensor("blk.1.ffn_up_exps.weight")->type, storage::GgmlType::kQ8_0);
+  EXPECT_EQ(gguf.FindTensor("blk.1.ffn_down_exps.weight")->type, storage::GgmlType::kQ5_0);
+  kernels::ThreadPool pool(2);
+  ExpectChunkedPrefillEqualsTokenAtATime(*loaded->model, loaded->store.get(), &pool);
 }
 
 TEST_F(MoeTest, RouterLookaheadPrefetchesItsGuessAndCountsHits) {

@@ -32,7 +32,7 @@ struct BufferSizes {
   int64_t x, xb, q, kv, att, tmp, ff, rope_table, attn_scratch;
   int64_t q_lora, mla_q, heads;
   int64_t router, select, moe_x, moe_out, routes, experts, lookahead_x, lookahead;
-  int64_t expert_out, groups;
+  int64_t expert_out, groups, together;
   int64_t first_row, head_sequences, logits;
   int64_t embd_row;  // Bytes: one embedding row read from the store.
   size_t matvec;
@@ -63,6 +63,7 @@ struct BufferSizes {
     lookahead = routes;
     expert_out = std::min(t, kAnyOrderMaxRows) * hp.moe.n_expert_used * hp.n_embd;
     groups = moe ? routes + 1 : 0;
+    together = moe ? static_cast<int64_t>(kMaxExpertsTogether) : 0;
     first_row = t + 1;
     head_sequences = t;
     logits = options.max_logit_rows * hp.n_vocab;
@@ -78,7 +79,7 @@ struct BufferSizes {
            routes * (sizeof(ExpertRoute) + sizeof(int32_t) + sizeof(float)) +
            lookahead * (2 * sizeof(int32_t) + sizeof(float)) + experts * sizeof(memory::ChunkId) +
            first_row * sizeof(int64_t) + head_sequences * sizeof(int32_t) + embd_row + matvec +
-           heads * sizeof(kernels::OwnProduct);
+           (heads + 2 * together) * sizeof(kernels::OwnProduct) + together * sizeof(int32_t);
   }
 };
 
@@ -138,6 +139,8 @@ StepWorkspace::StepWorkspace(const Model& model, const ForwardOptions& options) 
   expert_out.resize(size.expert_out);
   group_start.resize(size.groups);
   group_done.resize(size.groups);
+  experts_together.resize(size.together);
+  expert_products.resize(2 * size.together);
   first_row.resize(size.first_row);
   head_sequences.resize(size.head_sequences);
   logits.resize(size.logits);
@@ -178,7 +181,8 @@ uint64_t StepWorkspace::bytes() const {
   return sum + BytesOf(routes) + BytesOf(route_ids) + BytesOf(expert_chunks) +
          BytesOf(lookahead_ids) + BytesOf(lookahead_union) + BytesOf(first_row) +
          BytesOf(head_sequences) + BytesOf(group_start) + BytesOf(group_done) + BytesOf(embd_row) +
-         BytesOf(head_products) + matvec.bytes();
+         BytesOf(head_products) + BytesOf(experts_together) + BytesOf(expert_products) +
+         matvec.bytes();
 }
 
 }  // namespace waste::model::internal

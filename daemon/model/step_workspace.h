@@ -33,6 +33,8 @@ ForwardOptions NormalizedOptions(const ForwardOptions& options);
 
 // See StepWorkspace::expert_out.
 inline constexpr int64_t kAnyOrderMaxRows = 16;
+// The most experts one RunExpertsTogether computes.
+inline constexpr size_t kMaxExpertsTogether = 64;
 
 struct StepWorkspace {
   // `options` must be normalized.
@@ -77,6 +79,10 @@ struct StepWorkspace {
   std::vector<float> expert_out;
   std::vector<int32_t> group_start;
   std::vector<uint8_t> group_done;
+  // Experts computed together (Forward::RunExpertsTogether): their group
+  // indices, and their products (gate and up, then down).
+  std::vector<int32_t> experts_together;
+  std::vector<kernels::OwnProduct> expert_products;
   // The step's layout: sequence i's rows start at first_row[i];
   // first_row[n_sequences] is the step's row count.
   std::vector<int64_t> first_row;
