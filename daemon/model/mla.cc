@@ -40,21 +40,23 @@ absl::Status Forward::MlaAttention(std::span<const SequenceStep> steps, const La
   for (int64_t b = 0; b < n; ++b) {
     ops::RmsNorm(&ws.x[b * d], layer.attn_norm.F32(slot), d, hp.rms_eps, &ws.xb[b * d]);
   }
+  // The query's first projection (q_a, or attn_q itself) and kv_a read the
+  // same normed input: one loop.
+  const int64_t r = mla.q_lora_rank;
+  const kernels::SharedProduct from_x[] = {
+      layer.wq_a.present ? kernels::SharedProduct{chunk.View(layer.wq_a), ws.q_lora.data(), r}
+                         : kernels::SharedProduct{chunk.View(layer.wq), ws.mla_q.data(), q_stride},
+      {chunk.View(layer.wkv_a_mqa), ws.k.data(), row}};
+  internal::ProductBatch batch(device_, chunk);
+  RETURN_IF_ERROR(SharedProducts(chunk, from_x, ws.xb.data(), d, n));
+  RETURN_IF_ERROR(batch.End());
   if (layer.wq_a.present) {
-    const int64_t r = mla.q_lora_rank;
-    RETURN_IF_ERROR(
-        Product(chunk, chunk.View(layer.wq_a), ws.xb.data(), d, n, ws.q_lora.data(), r));
     for (int64_t b = 0; b < n; ++b) {
       ops::RmsNorm(&ws.q_lora[b * r], layer.q_a_norm.F32(slot), r, hp.rms_eps, &ws.q_lora[b * r]);
     }
     RETURN_IF_ERROR(
         Product(chunk, chunk.View(layer.wq_b), ws.q_lora.data(), r, n, ws.mla_q.data(), q_stride));
-  } else {
-    RETURN_IF_ERROR(
-        Product(chunk, chunk.View(layer.wq), ws.xb.data(), d, n, ws.mla_q.data(), q_stride));
   }
-  RETURN_IF_ERROR(
-      Product(chunk, chunk.View(layer.wkv_a_mqa), ws.xb.data(), d, n, ws.k.data(), row));
 
   // The cached row [norm(c) | rope(k_pe)], and each head's rope part of the
   // query moved into place behind its absorbed part.
