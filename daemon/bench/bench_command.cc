@@ -60,13 +60,15 @@ memory read bandwidth measured in the same run.
                           experts stream, as in the daemon)
   --hotlist PATH          warm hotlist: preload the experts it names before
                           the prompt, save this run's counts to it after
-  --prefill-one-by-one    prefill token at a time instead of chunks of 32
+  --prefill-one-by-one    prefill token at a time instead of the plan's steps
+                          (64 tokens; 256 where weights stream)
   --sessions N[,N...]     concurrent requests through the engine's scheduler
                           (the daemon's batching), one round per N, e.g.
                           1,2,4,8: aggregate and per-session decode tok/s,
                           time to first token, bytes read per step and per
                           token (KV caches for the largest N must fit)
-  --prefill-chunk N       (--sessions) prompt tokens per step (default 32)
+  --prefill-chunk N       (--sessions) prompt tokens per step (default: the
+                          daemon's, 32; where weights stream the plan's step)
   --trace-out PATH        write decode's routing trace (MoE) to PATH
   --prefetch-depth D      chunks read ahead (default: the plan's)
   --io-engine E           auto, io_uring or threads (default auto)
@@ -252,6 +254,7 @@ void Print(const BenchResult& r, const PlannedModel& pm, const memory::MemoryPla
     integer("prefetch_depth", store.prefetch_depth());
     num("load_seconds", r.load_seconds);
     integer("prompt_tokens", r.prompt_tokens);
+    integer("step_tokens", plan.step_tokens);
     integer("gen_tokens", r.gen_tokens);
     num("prefill_tokens_per_second", prefill_tps);
     num("time_to_first_token_seconds", r.prefill_seconds);
@@ -299,7 +302,7 @@ void Print(const BenchResult& r, const PlannedModel& pm, const memory::MemoryPla
       "mode:           %s (budget %s, pool %s%s, %d/%d layers pinned, %d slots%s, prefetch %d, "
       "policy %s, %s)\n"
       "load:           %.2f s\n"
-      "prefill:        %d tokens, %.2f tok/s (time to first token %.3f s)\n"
+      "prefill:        %d tokens in steps of %d, %.2f tok/s (time to first token %.3f s)\n"
       "decode:         %d tokens, %.3f tok/s\n"
       "read per token: %s (%s of it needed; planned %s)\n"
       "hit rate:       %.1f%% of streamed acquires (prefetch hits %d, wasted %d)\n"
@@ -313,7 +316,7 @@ void Print(const BenchResult& r, const PlannedModel& pm, const memory::MemoryPla
       FormatBytes(store.pool().bytes()), store.pool().huge_pages() ? ", huge pages" : "",
       plan.pinned_layers, plan.n_layers, plan.streaming_slots, large_slots, store.prefetch_depth(),
       store.policy_name(), storage::IoEngineName(store.io_engine()), r.load_seconds,
-      r.prompt_tokens, prefill_tps, r.prefill_seconds, r.gen_tokens, decode_tps,
+      r.prompt_tokens, plan.step_tokens, prefill_tps, r.prefill_seconds, r.gen_tokens, decode_tps,
       FormatBytes(static_cast<int64_t>(bytes_per_token)),
       FormatBytes(static_cast<int64_t>(needed_per_token)), FormatBytes(plan.read_bytes_per_token),
       100 * hit_rate, r.after.prefetch_hits - r.before.prefetch_hits,
@@ -439,7 +442,8 @@ absl::Status Bench(const ParsedArgs& args) {
   kernels::ThreadPool pool(static_cast<int>(threads));
   model::SequenceState state(*pm.model, pm.input.n_ctx, pm.kv_type);
   TraceStore trace_store(store.get(), *pm.model);
-  model::Forward forward(pm.model.get(), &trace_store, &pool);
+  model::Forward forward(pm.model.get(), &trace_store, &pool,
+                         {.max_step_tokens = plan.step_tokens});
   forward.set_device_weights(tier.weights.get());
   r.lookahead = args.Has("no-lookahead") ? false
                 : args.Has("lookahead")  ? true

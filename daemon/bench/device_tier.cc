@@ -90,7 +90,7 @@ absl::StatusOr<DeviceTier> OpenDeviceTier(const std::string& kind, const model::
   }
   RETURN_IF_ERROR(Measure(tier.device.get(), &tier));
   ASSIGN_OR_RETURN(tier.weights, model::DeviceWeights::Load(tier.device.get(), model, file,
-                                                            plan.in_vram, model::kMaxStepTokens));
+                                                            plan.in_vram, model::kMaxProductRows));
   return tier;
 }
 

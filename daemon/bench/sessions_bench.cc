@@ -201,8 +201,10 @@ absl::Status BenchSessions(const PlannedModel& pm, const memory::MemoryPlan& pla
   if (args.Has("no-lookahead")) config.set_router_lookahead(false);
   if (args.Has("buffered")) config.set_direct_io(false);
   if (args.Has("no-repack")) config.set_repack_resident(false);
-  ASSIGN_OR_RETURN(int64_t chunk, args.GetInt("prefill-chunk", 32));
-  config.set_prefill_chunk(static_cast<int32_t>(chunk));
+  if (args.Has("prefill-chunk")) {  // Else the engine's default.
+    ASSIGN_OR_RETURN(int64_t chunk, args.GetInt("prefill-chunk", 0));
+    config.set_prefill_chunk(static_cast<int32_t>(chunk));
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<engine::LoadedModel> model,
                    engine::LoadedModel::Load(storage::Env::Default(), "bench", pm.path, config));
   const v1::MemoryPlan loaded_plan = model->Plan();

@@ -124,7 +124,7 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadedModel::Load(storage::Env* env
     ASSIGN_OR_RETURN(
         loaded->device_weights_,
         model::DeviceWeights::Load(loaded->device_.get(), *loaded->model_, *loaded->file_,
-                                   plan.in_vram, model::kMaxStepTokens));
+                                   plan.in_vram, model::kMaxProductRows));
     WLOG(INFO) << name << ": " << plan.vram.chunks.size() << " chunks (" << plan.vram.weight_bytes
                << " bytes) in VRAM on " << loaded->device_->name() << " in "
                << loaded->device_weights_->stats().load_seconds << " s";
@@ -171,6 +171,10 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadedModel::Load(storage::Env* env
   scheduling.session_store = loaded->session_store_.get();
   scheduling.max_batch = MaxConcurrentRequests(config);
   scheduling.max_queued = MaxQueuedRequests(config);
+  // Streamed weights are read once per step: a prompt takes steps as large
+  // as the plan sized the workspace for.
+  scheduling.max_step_tokens = plan.step_tokens;
+  if (!plan.all_resident()) scheduling.prefill_chunk = plan.step_tokens;
   if (config.has_prefill_chunk()) scheduling.prefill_chunk = std::max(1, config.prefill_chunk());
   scheduling.session_capacity = static_cast<size_t>(plan.sessions);
   scheduling.kv_type = KvTypeFor(config);

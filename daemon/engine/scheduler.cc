@@ -28,9 +28,9 @@ Scheduler::Scheduler(const model::Model* model, cache::ChunkStore* store, kernel
       text_(text),
       options_(options),
       step_tokens_limit_(options.max_step_tokens > 0 ? options.max_step_tokens
-                                                     : model::kMaxForwardBatch),
+                                                     : model::kDefaultStepTokens),
       on_idle_(std::move(on_idle)),
-      forward_(model, store, pool),
+      forward_(model, store, pool, model::ForwardOptions{.max_step_tokens = step_tokens_limit_}),
       sessions_(options.session_capacity) {
   forward_.set_router_lookahead(options.router_lookahead);
   forward_.set_device_weights(options.device_weights);

@@ -49,10 +49,12 @@
 namespace waste::engine {
 
 struct SchedulerOptions {
-  int max_batch = 4;            // Sessions per step.
-  int max_queued = 64;          // Requests waiting for a place.
-  int64_t prefill_chunk = 32;   // Prompt tokens per step (all sessions).
-  int64_t max_step_tokens = 0;  // 0: what Forward::Step takes.
+  int max_batch = 4;           // Sessions per step.
+  int max_queued = 64;         // Requests waiting for a place.
+  int64_t prefill_chunk = 32;  // Prompt tokens per step (all sessions).
+  // Rows of a step (its Forward's workspace is sized for them); 0:
+  // model::kDefaultStepTokens.
+  int64_t max_step_tokens = 0;
   size_t session_capacity = 1;  // KV caches the budget holds.
   kernels::ops::KvType kv_type = kernels::ops::KvType::kF16;
   bool router_lookahead = false;

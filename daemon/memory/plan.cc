@@ -599,10 +599,12 @@ PlanSizes ComputePlanSizes(const PlanInput& input, const PlanOptions& options,
   return TwoTierSizes(ram_input, options, usable_bytes, usable_source);
 }
 
-absl::StatusOr<MemoryPlan> PlanMemory(const PlanInput& input, uint64_t budget_bytes,
-                                      const PlanOptions& options,
-                                      std::optional<uint64_t> usable_bytes,
-                                      const std::string& usable_source) {
+namespace {
+
+absl::StatusOr<MemoryPlan> PlanForScratch(const PlanInput& input, uint64_t budget_bytes,
+                                          const PlanOptions& options,
+                                          std::optional<uint64_t> usable_bytes,
+                                          const std::string& usable_source) {
   if (input.chunks.empty()) return absl::InvalidArgumentError("the model has no weight chunks");
   MemoryPlan plan;
   if (options.vram_budget_bytes == 0) {
@@ -619,6 +621,35 @@ absl::StatusOr<MemoryPlan> PlanMemory(const PlanInput& input, uint64_t budget_by
                      PlanThreeTiers(input, budget_bytes, options, usable_bytes, usable_source));
   }
   CountTiers(input, &plan);
+  return plan;
+}
+
+}  // namespace
+
+absl::StatusOr<MemoryPlan> PlanMemory(const PlanInput& input, uint64_t budget_bytes,
+                                      const PlanOptions& options,
+                                      std::optional<uint64_t> usable_bytes,
+                                      const std::string& usable_source) {
+  ASSIGN_OR_RETURN(MemoryPlan plan,
+                   PlanForScratch(input, budget_bytes, options, usable_bytes, usable_source));
+  plan.step_tokens = input.step_tokens;
+  if (plan.all_resident()) return plan;
+  // Weights stream: larger steps for prompts, their extra scratch taken
+  // from the weights' share of the budget (a sixteenth at most, so decode
+  // loses little of its cache), never from the sessions the budget holds.
+  for (const PlanInput::StepSize& step : input.streaming_steps) {
+    if (step.tokens <= input.step_tokens || step.scratch_bytes < input.scratch_bytes ||
+        16 * (step.scratch_bytes - input.scratch_bytes) > budget_bytes) {
+      continue;
+    }
+    PlanInput larger = input;
+    larger.scratch_bytes = step.scratch_bytes;
+    absl::StatusOr<MemoryPlan> streamed =
+        PlanForScratch(larger, budget_bytes, options, usable_bytes, usable_source);
+    if (!streamed.ok() || streamed->all_resident() || streamed->sessions < plan.sessions) continue;
+    streamed->step_tokens = step.tokens;
+    return streamed;
+  }
   return plan;
 }
 
@@ -709,8 +740,8 @@ void MemoryPlan::ExplainSessions(std::string* out) const {
   absl::StrAppend(out, "sessions:     ", sessions, " run together (KV ", Bytes(kv_total_bytes()),
                   "; max_concurrent_requests asks ", s.max_sessions, ", this budget holds ",
                   sessions_that_fit, " at this context)\n");
-  absl::StrAppend(out, "scratch:      ", Bytes(s.scratch_bytes),
-                  " (one step of the batch), runtime ", Bytes(s.runtime_bytes), "\n");
+  absl::StrAppend(out, "scratch:      ", Bytes(s.scratch_bytes), " (one step of up to ",
+                  step_tokens, " tokens), runtime ", Bytes(s.runtime_bytes), "\n");
 }
 
 void MemoryPlan::ExplainMoe(std::string* out) const {

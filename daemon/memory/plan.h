@@ -48,6 +48,16 @@ struct PlanInput {
   int64_t n_ctx = 0;
   uint64_t kv_bytes = 0;       // One session: KV cache for n_ctx positions, logits.
   uint64_t scratch_bytes = 0;  // The step's activations and matvec scratch (once).
+  // The rows of a step that scratch_bytes holds.
+  int64_t step_tokens = 0;
+  // Larger steps, largest first, that a plan whose weights stream may give a
+  // prompt instead (each step reads the streamed weights once, so a prompt
+  // in larger steps reads them fewer times), with their scratch.
+  struct StepSize {
+    int64_t tokens = 0;
+    uint64_t scratch_bytes = 0;
+  };
+  std::vector<StepSize> streaming_steps;
   // Sessions that run together (each with its own KV cache): the plan
   // reserves this many when the budget holds them above the floor (which
   // counts one), before it pins weights with the rest.
@@ -176,6 +186,12 @@ struct MemoryPlan {
   uint64_t pinned_bytes = 0;
   int pinned_layers = 0;  // Layers with every chunk pinned.
   int n_layers = 0;
+
+  // The rows of a step the scratch is counted for: where weights stream,
+  // the largest of PlanInput's streaming_steps whose extra scratch is at
+  // most a sixteenth of the budget and leaves it above the floor with as
+  // many sessions, else PlanInput's step_tokens.
+  int64_t step_tokens = 0;
 
   int streaming_slots = 0;  // 0 when everything is pinned; both sizes.
   uint64_t slot_bytes = 0;  // Each slot: the largest unpinned chunk (but see large_slots).

@@ -165,6 +165,46 @@ TEST_F(PlanTest, AtTheFloorOnlyGlobalIsPinnedAndTwoSlotsStream) {
   EXPECT_EQ(plan->pool_bytes(), 260 * kMiB);
 }
 
+// Streamed weights are read once per step: where they stream, a prompt
+// gets the largest step whose extra scratch the budget holds (within a
+// sixteenth of it, and above the floor), which the weights' share pays for;
+// resident or at the floor, the small ones.
+TEST_F(PlanTest, StreamingPlansTakeLargerStepsWhereTheBudgetHoldsThem) {
+  input_.step_tokens = 64;
+  input_.streaming_steps = {{256, 2 * kMiB + 48 * kMiB}, {128, 2 * kMiB + 16 * kMiB}};
+  auto resident = PlanMemory(input_, (1060 + 48) * kMiB, options_);
+  ASSERT_TRUE(resident.ok()) << resident.status();
+  EXPECT_TRUE(resident->all_resident());
+  EXPECT_EQ(resident->step_tokens, 64);
+  EXPECT_EQ(resident->sizes.scratch_bytes, 2 * kMiB);
+
+  // 688 MiB: 48 MiB more is over a sixteenth, 16 MiB is not.
+  const uint64_t budget = (48 + 100 + 240 + 300) * kMiB;
+  auto larger = PlanMemory(input_, budget, options_);
+  const std::vector<PlanInput::StepSize> steps = std::move(input_.streaming_steps);
+  input_.streaming_steps.clear();
+  auto one_size = PlanMemory(input_, budget, options_);
+  ASSERT_TRUE(larger.ok() && one_size.ok());
+  EXPECT_EQ(larger->step_tokens, 128);
+  EXPECT_EQ(larger->sizes.scratch_bytes, 18 * kMiB);
+  EXPECT_EQ(one_size->step_tokens, 64);
+  // The 16 MiB come out of the weights' share of the budget.
+  EXPECT_EQ(larger->pool_bytes() + larger->unused_bytes + 16 * kMiB,
+            one_size->pool_bytes() + one_size->unused_bytes);
+  EXPECT_NE(larger->Explain().find("one step of up to 128 tokens"), std::string::npos)
+      << larger->Explain();
+  input_.streaming_steps = steps;
+  auto roomy = PlanMemory(input_, 1000 * kMiB, options_);
+  ASSERT_TRUE(roomy.ok()) << roomy.status();
+  EXPECT_FALSE(roomy->all_resident());
+  EXPECT_EQ(roomy->step_tokens, 256);
+
+  const uint64_t floor = ComputePlanSizes(input_, options_).floor_bytes;
+  auto at_floor = PlanMemory(input_, floor, options_);
+  ASSERT_TRUE(at_floor.ok()) << at_floor.status();
+  EXPECT_EQ(at_floor->step_tokens, 64);
+}
+
 TEST_F(PlanTest, PinsWholeLayersFirstAndLastPreferred) {
   // Fixed 48 + global 100 + 3 slots 240 + 2.5 layers of 120.
   auto plan = PlanMemory(input_, (48 + 100 + 240 + 300) * kMiB, options_);

@@ -32,7 +32,7 @@ tools::MkModelOptions OptionsFor(tools::SyntheticArch arch, const std::string& n
   o.kv_heads = 2;
   o.ffn = 256;
   o.vocab = 320;
-  o.ctx = kCtx;
+  o.ctx = 256;
   o.type = storage::GgmlType::kQ8_0;
   o.threads = 2;
   if (arch == tools::SyntheticArch::kMixtral || arch == tools::SyntheticArch::kQwen3Moe ||
@@ -236,6 +236,29 @@ TEST_P(BatchTest, SteppedTogetherEqualsAloneToTheBit) {
     EXPECT_GT(st.lookahead_layers, 4);
     EXPECT_EQ(st.lookahead_routed, st.lookahead_layers * model().hparams().moe.n_expert_used);
     EXPECT_LE(st.lookahead_hits, st.lookahead_routed);
+  }
+}
+
+// A step of more rows than one product takes (where weights stream, a
+// prompt goes in steps of kStreamingStepTokens, each product in pieces of
+// kMaxProductRows): every token's logits as in steps of the default size,
+// to the bit, and the step after it too.
+TEST_P(BatchTest, StepsOfMoreRowsThanOneProductEqualSmallSteps) {
+  const int64_t n_vocab = model().hparams().n_vocab;
+  std::vector<int32_t> prompt(250);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 37 + 5) % 320);
+  std::vector<float> want((prompt.size() + 1) * n_vocab), got(want.size());
+  for (auto [steps, logits] :
+       {std::pair{kDefaultStepTokens, &want}, std::pair{int64_t{256}, &got}}) {
+    Forward forward(&model(), m_.store.get(), &pool_, {.max_step_tokens = steps});
+    SequenceState state(model(), 256, kKv);
+    ASSERT_TRUE(forward.Run(&state, prompt, logits->data(), /*all_logits=*/true).ok());
+    EXPECT_EQ(forward.last_step().tokens, steps == 256 ? 250 : 250 % kDefaultStepTokens);
+    const int32_t next = 7;
+    ASSERT_TRUE(forward.Run(&state, {&next, 1}, logits->data() + prompt.size() * n_vocab).ok());
+  }
+  for (size_t t = 0; t <= prompt.size(); ++t) {
+    ASSERT_EQ(FirstDifference(&want[t * n_vocab], &got[t * n_vocab], n_vocab), -1) << "token " << t;
   }
 }
 

@@ -134,7 +134,7 @@ class DeviceForwardTest : public ::testing::TestWithParam<Case> {
     device_options.memory_bytes = options.vram_budget_bytes;  // The budget is all it has.
     gpu::FakeDevice device(device_options);
     auto weights_on_device =
-        DeviceWeights::Load(&device, model, *m_.file, plan->in_vram, kMaxStepTokens);
+        DeviceWeights::Load(&device, model, *m_.file, plan->in_vram, kMaxProductRows);
     ASSERT_TRUE(weights_on_device.ok()) << weights_on_device.status();
     EXPECT_EQ((*weights_on_device)->stats().chunks, static_cast<int>(plan->vram.chunks.size()));
     EXPECT_EQ((*weights_on_device)->stats().resident_bytes, plan->vram.weight_bytes);

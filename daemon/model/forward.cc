@@ -198,11 +198,17 @@ void Forward::PrefetchChunks(memory::ChunkId* ids, size_t n) {
 absl::Status Forward::Product(const ChunkLease& chunk, const kernels::WeightView& w, const float* x,
                               int64_t x_stride, int64_t n, float* y, int64_t y_stride) {
   const uint64_t offset = static_cast<const uint8_t*>(w.data) - chunk.slot();
-  if (observer_ != nullptr) observer_->OnProduct(chunk.id(), offset, w, x, x_stride, n);
-  if (!chunk.on_device()) {
-    return kernels::MatMul(w, x, x_stride, n, y, y_stride, pool_, &ws_->matvec);
+  for (int64_t b = 0; b < n; b += kMaxProductRows) {
+    const int64_t rows = std::min(kMaxProductRows, n - b);
+    const float* xb = x + b * x_stride;
+    float* yb = y + b * y_stride;
+    if (observer_ != nullptr) observer_->OnProduct(chunk.id(), offset, w, xb, x_stride, rows);
+    RETURN_IF_ERROR(
+        chunk.on_device()
+            ? device_->MatMul(chunk.id(), offset, w, xb, x_stride, rows, yb, y_stride)
+            : kernels::MatMul(w, xb, x_stride, rows, yb, y_stride, pool_, &ws_->matvec));
   }
-  return device_->MatMul(chunk.id(), offset, w, x, x_stride, n, y, y_stride);
+  return absl::OkStatus();
 }
 
 absl::Status Forward::SharedProducts(const ChunkLease& chunk,
@@ -214,7 +220,17 @@ absl::Status Forward::SharedProducts(const ChunkLease& chunk,
     }
     return absl::OkStatus();
   }
-  return kernels::MatMulShared(products, x, x_stride, n, pool_, &ws_->matvec);
+  WCHECK(products.size() <= static_cast<size_t>(kernels::kMaxSharedProducts));
+  kernels::SharedProduct piece[kernels::kMaxSharedProducts];
+  for (int64_t b = 0; b < n; b += kMaxProductRows) {
+    for (size_t i = 0; i < products.size(); ++i) {
+      piece[i] = products[i];
+      piece[i].y += b * products[i].y_stride;
+    }
+    RETURN_IF_ERROR(kernels::MatMulShared({piece, products.size()}, x + b * x_stride, x_stride,
+                                          std::min(kMaxProductRows, n - b), pool_, &ws_->matvec));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Forward::Embed(std::span<const SequenceStep> steps, const ChunkLease& lease) {

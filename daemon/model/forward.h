@@ -33,11 +33,17 @@
 
 namespace waste::model {
 
-// The most token rows one Step carries in total over all its sequences (the
-// largest batch kernels::MatMul takes).
-inline constexpr int64_t kMaxStepTokens = kernels::kMaxBatch;
-// The old name, from when a step ran each sequence's batch on its own.
-inline constexpr int64_t kMaxForwardBatch = kMaxStepTokens;
+// The most rows one product takes (kernels::MatMul's largest batch; a
+// device's scratch is sized for it): a step with more rows runs each of its
+// products in pieces of this many, the weights staying in memory between.
+inline constexpr int64_t kMaxProductRows = kernels::kMaxBatch;
+// The most token rows one Step carries in total over all its sequences.
+inline constexpr int64_t kMaxStepTokens = 512;
+// ForwardOptions' default. Where weights stream, every step reads them
+// again, so the memory plan gives a prompt larger steps (kStreamingStepTokens)
+// when the budget holds their activations: fewer reads per prompt token.
+inline constexpr int64_t kDefaultStepTokens = kMaxProductRows;
+inline constexpr int64_t kStreamingStepTokens = 256;
 
 // The KV cache of one sequence: per layer, K and V for n_ctx positions. For
 // MLA one row of kv_lora_rank + rope dims per position serves as both K and
@@ -121,7 +127,7 @@ struct StepStats {
 struct ForwardOptions {
   // The most token rows one Step may carry over all its sequences,
   // 1..kMaxStepTokens. Activation buffers scale with it.
-  int64_t max_step_tokens = kMaxStepTokens;
+  int64_t max_step_tokens = kDefaultStepTokens;
   // Rows of the logits staging buffer ([rows, n_vocab] floats): the
   // last-token logits of up to this many sequences come out of one MatMul
   // over the output matrix; a step asking for more takes several. Capped at

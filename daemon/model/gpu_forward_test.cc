@@ -87,7 +87,7 @@ TEST(GpuForwardTest, Stories260KGreedyTokensEqualTheGolden) {
   ASSERT_TRUE(m.ok()) << m.status();
   const Model& model = *m->model;
   const std::vector<bool> in_vram = VramFor(model, 1.5);
-  auto weights = DeviceWeights::Load(device.get(), model, *m->file, in_vram, kMaxStepTokens);
+  auto weights = DeviceWeights::Load(device.get(), model, *m->file, in_vram, kMaxProductRows);
   ASSERT_TRUE(weights.ok()) << weights.status();
   std::printf("stories260K: %d of %zu chunks in VRAM\n", (*weights)->stats().chunks,
               model.chunks().size());
@@ -154,7 +154,7 @@ TEST_P(GpuModelsTest, LogitsWithinToleranceOfTheCpu) {
   const std::vector<float> cpu = Logits(model, m->store.get(), nullptr, tokens);
 
   const std::vector<bool> in_vram = VramFor(model, c.vram_share);
-  auto weights = DeviceWeights::Load(device.get(), model, *m->file, in_vram, kMaxStepTokens);
+  auto weights = DeviceWeights::Load(device.get(), model, *m->file, in_vram, kMaxProductRows);
   ASSERT_TRUE(weights.ok()) << weights.status();
   const std::vector<float> gpu = Logits(model, m->store.get(), weights->get(), tokens);
   ASSERT_GT((*weights)->stats().products, 0);

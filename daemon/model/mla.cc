@@ -118,11 +118,15 @@ absl::Status Forward::HeadProducts(const ChunkLease& chunk, const TensorRef& t, 
     return batch.End();
   }
   kernels::OwnProduct* products = ws_->head_products.data();
-  for (int64_t h = 0; h < n_head; ++h) {
-    products[h] = {t.MatrixView(chunk.slot(), h), x + h * x_head, y + h * y_head};
+  for (int64_t b = 0; b < n; b += kMaxProductRows) {
+    for (int64_t h = 0; h < n_head; ++h) {
+      products[h] = {t.MatrixView(chunk.slot(), h), x + b * x_stride + h * x_head,
+                     y + b * y_stride + h * y_head};
+    }
+    RETURN_IF_ERROR(kernels::MatMulEach({products, static_cast<size_t>(n_head)}, x_stride, y_stride,
+                                        std::min(kMaxProductRows, n - b), pool_, &ws_->matvec));
   }
-  return kernels::MatMulEach({products, static_cast<size_t>(n_head)}, x_stride, y_stride, n, pool_,
-                             &ws_->matvec);
+  return absl::OkStatus();
 }
 
 }  // namespace waste::model

@@ -16,10 +16,15 @@ memory::PlanInput PlanInputFor(const Model& model, int64_t n_ctx, kernels::ops::
   input.kv_bytes =
       KvCache::Bytes(model.hparams(), n_ctx, kv_type) + model.hparams().n_vocab * sizeof(float);
   // One step's workspace serves every session of the batch.
-  input.scratch_bytes = Forward::WorkspaceBytes(model);
+  input.step_tokens = kDefaultStepTokens;
+  input.scratch_bytes = Forward::WorkspaceBytes(model, {.max_step_tokens = input.step_tokens});
+  for (int64_t tokens = kStreamingStepTokens; tokens > input.step_tokens; tokens /= 2) {
+    input.streaming_steps.push_back(
+        {tokens, Forward::WorkspaceBytes(model, {.max_step_tokens = tokens})});
+  }
   // The VRAM tier (read only when the plan has a VRAM budget).
   input.vram_eligible = DeviceWeights::Eligible(model);
-  input.vram_scratch_bytes = DeviceWeights::ScratchBytes(model, kMaxStepTokens);
+  input.vram_scratch_bytes = DeviceWeights::ScratchBytes(model, kMaxProductRows);
   return input;
 }
 

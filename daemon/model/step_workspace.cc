@@ -69,7 +69,7 @@ struct BufferSizes {
     logits = options.max_logit_rows * hp.n_vocab;
     const GlobalTensors& g = model.globals();
     embd_row = g.embd_separate() ? static_cast<int64_t>(g.token_embd.row_bytes) : 0;
-    matvec = MatVecScratchFor(model, t);
+    matvec = MatVecScratchFor(model, std::min(t, kMaxProductRows));
   }
   uint64_t Bytes() const {
     return sizeof(float) *

@@ -27,7 +27,7 @@ struct Side {
   Side(const Evaluation& eval, kernels::ThreadPool* pool, const PerplexityOptions& options)
       : state(*eval.model, options.n_ctx, options.kv_type),
         forward(eval.model.get(), eval.store.get(), pool),
-        logits(model::kMaxStepTokens * eval.model->hparams().n_vocab) {}
+        logits(model::kDefaultStepTokens * eval.model->hparams().n_vocab) {}
   model::SequenceState state;
   model::Forward forward;
   std::vector<float> logits;
@@ -81,8 +81,8 @@ absl::StatusOr<KlDivergenceResult> ComputeKlDivergence(const Evaluation& base,
       RETURN_IF_ERROR(
           s->forward.Run(&s->state, std::span(window).first(first_scored), s->logits.data()));
     }
-    for (int64_t p = first_scored; p < n_ctx - 1; p += model::kMaxStepTokens) {
-      const int64_t n = std::min<int64_t>(model::kMaxStepTokens, n_ctx - 1 - p);
+    for (int64_t p = first_scored; p < n_ctx - 1; p += model::kDefaultStepTokens) {
+      const int64_t n = std::min<int64_t>(model::kDefaultStepTokens, n_ctx - 1 - p);
       for (Side* s : {&a, &b}) {
         RETURN_IF_ERROR(s->forward.Run(&s->state, std::span(window).subspan(p, n), s->logits.data(),
                                        /*all_logits=*/true));

@@ -86,7 +86,7 @@ absl::StatusOr<PerplexityResult> ComputePerplexity(const model::Model& model,
   model::Forward forward(&model, store, pool);
   forward.set_product_observer(options.observer);
   std::vector<int32_t> window(n_ctx);
-  std::vector<float> logits(model::kMaxStepTokens * n_vocab);
+  std::vector<float> logits(model::kDefaultStepTokens * n_vocab);
   for (int64_t chunk = 0; chunk < n_chunk; ++chunk) {
     const int64_t start = chunk * stride;
     std::copy(tokens.begin() + start, tokens.begin() + start + n_ctx, window.begin());
@@ -97,8 +97,8 @@ absl::StatusOr<PerplexityResult> ComputePerplexity(const model::Model& model,
     if (first_scored > 0) {
       RETURN_IF_ERROR(forward.Run(&state, std::span(window).first(first_scored), logits.data()));
     }
-    for (int64_t p = first_scored; p < n_ctx - 1; p += model::kMaxStepTokens) {
-      const int64_t n = std::min<int64_t>(model::kMaxStepTokens, n_ctx - 1 - p);
+    for (int64_t p = first_scored; p < n_ctx - 1; p += model::kDefaultStepTokens) {
+      const int64_t n = std::min<int64_t>(model::kDefaultStepTokens, n_ctx - 1 - p);
       RETURN_IF_ERROR(forward.Run(&state, std::span(window).subspan(p, n), logits.data(),
                                   /*all_logits=*/true));
       for (int64_t b = 0; b < n; ++b) {

@@ -29,7 +29,7 @@
 //   - max_chunks caps the number of chunks (llama.cpp's --chunks).
 //   - The KV cache is F16 by default, llama.cpp's default cache type.
 //
-// Logits are computed in pieces of kMaxStepTokens positions and scored at
+// Logits are computed in pieces of kDefaultStepTokens positions and scored at
 // once, so memory is one piece of logits, not n_ctx * n_vocab floats.
 #ifndef WASTE_DAEMON_QUALITY_PERPLEXITY_H_
 #define WASTE_DAEMON_QUALITY_PERPLEXITY_H_
