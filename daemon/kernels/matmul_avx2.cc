@@ -282,13 +282,8 @@ struct Q23K {
     __m128i sc;
     const float d = F16ToF32(b->d);
     if constexpr (kQ3) {
-      uint64_t w01;
-      std::memcpy(&w01, b->scales, 8);
-      const uint64_t w2 = LoadU32(b->scales + 8);
-      constexpr uint64_t kNib = 0x0F0F0F0F0F0F0F0F, kTwo = 0x0303030303030303;
-      const uint64_t lo6 = (w01 & kNib) | (((w2 | ((w2 >> 2) << 32)) & kTwo) << 4);
-      const uint64_t hi6 = ((w01 >> 4) & kNib) | ((((w2 >> 4) | ((w2 >> 6) << 32)) & kTwo) << 4);
-      sc = _mm_sub_epi8(_mm_set_epi64x(static_cast<int64_t>(hi6), static_cast<int64_t>(lo6)),
+      const Q3KScaleWords w = UnpackQ3KScales(b->scales);
+      sc = _mm_sub_epi8(_mm_set_epi64x(static_cast<int64_t>(w.hi), static_cast<int64_t>(w.lo)),
                         _mm_set1_epi8(32));
       // x = d sc (q - 4): the -4 goes to the 16-sums.
       const __m256 minus4d = _mm256_set1_ps(-4 * d);

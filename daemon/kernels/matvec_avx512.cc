@@ -418,89 +418,108 @@ struct Q6K {
   }
 };
 
-// Q2_K, Q3_K in kLane16 order: lane l of zmm v takes 4 bytes of one 2-bit
-// field of qs: element 16l + 4v + b is bits 2 ((l % 8) / 2) of qs byte
-// 32 (l / 8) + 16 (l % 2) + 4v + b, one vpermd of the 16 qs dwords and one
-// vpsrlvd per zmm. Q3_K adds bit l / 2 of hmask byte 16 (l % 2) + 4v + b as
-// bit 2 (codes 0..7 for q - 4: the -4 goes to the s16 coefficient); Q2_K's
-// mins are their own coefficients.
+// Q2_K, Q3_K in kLane16 order (see ActOrder): qs as one zmm has in 128-bit
+// lane k the 16 bytes of 4 sub-blocks, 2-bit field p of every byte holding
+// sub-block (k, p). Lane (k, p) of zmm v takes dword (p + v) % 4 of its
+// 128-bit lane (one vpshufd; none for v = 0) and keeps field p in place: an
+// and with 3 << 2p, no shift, so the code counts kLane16Factor(p) times,
+// which the activation's ds divides back out (exactly: powers of 2). Q3_K adds
+// its bit 4h + p of hmask byte 16 (k % 2) + 4 ((p + v) % 4) + b (hmask twice,
+// rotated alike) as code bit 2 (codes 0..7 for q - 4: kSumScale -4 takes the
+// -4); its field 3 is shifted down to bits 4-5 so that bit 2 fits a byte.
+// Q2_K's mins are their own coefficients (kSumScale -1).
 template <bool kQ3>
 struct Q23K {
   using Block = std::conditional_t<kQ3, BlockQ3_K, BlockQ2_K>;
   static constexpr int kUnitBytes = sizeof(Block);
-  // Per zmm v: lane l's qs dword, and (Q3_K) its hmask dword.
-  static constexpr std::array<std::array<int32_t, 16>, 4> kQsDword = [] {
-    std::array<std::array<int32_t, 16>, 4> t{};
-    for (int v = 0; v < 4; ++v)
-      for (int l = 0; l < 16; ++l) t[v][l] = 8 * (l / 8) + 4 * (l % 2) + v;
+  static constexpr float kSumScale = kQ3 ? -4 : -1;
+  // vpshufd immediates: dword p of each 128-bit lane takes dword (p + v) % 4.
+  static constexpr int kRotate[4] = {0xE4, 0x39, 0x4E, 0x93};
+  // Byte 4L of lane L: its sub-block, for the scale bytes' vpermb.
+  alignas(64) static constexpr std::array<uint8_t, 64> kScaleIndex = [] {
+    std::array<uint8_t, 64> t{};
+    for (int l = 0; l < 16; ++l) t[4 * l] = static_cast<uint8_t>(Lane16SubBlock(l));
     return t;
   }();
-  static constexpr std::array<std::array<int32_t, 16>, 4> kHmaskDword = [] {
-    std::array<std::array<int32_t, 16>, 4> t{};
-    for (int v = 0; v < 4; ++v)
-      for (int l = 0; l < 16; ++l) t[v][l] = 4 * (l % 2) + v;
-    return t;
-  }();
-  static void Load(const uint8_t* p, Lane16Unit* u) {
+
+  // The loop's constants, made once per row and held in registers: as
+  // memory operands (GCC's choice) they cost a unit about as many loads as
+  // its codes and activation do, and loads bound this loop.
+  struct Consts {
+    __m512i fields =
+        _mm512_set4_epi32(static_cast<int>(0xC0C0C0C0), 0x30303030, 0x0C0C0C0C, 0x03030303);
+    __m512i scale_index = _mm512_load_si512(kScaleIndex.data());
+    // Q3_K: lane (k, p) rotates bit 4 (k / 2) + p of each hmask byte to bit
+    // 2p + 2 (6 for p = 3), where hbit keeps it.
+    __m512i count = _mm512_setr_epi32(2, 3, 4, 3, 2, 3, 4, 3, 30, 31, 0, 31, 30, 31, 0, 31);
+    __m512i hbit = _mm512_set4_epi32(0x40404040, 0x40404040, 0x10101010, 0x04040404);
+    Consts() {
+      Pin(fields);
+      Pin(scale_index);
+      if constexpr (kQ3) {
+        Pin(count);
+        Pin(hbit);
+      }
+    }
+    static void Pin(__m512i& x) { asm("" : "+v"(x)); }
+  };
+
+  template <int kV>
+  static __m512i Rotate(__m512i x) {
+    if constexpr (kV == 0) return x;
+    return _mm512_shuffle_epi32(x, static_cast<_MM_PERM_ENUM>(kRotate[kV]));
+  }
+  template <int kV>
+  static __m512i Codes(const Consts& c, __m512i qs, __m512i hmask) {
+    __m512i codes = _mm512_and_si512(Rotate<kV>(qs), c.fields);
+    if constexpr (kQ3) {
+      codes = _mm512_mask_srli_epi32(codes, 0x8888, codes, 2);
+      // hbit ? rotated hmask : codes.
+      codes = _mm512_ternarylogic_epi32(_mm512_rolv_epi32(Rotate<kV>(hmask), c.count), codes,
+                                        c.hbit, 0xE4);
+    }
+    return codes;
+  }
+
+  static void Load(const uint8_t* p, const Consts& c, Lane16Unit* u) {
     const Block* b = reinterpret_cast<const Block*>(p);
-    const __m512i qs = _mm512_loadu_si512(b->qs);
-    const __m512i shifts = _mm512_setr_epi32(0, 0, 2, 2, 4, 4, 6, 6, 0, 0, 2, 2, 4, 4, 6, 6);
-    const __m512i m2 = _mm512_set1_epi8(0x03);
-    __m512i hmask;
+    __m512i qs = _mm512_loadu_si512(b->qs);
+    // In a register: as a memory operand of each vpshufd it is loaded 4 times.
+    asm("" : "+v"(qs));
+    __m512i hmask = _mm512_setzero_si512();
     if constexpr (kQ3) {
       hmask =
-          _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->hmask)));
+          _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->hmask)));
     }
-#pragma GCC unroll 4
-    for (int v = 0; v < 4; ++v) {
-      const __m512i q = _mm512_permutexvar_epi32(_mm512_loadu_si512(kQsDword[v].data()), qs);
-      __m512i codes = _mm512_and_si512(_mm512_srlv_epi32(q, shifts), m2);
-      if constexpr (kQ3) {
-        // Lane l tests bit l / 2 of each byte.
-        const __m512i bit = _mm512_setr_epi32(
-            0x01010101, 0x01010101, 0x02020202, 0x02020202, 0x04040404, 0x04040404, 0x08080808,
-            0x08080808, 0x10101010, 0x10101010, 0x20202020, 0x20202020, 0x40404040, 0x40404040,
-            static_cast<int>(0x80808080), static_cast<int>(0x80808080));
-        const __m512i h =
-            _mm512_permutexvar_epi32(_mm512_loadu_si512(kHmaskDword[v].data()), hmask);
-        codes = _mm512_mask_add_epi8(codes, _mm512_test_epi8_mask(h, bit), codes,
-                                     _mm512_set1_epi8(0x04));
-      }
-      u->codes[v] = codes;
-    }
+    u->codes[0] = Codes<0>(c, qs, hmask);
+    u->codes[1] = Codes<1>(c, qs, hmask);
+    u->codes[2] = Codes<2>(c, qs, hmask);
+    u->codes[3] = Codes<3>(c, qs, hmask);
     if constexpr (kQ3) {
-      const float d = F16ToF32(b->d);
-      // Scale j: the low (j < 8) or high nibble of scales[j % 8], plus bits
-      // 2 (j / 4), +1 of scales[8 + j % 4] as bits 4-5. The 16 bytes that end
-      // the block hold the 12 scale bytes at 2 .. 13.
-      const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + sizeof(Block) - 16));
-      const __m128i low = _mm_and_si128(
-          _mm_srlv_epi64(
-              _mm_shuffle_epi8(x, _mm_setr_epi8(2, 3, 4, 5, 6, 7, 8, 9, 2, 3, 4, 5, 6, 7, 8, 9)),
-              _mm_set_epi64x(4, 0)),
-          _mm_set1_epi8(0x0F));
-      const __m128i high = _mm_and_si128(
-          _mm_slli_epi32(
-              _mm_srlv_epi32(_mm_shuffle_epi8(x, _mm_setr_epi8(10, 11, 12, 13, 10, 11, 12, 13, 10,
-                                                               11, 12, 13, 10, 11, 12, 13)),
-                             _mm_setr_epi32(0, 2, 4, 6)),
-              4),
-          _mm_set1_epi8(0x30));
+      // Zero-extended into lane order by one vpermb.
+      const Q3KScaleWords w = UnpackQ3KScales(b->scales);
       const __m512i sc =
-          _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_or_si128(low, high)), _mm512_set1_epi32(32));
-      u->wsc = _mm512_mul_ps(_mm512_cvtepi32_ps(sc), _mm512_set1_ps(d));
-      u->coef = _mm512_mul_ps(u->wsc, _mm512_set1_ps(-4));
+          _mm512_sub_epi32(_mm512_maskz_permutexvar_epi8(
+                               0x1111111111111111, c.scale_index,
+                               _mm512_castsi128_si512(_mm_set_epi64x(static_cast<int64_t>(w.hi),
+                                                                     static_cast<int64_t>(w.lo)))),
+                           _mm512_set1_epi32(32));
+      const __m512 d = _mm512_cvtph_ps(
+          _mm256_set1_epi16(static_cast<int16_t>(LoadU16(p + offsetof(BlockQ3_K, d)))));
+      u->wsc = _mm512_mul_ps(_mm512_cvtepi32_ps(sc), d);
+      u->coef = u->wsc;
     } else {
       // Scale byte j: the scale in its low nibble, the min in its high one.
-      const __m512i s =
-          _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b->scales)));
+      const __m512i s = _mm512_maskz_permutexvar_epi8(
+          0x1111111111111111, c.scale_index,
+          _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b->scales))));
       const __m512 sc = _mm512_cvtepi32_ps(_mm512_and_si512(s, _mm512_set1_epi32(0x0F)));
       const __m512 mn = _mm512_cvtepi32_ps(_mm512_srli_epi32(s, 4));
       // d and dmin converted together: lanes alternate d, dmin.
       const __m512 d_dmin =
           _mm512_cvtph_ps(_mm256_set1_epi32(static_cast<int>(LoadU32(p + offsetof(BlockQ2_K, d)))));
       u->wsc = _mm512_mul_ps(sc, _mm512_moveldup_ps(d_dmin));
-      u->coef = _mm512_fnmadd_ps(mn, _mm512_movehdup_ps(d_dmin), _mm512_setzero_ps());
+      u->coef = _mm512_mul_ps(mn, _mm512_movehdup_ps(d_dmin));
     }
   }
 };
@@ -657,6 +676,47 @@ ActOrder OrderFor(WeightType type) {
   }
 }
 
+// qp and ds in kLane16 order. Zmm v, lane L = 4k + p takes qs dword
+// 32 (k / 2) + 8 p + 4 (k % 2) + (p + v) % 4: lanes 0-7 from the first 128
+// elements, 8-15 from the second.
+void ReorderLane16(bool q3, int64_t units, const QuantizedActs& out) {
+  struct Tables {
+    std::array<std::array<int32_t, 16>, 4> dword;
+    std::array<int32_t, 16> group, sub_block;
+    std::array<std::array<float, 16>, 2> inverse_factor;  // Q2_K, Q3_K.
+  };
+  alignas(64) static constexpr Tables kTables = [] {
+    Tables t{};
+    for (int l = 0; l < 16; ++l) {
+      const int k = l / 4, p = l % 4;
+      for (int v = 0; v < 4; ++v) t.dword[v][l] = 8 * p + 4 * (k % 2) + (p + v) % 4;
+      t.group[l] = Lane16SubBlock(l) / 2;
+      t.sub_block[l] = Lane16SubBlock(l);
+      for (int q = 0; q < 2; ++q) t.inverse_factor[q][l] = 1 / Lane16Factor(q == 1, l);
+    }
+    return t;
+  }();
+  const Tables& t = kTables;
+  for (int64_t u = 0; u < units; ++u) {
+    const int8_t* in = out.qs + 256 * u;
+    const __m512i s0 = _mm512_load_si512(in), s1 = _mm512_load_si512(in + 64);
+    const __m512i s2 = _mm512_load_si512(in + 128), s3 = _mm512_load_si512(in + 192);
+    for (int v = 0; v < 4; ++v) {
+      const __m512i index = _mm512_loadu_si512(t.dword[v].data());
+      _mm512_store_si512(out.qp + 256 * u + 64 * v,
+                         _mm512_mask_blend_epi32(0xFF00, _mm512_permutex2var_epi32(s0, index, s1),
+                                                 _mm512_permutex2var_epi32(s2, index, s3)));
+    }
+    const __m512 d = _mm512_permutexvar_ps(_mm512_loadu_si512(t.group.data()),
+                                           _mm512_castps256_ps512(_mm256_load_ps(out.d + 8 * u)));
+    _mm512_store_ps(out.ds + 32 * u,
+                    _mm512_mul_ps(d, _mm512_loadu_ps(t.inverse_factor[q3].data())));
+    _mm512_store_ps(out.ds + 32 * u + 16,
+                    _mm512_permutexvar_ps(_mm512_loadu_si512(t.sub_block.data()),
+                                          _mm512_loadu_ps(out.s16 + 16 * u)));
+  }
+}
+
 // Per block of 32: d = max|x| / 127, qs = round(x * 127 / max|x|); the two
 // zmm of a block are exactly its two 16-element halves. Then, per 256
 // elements, the reordered copy qp and the d/s32 pairs ds.
@@ -677,35 +737,13 @@ void QuantizeActsAvx512(WeightType type, const float* x, int64_t cols, const Qua
     out.s32[b] = s0 + s1;
   }
   const int64_t units = cols / 256;
+  const ActOrder order = OrderFor(type);
+  if (order == ActOrder::kLane16) return ReorderLane16(type == WeightType::kQ3_K, units, out);
   for (int64_t u = 0; u < units; ++u) {
     _mm256_store_ps(out.ds + 16 * u, _mm256_load_ps(out.d + 8 * u));
     _mm256_store_ps(out.ds + 16 * u + 8, _mm256_load_ps(out.s32 + 8 * u));
   }
-  const ActOrder order = OrderFor(type);
   if (order == ActOrder::kNatural) return;
-  if (order == ActOrder::kLane16) {
-    // Output zmm v, lane l: dword 4l + v of the 256 elements (lanes 0-7 from
-    // the first 128, 8-15 from the second); ds: each group's d twice.
-    alignas(64) static constexpr auto kLaneIndex = [] {
-      std::array<std::array<int32_t, 16>, 4> t{};
-      for (int v = 0; v < 4; ++v)
-        for (int l = 0; l < 16; ++l) t[v][l] = 4 * (l % 8) + v;
-      return t;
-    }();
-    for (int64_t u = 0; u < units; ++u) {
-      const int8_t* in = out.qs + 256 * u;
-      const __m512i s0 = _mm512_load_si512(in), s1 = _mm512_load_si512(in + 64);
-      const __m512i s2 = _mm512_load_si512(in + 128), s3 = _mm512_load_si512(in + 192);
-      for (int v = 0; v < 4; ++v) {
-        const __m512i index = _mm512_load_si512(kLaneIndex[v].data());
-        _mm512_store_si512(out.qp + 256 * u + 64 * v,
-                           _mm512_mask_blend_epi32(0xFF00, _mm512_permutex2var_epi32(s0, index, s1),
-                                                   _mm512_permutex2var_epi32(s2, index, s3)));
-      }
-      _mm512_store_ps(out.ds + 16 * u, Dup8To16(_mm256_load_ps(out.d + 8 * u)));
-    }
-    return;
-  }
   alignas(64) static constexpr auto kNibbleIndex = [] {
     std::array<std::array<uint8_t, 64>, 2> t{};
     for (int n = 0; n < 2; ++n)
