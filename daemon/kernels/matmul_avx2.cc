@@ -270,14 +270,19 @@ struct Q23K {
   [[gnu::always_inline]] static Prep Prepare(const uint8_t* p) {
     const Block* b = reinterpret_cast<const Block*>(p);
     Prep r;
-    const __m256i q0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs));
-    const __m256i q1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs + 32));
-    r.lo = _mm256_permute2x128_si256(q0, q1, 0x20);
-    r.hi = _mm256_permute2x128_si256(q0, q1, 0x31);
+    // Loaded in 16-byte halves: inserts and broadcasts from memory need no
+    // shuffle unit (the code vectors keep those busy).
+    auto q16 = [](const uint8_t* x) {
+      return _mm_loadu_si128(reinterpret_cast<const __m128i*>(x));
+    };
+    r.lo = _mm256_inserti128_si256(_mm256_castsi128_si256(q16(b->qs)), q16(b->qs + 32), 1);
+    r.hi = _mm256_inserti128_si256(_mm256_castsi128_si256(q16(b->qs + 16)), q16(b->qs + 48), 1);
     if constexpr (kQ3) {
-      const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->hmask));
-      r.hlo = _mm256_permute2x128_si256(h, h, 0x00);
-      r.hhi = _mm256_permute2x128_si256(h, h, 0x11);
+      // The low 128-bit lane (groups 0-3: bits 0-3 of each byte, none lost)
+      // shifted up by 2, so that Code's right shift leaves each bit at bit 2.
+      const __m256i up = _mm256_setr_epi32(2, 2, 2, 2, 0, 0, 0, 0);
+      r.hlo = _mm256_sllv_epi32(_mm256_broadcastsi128_si256(q16(b->hmask)), up);
+      r.hhi = _mm256_sllv_epi32(_mm256_broadcastsi128_si256(q16(b->hmask + 16)), up);
     }
     __m128i sc;
     const float d = F16ToF32(b->d);
@@ -316,9 +321,9 @@ struct Q23K {
     if constexpr (kQ3) {
       const __m256i bit =
           _mm256_and_si256(_mm256_srlv_epi32(_mm256_shuffle_epi32(I < 4 ? r.hlo : r.hhi, kImm),
-                                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),
-                           _mm256_set1_epi8(1));
-      c = _mm256_or_si256(c, _mm256_slli_epi16(bit, 2));
+                                             _mm256_setr_epi32(0, 1, 2, 3, 2, 3, 4, 5)),
+                           _mm256_set1_epi8(4));
+      c = _mm256_or_si256(c, bit);
     }
     return c;
   }
