@@ -32,7 +32,7 @@ enum class ActOrder {
   kNibbleK,   // Per 128: 32-element groups in the order 0, 2, 1, 3.
   // Per 256, for Q2_K and Q3_K: int32 lane L = 4k + p of every zmm belongs
   // to 16-element sub-block Lane16SubBlock(L) (DotLane16): zmm v, lane L,
-  // byte b is element 128 (k / 2) + 32 p + 16 (k % 2) + 4 ((p + v) % 4) + b,
+  // byte b is element 128 (k / 2) + 32 p + 16 (k % 2) + 4 (p ^ v) + b,
   // the element whose weight code Q23K finds there. ds holds 32 floats per 256
   // instead of [d x8 | s32 x8]: per lane the d of its group divided by the
   // factor its codes carry (Lane16Factor), then its sub-block's s16.
