@@ -240,56 +240,13 @@ inline void DotQuantizedGroup(const uint8_t* group, int64_t cols, const Quantize
   for (int i = 0; i < kInterleaveRows; ++i) out[i] = FinishRow<Dec>(sums[i]);
 }
 
-// 256 elements of a row in kLane16 order, for DotLane16.
-struct Lane16Unit {
-  __m512i codes[4];  // u8, lane L times Lane16Factor(L).
-  __m512 wsc;        // Lane L: the weight scale of its sub-block.
-  // Lane L: its sub-block's coefficient of s16 (zero point, min) divided by
-  // Dec::kSumScale.
-  __m512 coef;
-};
-
-// The loop of the types with a scale per 16 elements and the activation in
-// kLane16 order (Dec::Load fills a Lane16Unit, with Dec::Consts made once): the 4 vpdpbusd of a
-// unit chain into one int32 vector of 16 sub-block sums, so each activation vector costs one cvt,
-// one mul and two fmas per 256 elements beyond the products. The row's lanes go back to sub-block
-// order before its sum, which is then that of the natural order to the bit.
-template <typename Dec, int NB>
-inline void DotLane16(const uint8_t* row, int64_t cols, const QuantizedActs* acts, float* out) {
-  const int64_t units = cols / 256;
-  __m512 acc[NB], bias[NB];
-#pragma GCC unroll 16
-  for (int k = 0; k < NB; ++k) acc[k] = bias[k] = _mm512_setzero_ps();
-  const typename Dec::Consts consts;
-  for (int64_t un = 0; un < units; ++un) {
-    PrefetchAhead<Dec::kUnitBytes>(row + un * Dec::kUnitBytes);
-    Lane16Unit u;
-    Dec::Load(row + un * Dec::kUnitBytes, consts, &u);
-#pragma GCC unroll 16
-    for (int k = 0; k < NB; ++k) {
-      const int8_t* q = acts[k].qp + 256 * un;
-      const float* ds = acts[k].ds + 32 * un;
-      __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u.codes[0], _mm512_load_si512(q));
-#pragma GCC unroll 4
-      for (int v = 1; v < 4; ++v)
-        dot = _mm512_dpbusd_epi32(dot, u.codes[v], _mm512_load_si512(q + 64 * v));
-      acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(u.wsc, _mm512_load_ps(ds)),
-                               acc[k]);
-      bias[k] = _mm512_fmadd_ps(u.coef, _mm512_load_ps(ds + 16), bias[k]);
-    }
-  }
-  alignas(64) static constexpr auto kLaneOf = [] {
-    std::array<int32_t, 16> t{};
-    for (int l = 0; l < 16; ++l) t[Lane16SubBlock(l)] = l;
-    return t;
-  }();
-  const __m512i lane_of = _mm512_load_si512(kLaneOf.data());
-#pragma GCC unroll 16
-  for (int k = 0; k < NB; ++k) {
-    const __m512 sum = _mm512_fmadd_ps(bias[k], _mm512_set1_ps(Dec::kSumScale), acc[k]);
-    out[k] = _mm512_reduce_add_ps(_mm512_permutexvar_ps(lane_of, sum));
-  }
-}
+// Q2_K, Q3_K (matvec_avx512_lane16.cc): out[k] = the row's dot with acts[k],
+// k < NB; and their activations' qp and ds in kLane16 order, from qs, d and
+// s16, for `units` units of 256.
+template <int NB>
+void DotLane16Avx512(WeightType type, const uint8_t* row, int64_t cols, const QuantizedActs* acts,
+                     float* out);
+void ReorderLane16(bool q3, int64_t units, const QuantizedActs& out);
 
 // The codebook types (IsGridType), matvec_avx512_iq.cc: out[k] = the row's
 // dot with acts[k], k < NB.
