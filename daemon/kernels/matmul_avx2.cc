@@ -297,13 +297,17 @@ struct Q23K {
           _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(sc, sc))), minus4d);
     } else {
       const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->scales));
-      const __m128i m4 = _mm_set1_epi8(0x0F);
-      sc = _mm_and_si128(s, m4);
-      const __m128i mins = _mm_and_si128(_mm_srli_epi16(s, 4), m4);
+      sc = _mm_and_si128(s, _mm_set1_epi8(0x0F));
+      // The mins zero-extended straight from memory, then shifted down in
+      // their dwords (no mask needed).
+      auto mins = [&](int i) {
+        return _mm256_cvtepi32_ps(_mm256_srli_epi32(
+            _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b->scales + i))),
+            4));
+      };
       const __m256 dmin = _mm256_set1_ps(-F16ToF32(b->dmin));
-      r.coef16[0] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(mins)), dmin);
-      r.coef16[1] = _mm256_mul_ps(
-          _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(mins, mins))), dmin);
+      r.coef16[0] = _mm256_mul_ps(mins(0), dmin);
+      r.coef16[1] = _mm256_mul_ps(mins(8), dmin);
     }
     const __m128i even = _mm_setr_epi8(0, 0, 2, 2, 4, 4, 6, 6, 8, 8, 10, 10, 12, 12, 14, 14);
     r.sc16[0] = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc, even));
