@@ -270,25 +270,25 @@ struct Q23K {
   [[gnu::always_inline]] static Prep Prepare(const uint8_t* p) {
     const Block* b = reinterpret_cast<const Block*>(p);
     Prep r;
-    const __m256i q0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs));
-    const __m256i q1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs + 32));
-    r.lo = _mm256_permute2x128_si256(q0, q1, 0x20);
-    r.hi = _mm256_permute2x128_si256(q0, q1, 0x31);
+    // Loaded in 16-byte halves: inserts and broadcasts from memory need no
+    // shuffle unit (the code vectors keep those busy).
+    auto q16 = [](const uint8_t* x) {
+      return _mm_loadu_si128(reinterpret_cast<const __m128i*>(x));
+    };
+    r.lo = _mm256_inserti128_si256(_mm256_castsi128_si256(q16(b->qs)), q16(b->qs + 32), 1);
+    r.hi = _mm256_inserti128_si256(_mm256_castsi128_si256(q16(b->qs + 16)), q16(b->qs + 48), 1);
     if constexpr (kQ3) {
-      const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->hmask));
-      r.hlo = _mm256_permute2x128_si256(h, h, 0x00);
-      r.hhi = _mm256_permute2x128_si256(h, h, 0x11);
+      // The low 128-bit lane (groups 0-3: bits 0-3 of each byte, none lost)
+      // shifted up by 2, so that Code's right shift leaves each bit at bit 2.
+      const __m256i up = _mm256_setr_epi32(2, 2, 2, 2, 0, 0, 0, 0);
+      r.hlo = _mm256_sllv_epi32(_mm256_broadcastsi128_si256(q16(b->hmask)), up);
+      r.hhi = _mm256_sllv_epi32(_mm256_broadcastsi128_si256(q16(b->hmask + 16)), up);
     }
     __m128i sc;
     const float d = F16ToF32(b->d);
     if constexpr (kQ3) {
-      uint64_t w01;
-      std::memcpy(&w01, b->scales, 8);
-      const uint64_t w2 = LoadU32(b->scales + 8);
-      constexpr uint64_t kNib = 0x0F0F0F0F0F0F0F0F, kTwo = 0x0303030303030303;
-      const uint64_t lo6 = (w01 & kNib) | (((w2 | ((w2 >> 2) << 32)) & kTwo) << 4);
-      const uint64_t hi6 = ((w01 >> 4) & kNib) | ((((w2 >> 4) | ((w2 >> 6) << 32)) & kTwo) << 4);
-      sc = _mm_sub_epi8(_mm_set_epi64x(static_cast<int64_t>(hi6), static_cast<int64_t>(lo6)),
+      const Q3KScaleWords w = UnpackQ3KScales(b->scales);
+      sc = _mm_sub_epi8(_mm_set_epi64x(static_cast<int64_t>(w.hi), static_cast<int64_t>(w.lo)),
                         _mm_set1_epi8(32));
       // x = d sc (q - 4): the -4 goes to the 16-sums.
       const __m256 minus4d = _mm256_set1_ps(-4 * d);
@@ -297,13 +297,17 @@ struct Q23K {
           _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(sc, sc))), minus4d);
     } else {
       const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->scales));
-      const __m128i m4 = _mm_set1_epi8(0x0F);
-      sc = _mm_and_si128(s, m4);
-      const __m128i mins = _mm_and_si128(_mm_srli_epi16(s, 4), m4);
+      sc = _mm_and_si128(s, _mm_set1_epi8(0x0F));
+      // The mins zero-extended straight from memory, then shifted down in
+      // their dwords (no mask needed).
+      auto mins = [&](int i) {
+        return _mm256_cvtepi32_ps(_mm256_srli_epi32(
+            _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b->scales + i))),
+            4));
+      };
       const __m256 dmin = _mm256_set1_ps(-F16ToF32(b->dmin));
-      r.coef16[0] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(mins)), dmin);
-      r.coef16[1] = _mm256_mul_ps(
-          _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(mins, mins))), dmin);
+      r.coef16[0] = _mm256_mul_ps(mins(0), dmin);
+      r.coef16[1] = _mm256_mul_ps(mins(8), dmin);
     }
     const __m128i even = _mm_setr_epi8(0, 0, 2, 2, 4, 4, 6, 6, 8, 8, 10, 10, 12, 12, 14, 14);
     r.sc16[0] = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc, even));
@@ -321,9 +325,9 @@ struct Q23K {
     if constexpr (kQ3) {
       const __m256i bit =
           _mm256_and_si256(_mm256_srlv_epi32(_mm256_shuffle_epi32(I < 4 ? r.hlo : r.hhi, kImm),
-                                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),
-                           _mm256_set1_epi8(1));
-      c = _mm256_or_si256(c, _mm256_slli_epi16(bit, 2));
+                                             _mm256_setr_epi32(0, 1, 2, 3, 2, 3, 4, 5)),
+                           _mm256_set1_epi8(4));
+      c = _mm256_or_si256(c, bit);
     }
     return c;
   }

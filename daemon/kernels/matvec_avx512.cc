@@ -15,7 +15,9 @@
 //
 // That unit loop (DotQuantized) lives in matvec_avx512_internal.h: this file
 // holds the decoders of the legacy, K- and IQ4 types, the float types and the
-// activation quantizer; matvec_avx512_iq.cc those of the codebook types.
+// activation quantizer; matvec_avx512_iq.cc those of the codebook types;
+// matvec_avx512_lane16.cc Q2_K and Q3_K, whose own loop chains a unit's
+// products into one vector of per-16 sums (ActOrder::kLane16).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -418,93 +420,6 @@ struct Q6K {
   }
 };
 
-// Q2_K, Q3_K in kLane16 order: lane l of zmm v takes 4 bytes of one 2-bit
-// field of qs: element 16l + 4v + b is bits 2 ((l % 8) / 2) of qs byte
-// 32 (l / 8) + 16 (l % 2) + 4v + b, one vpermd of the 16 qs dwords and one
-// vpsrlvd per zmm. Q3_K adds bit l / 2 of hmask byte 16 (l % 2) + 4v + b as
-// bit 2 (codes 0..7 for q - 4: the -4 goes to the s16 coefficient); Q2_K's
-// mins are their own coefficients.
-template <bool kQ3>
-struct Q23K {
-  using Block = std::conditional_t<kQ3, BlockQ3_K, BlockQ2_K>;
-  static constexpr int kUnitBytes = sizeof(Block);
-  // Per zmm v: lane l's qs dword, and (Q3_K) its hmask dword.
-  static constexpr std::array<std::array<int32_t, 16>, 4> kQsDword = [] {
-    std::array<std::array<int32_t, 16>, 4> t{};
-    for (int v = 0; v < 4; ++v)
-      for (int l = 0; l < 16; ++l) t[v][l] = 8 * (l / 8) + 4 * (l % 2) + v;
-    return t;
-  }();
-  static constexpr std::array<std::array<int32_t, 16>, 4> kHmaskDword = [] {
-    std::array<std::array<int32_t, 16>, 4> t{};
-    for (int v = 0; v < 4; ++v)
-      for (int l = 0; l < 16; ++l) t[v][l] = 4 * (l % 2) + v;
-    return t;
-  }();
-  static void Load(const uint8_t* p, Lane16Unit* u) {
-    const Block* b = reinterpret_cast<const Block*>(p);
-    const __m512i qs = _mm512_loadu_si512(b->qs);
-    const __m512i shifts = _mm512_setr_epi32(0, 0, 2, 2, 4, 4, 6, 6, 0, 0, 2, 2, 4, 4, 6, 6);
-    const __m512i m2 = _mm512_set1_epi8(0x03);
-    __m512i hmask;
-    if constexpr (kQ3) {
-      hmask =
-          _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->hmask)));
-    }
-#pragma GCC unroll 4
-    for (int v = 0; v < 4; ++v) {
-      const __m512i q = _mm512_permutexvar_epi32(_mm512_loadu_si512(kQsDword[v].data()), qs);
-      __m512i codes = _mm512_and_si512(_mm512_srlv_epi32(q, shifts), m2);
-      if constexpr (kQ3) {
-        // Lane l tests bit l / 2 of each byte.
-        const __m512i bit = _mm512_setr_epi32(
-            0x01010101, 0x01010101, 0x02020202, 0x02020202, 0x04040404, 0x04040404, 0x08080808,
-            0x08080808, 0x10101010, 0x10101010, 0x20202020, 0x20202020, 0x40404040, 0x40404040,
-            static_cast<int>(0x80808080), static_cast<int>(0x80808080));
-        const __m512i h =
-            _mm512_permutexvar_epi32(_mm512_loadu_si512(kHmaskDword[v].data()), hmask);
-        codes = _mm512_mask_add_epi8(codes, _mm512_test_epi8_mask(h, bit), codes,
-                                     _mm512_set1_epi8(0x04));
-      }
-      u->codes[v] = codes;
-    }
-    if constexpr (kQ3) {
-      const float d = F16ToF32(b->d);
-      // Scale j: the low (j < 8) or high nibble of scales[j % 8], plus bits
-      // 2 (j / 4), +1 of scales[8 + j % 4] as bits 4-5. The 16 bytes that end
-      // the block hold the 12 scale bytes at 2 .. 13.
-      const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + sizeof(Block) - 16));
-      const __m128i low = _mm_and_si128(
-          _mm_srlv_epi64(
-              _mm_shuffle_epi8(x, _mm_setr_epi8(2, 3, 4, 5, 6, 7, 8, 9, 2, 3, 4, 5, 6, 7, 8, 9)),
-              _mm_set_epi64x(4, 0)),
-          _mm_set1_epi8(0x0F));
-      const __m128i high = _mm_and_si128(
-          _mm_slli_epi32(
-              _mm_srlv_epi32(_mm_shuffle_epi8(x, _mm_setr_epi8(10, 11, 12, 13, 10, 11, 12, 13, 10,
-                                                               11, 12, 13, 10, 11, 12, 13)),
-                             _mm_setr_epi32(0, 2, 4, 6)),
-              4),
-          _mm_set1_epi8(0x30));
-      const __m512i sc =
-          _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_or_si128(low, high)), _mm512_set1_epi32(32));
-      u->wsc = _mm512_mul_ps(_mm512_cvtepi32_ps(sc), _mm512_set1_ps(d));
-      u->coef = _mm512_mul_ps(u->wsc, _mm512_set1_ps(-4));
-    } else {
-      // Scale byte j: the scale in its low nibble, the min in its high one.
-      const __m512i s =
-          _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b->scales)));
-      const __m512 sc = _mm512_cvtepi32_ps(_mm512_and_si512(s, _mm512_set1_epi32(0x0F)));
-      const __m512 mn = _mm512_cvtepi32_ps(_mm512_srli_epi32(s, 4));
-      // d and dmin converted together: lanes alternate d, dmin.
-      const __m512 d_dmin =
-          _mm512_cvtph_ps(_mm256_set1_epi32(static_cast<int>(LoadU32(p + offsetof(BlockQ2_K, d)))));
-      u->wsc = _mm512_mul_ps(sc, _mm512_moveldup_ps(d_dmin));
-      u->coef = _mm512_fnmadd_ps(mn, _mm512_movehdup_ps(d_dmin), _mm512_setzero_ps());
-    }
-  }
-};
-
 template <WeightType T>
 inline __m512 Load16(const uint8_t* p) {
   if constexpr (T == WeightType::kF32) return _mm512_loadu_ps(p);
@@ -579,9 +494,8 @@ void DotRow(const RowsTask& t, const uint8_t* row, int64_t b0, float* out) {
     case WeightType::kQ6_K:
       return DotQuantized<Q6K, NB>(type, row, c, a, out);
     case WeightType::kQ2_K:
-      return DotLane16<Q23K<false>, NB>(row, c, a, out);
     case WeightType::kQ3_K:
-      return DotLane16<Q23K<true>, NB>(row, c, a, out);
+      return DotLane16Avx512<NB>(type, row, c, a, out);
     case WeightType::kIQ4_NL:
       return DotQuantized<IQ4NL, NB>(type, row, c, a, out);
     case WeightType::kMXFP4:
@@ -677,35 +591,13 @@ void QuantizeActsAvx512(WeightType type, const float* x, int64_t cols, const Qua
     out.s32[b] = s0 + s1;
   }
   const int64_t units = cols / 256;
+  const ActOrder order = OrderFor(type);
+  if (order == ActOrder::kLane16) return ReorderLane16(type == WeightType::kQ3_K, units, out);
   for (int64_t u = 0; u < units; ++u) {
     _mm256_store_ps(out.ds + 16 * u, _mm256_load_ps(out.d + 8 * u));
     _mm256_store_ps(out.ds + 16 * u + 8, _mm256_load_ps(out.s32 + 8 * u));
   }
-  const ActOrder order = OrderFor(type);
   if (order == ActOrder::kNatural) return;
-  if (order == ActOrder::kLane16) {
-    // Output zmm v, lane l: dword 4l + v of the 256 elements (lanes 0-7 from
-    // the first 128, 8-15 from the second); ds: each group's d twice.
-    alignas(64) static constexpr auto kLaneIndex = [] {
-      std::array<std::array<int32_t, 16>, 4> t{};
-      for (int v = 0; v < 4; ++v)
-        for (int l = 0; l < 16; ++l) t[v][l] = 4 * (l % 8) + v;
-      return t;
-    }();
-    for (int64_t u = 0; u < units; ++u) {
-      const int8_t* in = out.qs + 256 * u;
-      const __m512i s0 = _mm512_load_si512(in), s1 = _mm512_load_si512(in + 64);
-      const __m512i s2 = _mm512_load_si512(in + 128), s3 = _mm512_load_si512(in + 192);
-      for (int v = 0; v < 4; ++v) {
-        const __m512i index = _mm512_load_si512(kLaneIndex[v].data());
-        _mm512_store_si512(out.qp + 256 * u + 64 * v,
-                           _mm512_mask_blend_epi32(0xFF00, _mm512_permutex2var_epi32(s0, index, s1),
-                                                   _mm512_permutex2var_epi32(s2, index, s3)));
-      }
-      _mm512_store_ps(out.ds + 16 * u, Dup8To16(_mm256_load_ps(out.d + 8 * u)));
-    }
-    return;
-  }
   alignas(64) static constexpr auto kNibbleIndex = [] {
     std::array<std::array<uint8_t, 64>, 2> t{};
     for (int n = 0; n < 2; ++n)

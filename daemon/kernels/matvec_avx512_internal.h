@@ -30,11 +30,27 @@ enum class ActOrder {
   kNatural,   // As qs.
   kNibble32,  // Per 128: the first 16 of each of 4 blocks, then their last 16.
   kNibbleK,   // Per 128: 32-element groups in the order 0, 2, 1, 3.
-  // Per 256: zmm v (v < 4) byte 4l + b is element 16l + 4v + b, so that int32
-  // lane l of every zmm belongs to 16-element sub-block l (DotLane16); ds
-  // holds each sub-block's d (each group's twice) instead of [d x8 | s32 x8].
+  // Per 256, for Q2_K and Q3_K: int32 lane L = 4k + p of every zmm belongs
+  // to 16-element sub-block Lane16SubBlock(L) (DotLane16): zmm v, lane L,
+  // byte b is element 128 (k / 2) + 32 p + 16 (k % 2) + 4 (p ^ v) + b,
+  // the element whose weight code Q23K finds there. ds holds 32 floats per 256
+  // instead of [d x8 | s32 x8]: per lane the d of its group divided by the
+  // factor its codes carry (Lane16Factor), then its sub-block's s16.
   kLane16,
 };
+
+// kLane16: the sub-block of lane L = 4k + p (2-bit field p of 128-bit lane k
+// of a Q2_K/Q3_K block's qs), and the power of 2 its codes are scaled by
+// where they lie in the byte (Q3_K's field 3 moves down 2 bits, so that its
+// high bit fits).
+constexpr int Lane16SubBlock(int lane) {
+  const int k = lane / 4, p = lane % 4;
+  return 8 * (k / 2) + 2 * p + k % 2;
+}
+constexpr float Lane16Factor(bool q3, int lane) {
+  const int p = lane % 4;
+  return q3 && p == 3 ? 16.0f : static_cast<float>(1 << (2 * p));
+}
 
 // 256 elements of a row, decoded for the integer dot.
 struct Unit {
@@ -224,42 +240,13 @@ inline void DotQuantizedGroup(const uint8_t* group, int64_t cols, const Quantize
   for (int i = 0; i < kInterleaveRows; ++i) out[i] = FinishRow<Dec>(sums[i]);
 }
 
-// 256 elements of a row in kLane16 order, for DotLane16.
-struct Lane16Unit {
-  __m512i codes[4];  // u8.
-  __m512 wsc;        // Lane l: the weight scale of sub-block l.
-  __m512 coef;       // Lane l: sub-block l's coefficient of s16 (zero point, min).
-};
-
-// The loop of the types with a scale per 16 elements and the activation in
-// kLane16 order (Dec::Load fills a Lane16Unit): the 4 vpdpbusd of a unit
-// chain into one int32 vector of 16 sub-block sums, so each activation vector
-// costs one cvt, one mul and two fmas per 256 elements beyond the products.
-template <typename Dec, int NB>
-inline void DotLane16(const uint8_t* row, int64_t cols, const QuantizedActs* acts, float* out) {
-  const int64_t units = cols / 256;
-  __m512 acc[NB], bias[NB];
-#pragma GCC unroll 16
-  for (int k = 0; k < NB; ++k) acc[k] = bias[k] = _mm512_setzero_ps();
-  for (int64_t un = 0; un < units; ++un) {
-    PrefetchAhead<Dec::kUnitBytes>(row + un * Dec::kUnitBytes);
-    Lane16Unit u;
-    Dec::Load(row + un * Dec::kUnitBytes, &u);
-#pragma GCC unroll 16
-    for (int k = 0; k < NB; ++k) {
-      const int8_t* q = acts[k].qp + 256 * un;
-      __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u.codes[0], _mm512_load_si512(q));
-#pragma GCC unroll 4
-      for (int v = 1; v < 4; ++v)
-        dot = _mm512_dpbusd_epi32(dot, u.codes[v], _mm512_load_si512(q + 64 * v));
-      acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot),
-                               _mm512_mul_ps(u.wsc, _mm512_load_ps(acts[k].ds + 16 * un)), acc[k]);
-      bias[k] = _mm512_fmadd_ps(u.coef, _mm512_loadu_ps(acts[k].s16 + 16 * un), bias[k]);
-    }
-  }
-#pragma GCC unroll 16
-  for (int k = 0; k < NB; ++k) out[k] = _mm512_reduce_add_ps(_mm512_add_ps(acc[k], bias[k]));
-}
+// Q2_K, Q3_K (matvec_avx512_lane16.cc): out[k] = the row's dot with acts[k],
+// k < NB; and their activations' qp and ds in kLane16 order, from qs, d and
+// s16, for `units` units of 256.
+template <int NB>
+void DotLane16Avx512(WeightType type, const uint8_t* row, int64_t cols, const QuantizedActs* acts,
+                     float* out);
+void ReorderLane16(bool q3, int64_t units, const QuantizedActs& out);
 
 // The codebook types (IsGridType), matvec_avx512_iq.cc: out[k] = the row's
 // dot with acts[k], k < NB.

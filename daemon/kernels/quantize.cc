@@ -470,7 +470,7 @@ void QuantizeRow(WeightType type, const float* src, void* dst, int64_t n) {
 
 size_t ActsScratchBytes(int64_t cols) {
   return 2 * Align64(cols) + 2 * Align64(cols / 32 * sizeof(float)) +
-         Align64(cols / 16 * sizeof(float)) + Align64(cols / 256 * 16 * sizeof(float)) +
+         Align64(cols / 16 * sizeof(float)) + Align64(cols / 256 * 32 * sizeof(float)) +
          Align64(cols / 16 * sizeof(int32_t));
 }
 
@@ -489,7 +489,7 @@ QuantizedActs LayoutActs(void* buf, int64_t cols) {
   a.qp = reinterpret_cast<int8_t*>(p);
   p += Align64(cols);
   a.ds = reinterpret_cast<float*>(p);
-  p += Align64(cols / 256 * 16 * sizeof(float));
+  p += Align64(cols / 256 * 32 * sizeof(float));
   a.zs = reinterpret_cast<int32_t*>(p);
   return a;
 }
