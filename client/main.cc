@@ -253,13 +253,15 @@ int Plan(WasteClient& client, const std::vector<std::string>& raw) {
   std::cout << absl::StrFormat(
       "budget       %s%s\nfloor        %s\nrecommended  %s\nweights      %s (pinned %s, "
       "streaming pool %s)\nKV cache     %s per session\nsessions     %d together (%d fit this "
-      "budget)\nscratch      %s\nread/token   %s\nusable RAM   %s (%s)\n",
+      "budget)\nscratch      %s (steps of up to %d tokens)\nread/token   %s\nusable RAM   %s "
+      "(%s)\n",
       FormatBytes(plan.ram_budget_bytes()), plan.fits() ? "" : "  (UNDER THE FLOOR)",
       FormatBytes(plan.floor_bytes()), FormatBytes(plan.recommended_bytes()),
       FormatBytes(plan.model_bytes()), FormatBytes(plan.pinned_bytes()),
-      FormatBytes(plan.pool_bytes()), FormatBytes(plan.session_bytes()),
-      plan.concurrent_sessions(), plan.max_sessions(), FormatBytes(plan.scratch_bytes()), FormatBytes(plan.bytes_read_per_token()),
-      FormatBytes(plan.usable_ram_bytes()), plan.usable_ram_source());
+      FormatBytes(plan.pool_bytes()), FormatBytes(plan.session_bytes()), plan.concurrent_sessions(),
+      plan.max_sessions(), FormatBytes(plan.scratch_bytes()), plan.step_tokens(),
+      FormatBytes(plan.bytes_read_per_token()), FormatBytes(plan.usable_ram_bytes()),
+      plan.usable_ram_source());
   if (plan.vram_budget_bytes() > 0) {
     const v1::TierBytes& resident = plan.resident_bytes();
     const v1::TierBytes& token = plan.bytes_per_token();

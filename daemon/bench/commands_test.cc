@@ -42,6 +42,22 @@ TEST(PlanCommandTest, JsonAndRefusalUnderTheFloor) {
   EXPECT_EQ(RunPlan({}), 2);
 }
 
+// Where weights stream, each step reads them: the plan gives prompts
+// larger steps than the resident 64 tokens (as large as a sixteenth of the
+// budget holds the activations of).
+TEST(PlanCommandTest, StreamingPlansGivePromptsLargerSteps) {
+  for (auto [budget, streams] : {std::pair{"65MiB", true}, std::pair{"512MiB", false}}) {
+    ::testing::internal::CaptureStdout();
+    EXPECT_EQ(RunPlan({Stories(), "--ram-budget", budget, "--ctx", "64", "--json"}), 0);
+    const std::string out = ::testing::internal::GetCapturedStdout();
+    const Json doc = Json::parse(out, nullptr, /*allow_exceptions=*/false);
+    ASSERT_FALSE(doc.is_discarded()) << out;
+    EXPECT_EQ(doc.at("all_resident"), !streams) << out;
+    EXPECT_EQ(doc.at("step_tokens") > 64, streams) << out;
+    EXPECT_EQ(doc.at("step_scratch_bytes") > doc.at("scratch_bytes"), streams) << out;
+  }
+}
+
 TEST(BenchCommandTest, StreamsStories260KAndReports) {
   ::testing::internal::CaptureStdout();
   EXPECT_EQ(RunBench({Stories(), "--ram-budget", "64.9MiB", "--prompt-tokens", "8", "--gen-tokens",
@@ -55,6 +71,7 @@ TEST(BenchCommandTest, StreamsStories260KAndReports) {
   const Json doc = Json::parse(out, nullptr, /*allow_exceptions=*/false);
   ASSERT_FALSE(doc.is_discarded()) << out;
   EXPECT_EQ(doc.at("gen_tokens"), 8);
+  EXPECT_GT(doc.at("step_tokens"), 64);  // Streaming: prompts in larger steps.
   EXPECT_TRUE(doc.at("decode_tokens_per_second").is_number_float());
   EXPECT_TRUE(doc.at("huge_pages").is_boolean());
   // Figures name the machine and the kernels they came from.

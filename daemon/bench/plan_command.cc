@@ -65,6 +65,8 @@ void WriteJson(const PlannedModel& pm, const memory::PlanSizes& s,
     j["large_slot_bytes"] = plan->large_slot_bytes;
     j["prefetch_depth"] = plan->prefetch_depth;
     j["read_bytes_per_token"] = plan->read_bytes_per_token;
+    j["step_tokens"] = plan->step_tokens;
+    j["step_scratch_bytes"] = plan->sizes.scratch_bytes;
     j["sessions"] = plan->sessions;
     j["sessions_that_fit"] = plan->sessions_that_fit;
     j["unused_bytes"] = plan->unused_bytes;

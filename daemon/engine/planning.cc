@@ -67,6 +67,7 @@ v1::MemoryPlan ToProto(const model::Model& model, const ModelPlan& planned) {
   out.set_pool_bytes(static_cast<int64_t>(plan.streaming_bytes));
   out.set_kv_cache_bytes(static_cast<int64_t>(plan.sizes.kv_bytes));
   out.set_scratch_bytes(static_cast<int64_t>(plan.sizes.scratch_bytes));
+  out.set_step_tokens(static_cast<int32_t>(plan.step_tokens));
   out.set_bytes_read_per_token(static_cast<int64_t>(plan.read_bytes_per_token));
   out.set_prefetch_depth(plan.prefetch_depth);
   out.set_usable_ram_bytes(static_cast<int64_t>(planned.usable.bytes));
