@@ -148,7 +148,10 @@ struct Q23K {
   template <int kV>
   static __m512i Swap(__m512i x) {
     if constexpr (kV == 0) return x;
-    return _mm512_shuffle_epi32(x, static_cast<_MM_PERM_ENUM>(kSwap[kV]));
+    // A constexpr variable: without optimization GCC evaluates the array
+    // access at run time, and the intrinsic needs an immediate.
+    constexpr int kImm = kSwap[kV];
+    return _mm512_shuffle_epi32(x, static_cast<_MM_PERM_ENUM>(kImm));
   }
   // Zmm kV of codes; Q3_K: qs2 and hmask2 are qs and hmask with their
   // qwords swapped.
