@@ -214,6 +214,7 @@ struct Iq2Xxs {
   static constexpr int kBlockBytes = sizeof(BlockIQ2_XXS);
   static constexpr bool kSigned = true, kPer16 = false;
   static constexpr Bias kBias = Bias::kNone;
+  static constexpr bool kPrepareAhead = true;
   struct Prep {
     __m256i signs;
     __m256 wscale;
@@ -242,6 +243,7 @@ struct Iq2Xs {
   static constexpr int kBlockBytes = sizeof(BlockIQ2_XS);
   static constexpr bool kSigned = true, kPer16 = true;
   static constexpr Bias kBias = Bias::kNone;
+  static constexpr bool kPrepareAhead = true;
   struct Prep {
     __m256i signs;
     __m128i scales;
@@ -282,6 +284,7 @@ struct Iq2S {
   static constexpr int kBlockBytes = sizeof(BlockIQ2_S);
   static constexpr bool kSigned = true, kPer16 = true;
   static constexpr Bias kBias = Bias::kNone;
+  static constexpr bool kPrepareAhead = false;
   struct Prep {
     __m256i signs;
     __m128i scales;
@@ -324,6 +327,7 @@ struct Iq3Xxs {
   static constexpr int kBlockBytes = sizeof(BlockIQ3_XXS);
   static constexpr bool kSigned = true, kPer16 = false;
   static constexpr Bias kBias = Bias::kNone;
+  static constexpr bool kPrepareAhead = false;
   struct Prep {
     __m256i signs;
     __m256 wscale;
@@ -349,6 +353,7 @@ struct Iq3S {
   static constexpr int kBlockBytes = sizeof(BlockIQ3_S);
   static constexpr bool kSigned = true, kPer16 = false;
   static constexpr Bias kBias = Bias::kNone;
+  static constexpr bool kPrepareAhead = false;
   struct Prep {
     __m256i signs;
     __m256 wscale;
@@ -393,6 +398,7 @@ struct Iq1S {
   static constexpr int kBlockBytes = sizeof(BlockIQ1_S);
   static constexpr bool kSigned = true, kPer16 = false;
   static constexpr Bias kBias = Bias::kPer32;
+  static constexpr bool kPrepareAhead = false;
   struct Prep {
     __m256 wscale;
     __m256 coef;
@@ -429,6 +435,7 @@ struct Iq1M {
   static constexpr int kBlockBytes = sizeof(BlockIQ1_M);
   static constexpr bool kSigned = true, kPer16 = true;
   static constexpr Bias kBias = Bias::kNone;
+  static constexpr bool kPrepareAhead = false;
   struct Prep {
     __m128i scales;
     __m256 wscale;
@@ -482,6 +489,7 @@ struct Iq4Xs {
   static constexpr int kBlockBytes = sizeof(BlockIQ4_XS);
   static constexpr bool kSigned = true, kPer16 = false;
   static constexpr Bias kBias = Bias::kNone;
+  static constexpr bool kPrepareAhead = false;
   struct Prep {
     __m256 wscale;
   };
@@ -515,15 +523,29 @@ struct Iq4Xs {
   }
 };
 
+// kPrepareAhead: Prepare runs one block ahead, so that its chain (IQ2's sign
+// bytes from 7-bit fields and parity, ~25 dependent vector ops) is done
+// before the block's groups need it rather than delaying all 8 of them.
+// IQ2_XXS 16.4 -> 13.8 ns per 256 weights, IQ2_XS 15.4 -> 14.0 (AVX2, in
+// cache, Zen 5); the types whose Prep holds more vectors (IQ2_S's and IQ3_S's
+// indices) or is short measured the same or slower that way.
 template <typename Dec, int NB>
 void DotSuperBlocks(const uint8_t* row, int64_t blocks, const QuantizedActs* acts, float* out) {
   __m256 acc[NB], bias[NB];
   for (int k = 0; k < NB; ++k) acc[k] = bias[k] = _mm256_setzero_ps();
   const __m256i ones = _mm256_set1_epi16(1);
+  typename Dec::Prep next;
+  if constexpr (Dec::kPrepareAhead) next = Dec::Prepare(row);
   for (int64_t sb = 0; sb < blocks; ++sb) {
     const uint8_t* block = row + sb * Dec::kBlockBytes;
     PrefetchAhead<Dec::kBlockBytes>(block);
-    const typename Dec::Prep prep = Dec::Prepare(block);
+    typename Dec::Prep prep;
+    if constexpr (Dec::kPrepareAhead) {
+      prep = next;
+      if (sb + 1 < blocks) next = Dec::Prepare(block + Dec::kBlockBytes);
+    } else {
+      prep = Dec::Prepare(block);
+    }
     // Per tile entry, groups 0-3 and 4-7 summed by vphaddd: lane i of the low
     // (high) 128 bits is group i's sum over its elements 0-15 (16-31).
     __m256i half[NB][2];
