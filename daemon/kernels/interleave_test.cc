@@ -12,6 +12,7 @@
 #include "daemon/kernels/matvec.h"
 #include "daemon/kernels/quant_blocks.h"
 #include "daemon/kernels/quantize.h"
+#include "daemon/kernels/test_inputs.h"
 #include "daemon/kernels/thread_pool.h"
 #include "gtest/gtest.h"
 
@@ -31,13 +32,7 @@ std::vector<uint8_t> MakeRows(WeightType type, int64_t rows, int64_t cols, uint3
   return bytes;
 }
 
-std::vector<float> MakeInput(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> x(n);
-  for (float& v : x) v = normal(rng);
-  return x;
-}
+using testing::MakeInput;
 
 // A type and the interleaved layout it takes.
 struct Layout {

@@ -24,6 +24,7 @@
 #include "daemon/kernels/dequantize.h"
 #include "daemon/kernels/quant_blocks.h"
 #include "daemon/kernels/quantize.h"
+#include "daemon/kernels/test_inputs.h"
 #include "daemon/kernels/thread_pool.h"
 #include "gtest/gtest.h"
 
@@ -57,14 +58,7 @@ Matrix MakeMatrix(WeightType type, int64_t rows, int64_t cols, int64_t pad, uint
   return m;
 }
 
-std::vector<float> MakeInput(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> x(n);
-  for (float& v : x) v = normal(rng);
-  for (int64_t i = 0; i < n; i += 97) x[i] *= 10;  // Outliers stretch some blocks' d.
-  return x;
-}
+using testing::MakeInput;
 
 // |y - y_ref| bound for row r against input x (see the file comment).
 double Bound(const Matrix& m, int64_t r, const float* x) {
