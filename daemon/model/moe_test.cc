@@ -161,6 +161,42 @@ TEST_F(MoeTest, ChunkedPrefillEqualsTokenAtATimeAndReadsEachExpertOncePerBatch) 
   ExpectChunkedPrefillEqualsTokenAtATime(model(), m_.store.get(), &pool_);
 }
 
+// Counts the products it sees (a Forward with an observer runs its experts
+// one by one).
+class CountingObserver final : public ProductObserver {
+ public:
+  void OnProduct(memory::ChunkId, uint64_t, const kernels::WeightView&, const float*, int64_t,
+                 int64_t) override {
+    ++products;
+  }
+  int64_t products = 0;
+};
+
+// Decode runs the experts in memory together (one loop for all their gates
+// and ups, one for their downs); its logits are those of each expert run on
+// its own (as a Forward with an observer does), to the bit.
+TEST_F(MoeTest, ExpertsRunTogetherAsEachAlone) {
+  const HParams& hp = model().hparams();
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 40; ++i) prompt.push_back((i * 53 + 7) % 320);
+  std::vector<float> together((prompt.size() + 3) * hp.n_vocab), alone(together.size());
+  CountingObserver observer;
+  for (std::vector<float>* logits : {&together, &alone}) {
+    Forward forward(&model(), m_.store.get(), &pool_);
+    if (logits == &alone) forward.set_product_observer(&observer);
+    SequenceState state(model(), 64, kernels::ops::KvType::kF16);
+    ASSERT_TRUE(forward.Run(&state, prompt, logits->data(), /*all_logits=*/true).ok());
+    for (int32_t t = 0; t < 3; ++t) {
+      ASSERT_TRUE(
+          forward.Run(&state, {&t, 1}, logits->data() + (prompt.size() + t) * hp.n_vocab).ok());
+    }
+  }
+  EXPECT_GT(observer.products, 0);
+  for (size_t i = 0; i < together.size(); ++i) {
+    ASSERT_EQ(together[i], alone[i]) << "token " << i / hp.n_vocab << " logit " << i % hp.n_vocab;
+  }
+}
+
 // Real files mix types per tensor (e.g. Q4_K gate and up, Q6_K down); with
 // gate, up and down each of its own type, decode still gives prefill's
 // logits (its experts' gate and up then run as one loop per type).
