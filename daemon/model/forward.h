@@ -288,7 +288,7 @@ class Forward {
   // `first` on, not yet done) that route one row and whose chunk is in host
   // memory now, into ws.experts_together (at most what the workspace holds
   // at once); returns how many.
-  size_t ReadyOneRowExperts(const LayerTensors& layer, size_t first, size_t n_experts);
+  size_t ReadyOneRowExperts(size_t first, size_t n_experts);
   // The first m experts of ws.experts_together as one MatMulEach for gate
   // and up and one for down (two loops instead of two per expert), each
   // output row into ws.expert_out, as RunExpert computes it; marks them done.

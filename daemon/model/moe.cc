@@ -197,7 +197,7 @@ absl::Status Forward::MoeFeedForward(const LayerTensors& layer, int64_t l, int64
     while (ws.group_done[first_left]) ++first_left;
     if (any_order) {
       // Every one-row expert in memory now, at once.
-      const size_t m = ReadyOneRowExperts(layer, first_left, n_experts);
+      const size_t m = ReadyOneRowExperts(first_left, n_experts);
       if (m > 1) {
         RETURN_IF_ERROR(RunExpertsTogether(layer, m));
         left -= m - 1;
@@ -234,7 +234,7 @@ void Forward::CountExpert(memory::ChunkId chunk) {
   last_step_.expert_bytes += bytes;
 }
 
-size_t Forward::ReadyOneRowExperts(const LayerTensors& layer, size_t first, size_t n_experts) {
+size_t Forward::ReadyOneRowExperts(size_t first, size_t n_experts) {
   StepWorkspace& ws = *ws_;
   if (observer_ != nullptr) return 0;  // It sees every product on its own.
   const size_t cap =
@@ -242,7 +242,7 @@ size_t Forward::ReadyOneRowExperts(const LayerTensors& layer, size_t first, size
                        ws.gate.size() / static_cast<size_t>(model_->hparams().moe.n_ff_exp));
   size_t m = 0;
   for (size_t i = first; i < n_experts && m < cap; ++i) {
-    const memory::ChunkId chunk = layer.experts[ws.routes[ws.group_start[i]].expert].chunk;
+    const memory::ChunkId chunk = ws.expert_chunks[i];
     if (!ws.group_done[i] && ws.group_start[i + 1] - ws.group_start[i] == 1 &&
         (device_ == nullptr || !device_->OnDevice(chunk)) && store_->Ready(chunk)) {
       ws.experts_together[m++] = static_cast<int32_t>(i);
