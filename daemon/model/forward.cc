@@ -186,13 +186,17 @@ void Forward::PrefetchAfter(int64_t l, bool ffn) {
   PrefetchChunks(upcoming, n);
 }
 
-void Forward::PrefetchChunks(memory::ChunkId* ids, size_t n) {
-  if (device_ != nullptr) {
-    n = static_cast<size_t>(
-        std::remove_if(ids, ids + n, [this](memory::ChunkId id) { return device_->OnDevice(id); }) -
-        ids);
+void Forward::PrefetchChunks(const memory::ChunkId* ids, size_t n) {
+  if (device_ == nullptr) {
+    store_->Prefetch(std::span<const memory::ChunkId>(ids, n));
+    return;
   }
-  store_->Prefetch(std::span<const memory::ChunkId>(ids, n));
+  // Less the chunks on the device, in a copy: callers index their lists.
+  memory::ChunkId* kept = ws_->prefetch_ids.data();
+  WCHECK(n <= ws_->prefetch_ids.size()) << n << " chunks to prefetch";
+  kept = std::copy_if(ids, ids + n, kept,
+                      [this](memory::ChunkId id) { return !device_->OnDevice(id); });
+  store_->Prefetch(std::span<const memory::ChunkId>(ws_->prefetch_ids.data(), kept));
 }
 
 absl::Status Forward::Product(const ChunkLease& chunk, const kernels::WeightView& w, const float* x,

@@ -267,7 +267,7 @@ class Forward {
                             int64_t x_head, int64_t x_stride, int64_t n, float* y, int64_t y_head,
                             int64_t y_stride);
   // Prefetch hints for the store, less the chunks on the device.
-  void PrefetchChunks(memory::ChunkId* ids, size_t n);
+  void PrefetchChunks(const memory::ChunkId* ids, size_t n);
   // Layer l over the step's n rows (attention per sequence).
   absl::Status Attention(std::span<const SequenceStep> steps, const LayerTensors& layer, int64_t l,
                          int64_t n);

@@ -31,7 +31,7 @@ size_t MatVecScratchFor(const Model& model, int64_t rows) {
 struct BufferSizes {
   int64_t x, xb, q, kv, att, tmp, ff, rope_table, attn_scratch;
   int64_t q_lora, mla_q, heads;
-  int64_t router, select, moe_x, moe_out, routes, experts, lookahead_x, lookahead;
+  int64_t router, select, moe_x, moe_out, routes, experts, prefetch, lookahead_x, lookahead;
   int64_t expert_out, groups, together;
   int64_t first_row, head_sequences, logits;
   int64_t embd_row;  // Bytes: one embedding row read from the store.
@@ -59,6 +59,8 @@ struct BufferSizes {
     // This layer's experts, the next layer's predicted ones (each at most
     // all of a layer's), then the next layer's two blocks.
     experts = moe ? 2 * hp.moe.n_expert + 2 : 0;
+    // Those, or PrefetchAfter's three blocks.
+    prefetch = std::max<int64_t>(experts, 3);
     lookahead_x = moe ? t * hp.n_embd : 0;
     lookahead = routes;
     expert_out = std::min(t, kAnyOrderMaxRows) * hp.moe.n_expert_used * hp.n_embd;
@@ -77,8 +79,9 @@ struct BufferSizes {
                 mla_q + router + select + moe_x + moe_out + lookahead_x + expert_out + logits) +
            groups * (sizeof(int32_t) + sizeof(uint8_t)) +
            routes * (sizeof(ExpertRoute) + sizeof(int32_t) + sizeof(float)) +
-           lookahead * (2 * sizeof(int32_t) + sizeof(float)) + experts * sizeof(memory::ChunkId) +
-           first_row * sizeof(int64_t) + head_sequences * sizeof(int32_t) + embd_row + matvec +
+           lookahead * (2 * sizeof(int32_t) + sizeof(float)) +
+           (experts + prefetch) * sizeof(memory::ChunkId) + first_row * sizeof(int64_t) +
+           head_sequences * sizeof(int32_t) + embd_row + matvec +
            (heads + 2 * together) * sizeof(kernels::OwnProduct) + together * sizeof(int32_t);
   }
 };
@@ -132,6 +135,7 @@ StepWorkspace::StepWorkspace(const Model& model, const ForwardOptions& options) 
   route_ids.resize(size.routes);
   route_weights.resize(size.routes);
   expert_chunks.resize(size.experts);
+  prefetch_ids.resize(size.prefetch);
   lookahead_x.resize(size.lookahead_x);
   lookahead_ids.resize(size.lookahead);
   lookahead_union.resize(size.lookahead);
@@ -179,10 +183,10 @@ uint64_t StepWorkspace::bytes() const {
     sum += BytesOf(*f);
   }
   return sum + BytesOf(routes) + BytesOf(route_ids) + BytesOf(expert_chunks) +
-         BytesOf(lookahead_ids) + BytesOf(lookahead_union) + BytesOf(first_row) +
-         BytesOf(head_sequences) + BytesOf(group_start) + BytesOf(group_done) + BytesOf(embd_row) +
-         BytesOf(head_products) + BytesOf(experts_together) + BytesOf(expert_products) +
-         matvec.bytes();
+         BytesOf(prefetch_ids) + BytesOf(lookahead_ids) + BytesOf(lookahead_union) +
+         BytesOf(first_row) + BytesOf(head_sequences) + BytesOf(group_start) + BytesOf(group_done) +
+         BytesOf(embd_row) + BytesOf(head_products) + BytesOf(experts_together) +
+         BytesOf(expert_products) + matvec.bytes();
 }
 
 }  // namespace waste::model::internal

@@ -63,6 +63,8 @@ struct StepWorkspace {
   std::vector<int32_t> route_ids;
   std::vector<float> route_weights;
   std::vector<memory::ChunkId> expert_chunks;
+  // Forward::PrefetchChunks' list less the chunks on the device.
+  std::vector<memory::ChunkId> prefetch_ids;
   // Router lookahead, per row: the next layer's router input and the
   // experts it predicts for layer lookahead_layer (-1: none pending);
   // lookahead_union is scratch for the distinct ones.
