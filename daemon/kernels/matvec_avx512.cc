@@ -532,6 +532,54 @@ void InterleavedRows(const RowsTask& t, int64_t begin, int64_t end) {
       rows);
 }
 
+// Rows [begin, end) of a kRows view against one activation vector, 4 at a
+// time (DotQuantizedRows4), the last few one by one.
+template <typename Dec>
+void RowQuads(const RowsTask& t, int64_t begin, int64_t end) {
+  float out[4];
+  int64_t r = begin;
+  for (; r + 4 <= end; r += 4) {
+    DotQuantizedRows4<Dec>(t.w.type, RowStart(t.w, r), t.w.row_stride_bytes, t.w.cols, t.acts[0],
+                           out);
+    std::copy_n(out, 4, t.y + r);
+  }
+  for (; r < end; ++r) DotQuantized<Dec, 1>(t.w.type, RowStart(t.w, r), t.w.cols, t.acts, t.y + r);
+}
+
+// A decode step's plain rows of the types of DotQuantized; false for the others.
+bool DecodeRowQuads(const RowsTask& t, int64_t begin, int64_t end) {
+  auto run = [&](auto dec) {
+    RowQuads<decltype(dec)>(t, begin, end);
+    return true;
+  };
+  switch (t.w.type) {
+    case WeightType::kQ4_0:
+      return run(Q4_0{});
+    case WeightType::kQ4_1:
+      return run(Q4_1{});
+    case WeightType::kQ5_0:
+      return run(Q5_0{});
+    case WeightType::kQ5_1:
+      return run(Q5_1{});
+    case WeightType::kQ8_0:
+      return run(Q8_0{});
+    case WeightType::kQ4_K:
+      return run(Q45K<false>{});
+    case WeightType::kQ5_K:
+      return run(Q45K<true>{});
+    case WeightType::kQ6_K:
+      return run(Q6K{});
+    case WeightType::kIQ4_NL:
+      return run(IQ4NL{});
+    case WeightType::kMXFP4:
+      return run(MXFP4{});
+    case WeightType::kIQ4_XS:
+      return run(IQ4XS{});
+    default:
+      return false;
+  }
+}
+
 void RowsAvx512(const RowsTask& t, int64_t begin, int64_t end) {
   SplitGroupedRows(
       t.w, begin, end,
@@ -544,6 +592,7 @@ void RowsAvx512(const RowsTask& t, int64_t begin, int64_t end) {
         InterleavedRows<InterleavedQ8_0>(t, b, e);
       },
       [&](int64_t b, int64_t e) {
+        if (t.batch == 1 && DecodeRowQuads(t, b, e)) return;
         RunRowTiles(t, b, e, [&](auto nb, const uint8_t* row, int64_t b0, float* out) {
           DotRow<decltype(nb)::value>(t, row, b0, out);
         });
