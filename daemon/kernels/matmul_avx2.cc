@@ -433,6 +433,54 @@ inline void DotTile(WeightType type, const uint8_t* row, int64_t cols, const Qua
   }
 }
 
+// HorizontalSum of 4 vectors: each step of its additions for the 4 at once,
+// so lane r is HorizontalSum(v[r]) to the bit ((x0 + x2) + (x1 + x3) of
+// lo128 + hi128).
+inline __m128 HorizontalSums4(const __m256 v[4]) {
+  // [lo + hi of v0 | of v1], [of v2 | of v3].
+  const __m256 p01 = _mm256_add_ps(_mm256_permute2f128_ps(v[0], v[1], 0x31),
+                                   _mm256_permute2f128_ps(v[0], v[1], 0x20));
+  const __m256 p23 = _mm256_add_ps(_mm256_permute2f128_ps(v[2], v[3], 0x31),
+                                   _mm256_permute2f128_ps(v[2], v[3], 0x20));
+  // Per 128-bit lane: [x0 + x2, x1 + x3] of v0 (v1), then of v2 (v3).
+  const __m256 h = _mm256_add_ps(_mm256_shuffle_ps(p01, p23, _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm256_shuffle_ps(p01, p23, _MM_SHUFFLE(3, 2, 3, 2)));
+  // Per 128-bit lane: [v0, v2, ..] ([v1, v3, ..]).
+  const __m256 t = _mm256_add_ps(_mm256_shuffle_ps(h, h, _MM_SHUFFLE(2, 0, 2, 0)),
+                                 _mm256_shuffle_ps(h, h, _MM_SHUFFLE(3, 1, 3, 1)));
+  return _mm_unpacklo_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+}
+
+// Rows row0 + r * row_stride, r < 4, of a kRows view against one activation
+// vector (a decode step), one after the other as the bytes lie, with one
+// call's setup and one reduction (HorizontalSums4) for the 4, where short
+// rows (a MoE expert's few hundred columns) spent much of their time in a
+// row's own. Each row's arithmetic is DotTile<Dec, 1>'s, to the bit.
+template <typename Dec>
+inline void DotTileRows4(WeightType type, const uint8_t* row0, int64_t row_stride, int64_t cols,
+                         const QuantizedActs& a, float* out) {
+  const int64_t units = cols / 256;
+  __m256 acc[4], bias[4];
+#pragma GCC unroll 4
+  for (int r = 0; r < 4; ++r) {
+    acc[r] = bias[r] = _mm256_setzero_ps();
+    const uint8_t* row = row0 + r * row_stride;
+    for (int64_t un = 0; un < units; ++un) {
+      PrefetchAhead<Dec::kUnitBytes>(row + un * Dec::kUnitBytes);
+      TileUnit u;
+      Dec::Load(row + un * Dec::kUnitBytes, &u);
+      AccumulateTileUnit<Dec>(u, a, un, &acc[r], &bias[r]);
+    }
+  }
+  __m128 sums = HorizontalSums4(acc);
+  if constexpr (Dec::kMin) sums = _mm_sub_ps(sums, HorizontalSums4(bias));
+  _mm_storeu_ps(out, sums);
+  if (cols % 256 != 0) {
+    for (int r = 0; r < 4; ++r)
+      out[r] += avx2::DotTailGroups(type, row0 + r * row_stride, 8 * units, cols / 32, a);
+  }
+}
+
 // The kInterleaveRows rows of a group of a kInterleaved view against one
 // activation vector, unit by unit, as one stream (see DotQuantizedGroup in
 // matvec_avx512_internal.h); each row's arithmetic is DotTile<Dec, 1>'s.
@@ -591,8 +639,22 @@ inline void DotAny(WeightType type, const uint8_t* row, int64_t cols, const Quan
 constexpr int64_t kRowBlockBytes = 96 << 10;
 constexpr int64_t kActTileBytes = 24 << 10;
 
+// A decode step's rows of a kRows view, 4 at a time (DotTileRows4).
+template <typename Dec>
+void RowQuads(const RowsTask& t, int64_t begin, int64_t end) {
+  int64_t r = begin;
+  for (; r + 4 <= end; r += 4)
+    DotTileRows4<Dec>(t.w.type, RowStart(t.w, r), t.w.row_stride_bytes, t.w.cols, t.acts[0],
+                      t.y + r);
+  for (; r < end; ++r) DotTile<Dec, 1>(t.w.type, RowStart(t.w, r), t.w.cols, t.acts, t.y + r);
+}
+
 template <typename Dec>
 void RowsOf(const RowsTask& t, int64_t begin, int64_t end) {
+  if constexpr (
+      !requires { Dec::kUnitStride; } && !requires { typename Dec::Prep; }) {
+    if (t.batch == 1) return RowQuads<Dec>(t, begin, end);
+  }
   float out[kTile];
   const int64_t units = std::max<int64_t>(1, t.w.cols / 256);
   const int64_t tile = std::clamp<int64_t>(kActTileBytes / (units * 416), 2, kTile);
