@@ -460,20 +460,22 @@ template <typename Dec>
 inline void DotTileRows4(WeightType type, const uint8_t* row0, int64_t row_stride, int64_t cols,
                          const QuantizedActs& a, float* out) {
   const int64_t units = cols / 256;
-  __m256 acc[4], bias[4];
-#pragma GCC unroll 4
+  __m256 accs[4], biases[4];
   for (int r = 0; r < 4; ++r) {
-    acc[r] = bias[r] = _mm256_setzero_ps();
+    // In registers: one pair per row, not arrays indexed by r.
+    __m256 acc = _mm256_setzero_ps(), bias = _mm256_setzero_ps();
     const uint8_t* row = row0 + r * row_stride;
     for (int64_t un = 0; un < units; ++un) {
       PrefetchAhead<Dec::kUnitBytes>(row + un * Dec::kUnitBytes);
       TileUnit u;
       Dec::Load(row + un * Dec::kUnitBytes, &u);
-      AccumulateTileUnit<Dec>(u, a, un, &acc[r], &bias[r]);
+      AccumulateTileUnit<Dec>(u, a, un, &acc, &bias);
     }
+    accs[r] = acc;
+    biases[r] = bias;
   }
-  __m128 sums = HorizontalSums4(acc);
-  if constexpr (Dec::kMin) sums = _mm_sub_ps(sums, HorizontalSums4(bias));
+  __m128 sums = HorizontalSums4(accs);
+  if constexpr (Dec::kMin) sums = _mm_sub_ps(sums, HorizontalSums4(biases));
   _mm_storeu_ps(out, sums);
   if (cols % 256 != 0) {
     for (int r = 0; r < 4; ++r)

@@ -175,11 +175,8 @@ template <typename Dec>
 // _mm512_reduce_add_ps's (halves of 256, then of 128, then within 128: (x0 +
 // x2) + (x1 + x3)), each step for all 4 rows in one instruction, so each
 // out[r] is FinishRow(s[r]) to the bit.
-template <typename Dec>
-[[gnu::always_inline]] inline void FinishRows4(const RowSums<Dec>* s, float* out) {
-  __m512 v[4];
-#pragma GCC unroll 4
-  for (int r = 0; r < 4; ++r) v[r] = RowVector(s[r]);
+// v[r]: RowVector of row r.
+[[gnu::always_inline]] inline void FinishRows4(const __m512* v, float* out) {
   // [hi256 + lo256 of row 0 | of row 1], [of row 2 | of row 3].
   const __m512 p01 =
       _mm512_add_ps(_mm512_shuffle_f32x4(v[0], v[1], 0xEE), _mm512_shuffle_f32x4(v[0], v[1], 0x44));
@@ -246,29 +243,32 @@ inline void DotQuantized(WeightType type, const uint8_t* row, int64_t cols,
 // Rows row0 + r * row_stride, r < 4, of a kRows view against one activation
 // vector (a decode step): one call's setup and one reduction (FinishRows4)
 // for the 4, where short rows (a MoE expert's few hundred columns) spent much
-// of their time in a row's own (matvec_bench in cache, AVX-512, 512 and 1024
-// columns: Q4_0 +45 %, Q4_K +13-36 %, Q6_K +30-60 %; 4096: the same). The
-// rows run one after the other, as the bytes lie: taking the 4 rows' units in
-// turn gained more in cache but streamed 10-20 % slower from memory on 2
-// threads. Each row's arithmetic is DotQuantized<Dec, 1>'s, so its dot is
+// of their time in a row's own (matvec_bench in cache, Zen 5, 512 / 1024 /
+// 4096 columns: Q4_0 +50 / +28 / +9 %, Q4_K +30 / +24 / +12 %, Q8_0 +25 /
+// +16 / +8 %, Q6_K +27 / +15 / +1 %). The rows run one after the other, as
+// the bytes lie: taking the 4 rows' units in turn streamed 10-20 % slower
+// from memory on 2 threads. Each row's sums live in registers (an array of
+// them indexed by the row went through memory every unit). Each row's arithmetic is DotQuantized<Dec, 1>'s, so its dot is
 // the same to the bit.
 template <typename Dec>
 inline void DotQuantizedRows4(WeightType type, const uint8_t* row0, int64_t row_stride,
                               int64_t cols, const QuantizedActs& a, float* out) {
   static_assert(!kLoadsPairs<Dec>, "pairs of units take DotQuantized's order");
   const int64_t units = cols / 256;
-  RowSums<Dec> sums[4];
   const Slots<Dec> slots;
+  __m512 v[4];
   for (int r = 0; r < 4; ++r) {
+    RowSums<Dec> sums;  // In registers: one per row, not an array indexed by r.
     for (int64_t un = 0; un < units; ++un) {
       const uint8_t* p = row0 + r * row_stride + un * Dec::kUnitBytes;
       PrefetchAhead<Dec::kUnitBytes>(p);
       Unit u;
       Dec::Load(p, &u);
-      AccumulateUnit<Dec>(u, a, un, slots, &sums[r]);
+      AccumulateUnit<Dec>(u, a, un, slots, &sums);
     }
+    v[r] = RowVector(sums);
   }
-  FinishRows4<Dec>(sums, out);
+  FinishRows4(v, out);
   if (cols % 256 != 0) {
     for (int r = 0; r < 4; ++r)
       out[r] += avx2::DotTailGroups(type, row0 + r * row_stride, 8 * units, cols / 32, a);
