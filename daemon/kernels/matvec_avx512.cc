@@ -533,26 +533,32 @@ void InterleavedRows(const RowsTask& t, int64_t begin, int64_t end) {
 }
 
 // Rows [begin, end) of a kRows view against one activation vector, 4 at a
-// time (DotQuantizedRows4), the last few one by one.
-template <typename Dec>
-void RowQuads(const RowsTask& t, int64_t begin, int64_t end) {
-  float out[4];
+// time (rows4(row, out[4]): the 4 rows from `row` on), the last few one by
+// one (row1(row, out)).
+template <typename Rows4, typename Row1>
+void RowQuads(const RowsTask& t, int64_t begin, int64_t end, Rows4 rows4, Row1 row1) {
   int64_t r = begin;
-  for (; r + 4 <= end; r += 4) {
-    DotQuantizedRows4<Dec>(t.w.type, RowStart(t.w, r), t.w.row_stride_bytes, t.w.cols, t.acts[0],
-                           out);
-    std::copy_n(out, 4, t.y + r);
-  }
-  for (; r < end; ++r) DotQuantized<Dec, 1>(t.w.type, RowStart(t.w, r), t.w.cols, t.acts, t.y + r);
+  for (; r + 4 <= end; r += 4) rows4(RowStart(t.w, r), t.y + r);
+  for (; r < end; ++r) row1(RowStart(t.w, r), t.y + r);
 }
 
-// A decode step's plain rows of the types of DotQuantized; false for the others.
+// A decode step's plain rows of the quantized types, 4 to a call (see
+// DotQuantizedRows4); false for the float types.
 bool DecodeRowQuads(const RowsTask& t, int64_t begin, int64_t end) {
+  const WeightType type = t.w.type;
+  const int64_t stride = t.w.row_stride_bytes, cols = t.w.cols;
+  const QuantizedActs& a = t.acts[0];
   auto run = [&](auto dec) {
-    RowQuads<decltype(dec)>(t, begin, end);
+    using Dec = decltype(dec);
+    RowQuads(
+        t, begin, end,
+        [&](const uint8_t* row, float* out) {
+          DotQuantizedRows4<Dec>(type, row, stride, cols, a, out);
+        },
+        [&](const uint8_t* row, float* out) { DotQuantized<Dec, 1>(type, row, cols, &a, out); });
     return true;
   };
-  switch (t.w.type) {
+  switch (type) {
     case WeightType::kQ4_0:
       return run(Q4_0{});
     case WeightType::kQ4_1:
@@ -575,9 +581,35 @@ bool DecodeRowQuads(const RowsTask& t, int64_t begin, int64_t end) {
       return run(MXFP4{});
     case WeightType::kIQ4_XS:
       return run(IQ4XS{});
-    default:
+    case WeightType::kQ2_K:
+    case WeightType::kQ3_K:
+      RowQuads(
+          t, begin, end,
+          [&](const uint8_t* row, float* out) {
+            DotLane16Rows4Avx512(type, row, stride, cols, a, out);
+          },
+          [&](const uint8_t* row, float* out) { DotLane16Avx512<1>(type, row, cols, &a, out); });
+      return true;
+    case WeightType::kIQ2_XXS:
+    case WeightType::kIQ2_XS:
+    case WeightType::kIQ2_S:
+    case WeightType::kIQ3_XXS:
+    case WeightType::kIQ3_S:
+    case WeightType::kIQ1_S:
+    case WeightType::kIQ1_M:
+      RowQuads(
+          t, begin, end,
+          [&](const uint8_t* row, float* out) {
+            DotGridRows4Avx512(type, row, stride, cols, a, out);
+          },
+          [&](const uint8_t* row, float* out) { DotGridAvx512<1>(type, row, cols, &a, out); });
+      return true;
+    case WeightType::kF32:
+    case WeightType::kF16:
+    case WeightType::kBF16:
       return false;
   }
+  return false;
 }
 
 void RowsAvx512(const RowsTask& t, int64_t begin, int64_t end) {

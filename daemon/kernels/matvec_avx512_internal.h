@@ -248,22 +248,31 @@ inline void DotQuantized(WeightType type, const uint8_t* row, int64_t cols,
 // +16 / +8 %, Q6_K +27 / +15 / +1 %). The rows run one after the other, as
 // the bytes lie: taking the 4 rows' units in turn streamed 10-20 % slower
 // from memory on 2 threads. Each row's sums live in registers (an array of
-// them indexed by the row went through memory every unit). Each row's arithmetic is DotQuantized<Dec, 1>'s, so its dot is
-// the same to the bit.
+// them indexed by the row went through memory every unit). Each row's arithmetic is
+// DotQuantized<Dec, 1>'s, so its dot is the same to the bit.
 template <typename Dec>
 inline void DotQuantizedRows4(WeightType type, const uint8_t* row0, int64_t row_stride,
                               int64_t cols, const QuantizedActs& a, float* out) {
-  static_assert(!kLoadsPairs<Dec>, "pairs of units take DotQuantized's order");
   const int64_t units = cols / 256;
   const Slots<Dec> slots;
   __m512 v[4];
   for (int r = 0; r < 4; ++r) {
     RowSums<Dec> sums;  // In registers: one per row, not an array indexed by r.
-    for (int64_t un = 0; un < units; ++un) {
-      const uint8_t* p = row0 + r * row_stride + un * Dec::kUnitBytes;
-      PrefetchAhead<Dec::kUnitBytes>(p);
+    const uint8_t* row = row0 + r * row_stride;
+    int64_t un = 0;
+    if constexpr (kLoadsPairs<Dec>) {
+      for (; un + 2 <= units; un += 2) {
+        PrefetchAhead<2 * Dec::kUnitBytes>(row + un * Dec::kUnitBytes);
+        Unit u[2];
+        Dec::Load2(row + un * Dec::kUnitBytes, Dec::kUnitBytes, u);
+        AccumulateUnit<Dec>(u[0], a, un, slots, &sums);
+        AccumulateUnit<Dec>(u[1], a, un + 1, slots, &sums);
+      }
+    }
+    for (; un < units; ++un) {
+      PrefetchAhead<Dec::kUnitBytes>(row + un * Dec::kUnitBytes);
       Unit u;
-      Dec::Load(p, &u);
+      Dec::Load(row + un * Dec::kUnitBytes, &u);
       AccumulateUnit<Dec>(u, a, un, slots, &sums);
     }
     v[r] = RowVector(sums);
@@ -316,6 +325,14 @@ void ReorderLane16(bool q3, int64_t units, const QuantizedActs& out);
 template <int NB>
 void DotGridAvx512(WeightType type, const uint8_t* row, int64_t cols, const QuantizedActs* acts,
                    float* out);
+
+// As DotQuantizedRows4, for Q2_K/Q3_K and for the codebook types: out[r] the
+// dot of row row0 + r * row_stride with a, r < 4, each to the bit what
+// DotLane16Avx512<1> / DotGridAvx512<1> gives that row.
+void DotLane16Rows4Avx512(WeightType type, const uint8_t* row0, int64_t row_stride, int64_t cols,
+                          const QuantizedActs& a, float* out);
+void DotGridRows4Avx512(WeightType type, const uint8_t* row0, int64_t row_stride, int64_t cols,
+                        const QuantizedActs& a, float* out);
 
 }  // namespace waste::kernels::internal::avx512
 

@@ -608,6 +608,35 @@ void DotGridAvx512(WeightType type, const uint8_t* row, int64_t cols, const Quan
   }
 }
 
+void DotGridRows4Avx512(WeightType type, const uint8_t* row0, int64_t row_stride, int64_t cols,
+                        const QuantizedActs& a, float* out) {
+  auto rows = [&](auto dec) {
+    DotQuantizedRows4<decltype(dec)>(type, row0, row_stride, cols, a, out);
+  };
+  switch (type) {
+    case WeightType::kIQ2_XXS:
+      return rows(Iq2Xxs{});
+    case WeightType::kIQ2_XS:
+      return rows(Iq2Xs{});
+    case WeightType::kIQ2_S:
+      return rows(Iq2S{});
+    case WeightType::kIQ3_XXS:
+      return rows(Iq3Xxs{});
+    case WeightType::kIQ3_S:
+      // Row by row: its loop inside DotQuantizedRows4 ran 6 % slower on
+      // rows of 4096 and more (in cache, Zen 5).
+      for (int r = 0; r < 4; ++r)
+        DotQuantized<Iq3S, 1>(type, row0 + r * row_stride, cols, &a, out + r);
+      return;
+    case WeightType::kIQ1_S:
+      return rows(Iq1S{});
+    case WeightType::kIQ1_M:
+      return rows(Iq1M{});
+    default:
+      break;
+  }
+}
+
 template void DotGridAvx512<1>(WeightType, const uint8_t*, int64_t, const QuantizedActs*, float*);
 template void DotGridAvx512<2>(WeightType, const uint8_t*, int64_t, const QuantizedActs*, float*);
 template void DotGridAvx512<3>(WeightType, const uint8_t*, int64_t, const QuantizedActs*, float*);

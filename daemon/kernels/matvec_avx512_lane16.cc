@@ -28,6 +28,32 @@ struct Lane16Unit {
 // unit chain into one int32 vector of 16 sub-block sums, so each activation vector costs one cvt,
 // one mul and two fmas per 256 elements beyond the products. The row's lanes go back to sub-block
 // order before its sum, which is then that of the natural order to the bit.
+// Unit `un` of a row, decoded in u, times activation vector a.
+[[gnu::always_inline]] inline void AccumulateLane16(const Lane16Unit& u, const QuantizedActs& a,
+                                                    int64_t un, __m512* acc, __m512* bias) {
+  const int8_t* q = a.qp + 256 * un;
+  const float* ds = a.ds + 32 * un;
+  __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u.codes[0], _mm512_load_si512(q));
+#pragma GCC unroll 4
+  for (int v = 1; v < 4; ++v)
+    dot = _mm512_dpbusd_epi32(dot, u.codes[v], _mm512_load_si512(q + 64 * v));
+  *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(u.wsc, _mm512_load_ps(ds)), *acc);
+  *bias = _mm512_fmadd_ps(u.coef, _mm512_load_ps(ds + 16), *bias);
+}
+
+// A row's accumulators as one vector in sub-block order, whose sum is the
+// row's dot.
+template <typename Dec>
+[[gnu::always_inline]] inline __m512 Lane16RowVector(__m512 acc, __m512 bias) {
+  alignas(64) static constexpr auto kLaneOf = [] {
+    std::array<int32_t, 16> t{};
+    for (int l = 0; l < 16; ++l) t[Lane16SubBlock(l)] = l;
+    return t;
+  }();
+  return _mm512_permutexvar_ps(_mm512_load_si512(kLaneOf.data()),
+                               _mm512_fmadd_ps(bias, _mm512_set1_ps(Dec::kSumScale), acc));
+}
+
 template <typename Dec, int NB>
 inline void DotLane16(const uint8_t* row, int64_t cols, const QuantizedActs* acts, float* out) {
   const int64_t units = cols / 256;
@@ -40,29 +66,32 @@ inline void DotLane16(const uint8_t* row, int64_t cols, const QuantizedActs* act
     Lane16Unit u;
     Dec::Load(row + un * Dec::kUnitBytes, consts, &u);
 #pragma GCC unroll 16
-    for (int k = 0; k < NB; ++k) {
-      const int8_t* q = acts[k].qp + 256 * un;
-      const float* ds = acts[k].ds + 32 * un;
-      __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u.codes[0], _mm512_load_si512(q));
-#pragma GCC unroll 4
-      for (int v = 1; v < 4; ++v)
-        dot = _mm512_dpbusd_epi32(dot, u.codes[v], _mm512_load_si512(q + 64 * v));
-      acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(u.wsc, _mm512_load_ps(ds)),
-                               acc[k]);
-      bias[k] = _mm512_fmadd_ps(u.coef, _mm512_load_ps(ds + 16), bias[k]);
-    }
+    for (int k = 0; k < NB; ++k) AccumulateLane16(u, acts[k], un, &acc[k], &bias[k]);
   }
-  alignas(64) static constexpr auto kLaneOf = [] {
-    std::array<int32_t, 16> t{};
-    for (int l = 0; l < 16; ++l) t[Lane16SubBlock(l)] = l;
-    return t;
-  }();
-  const __m512i lane_of = _mm512_load_si512(kLaneOf.data());
 #pragma GCC unroll 16
-  for (int k = 0; k < NB; ++k) {
-    const __m512 sum = _mm512_fmadd_ps(bias[k], _mm512_set1_ps(Dec::kSumScale), acc[k]);
-    out[k] = _mm512_reduce_add_ps(_mm512_permutexvar_ps(lane_of, sum));
+  for (int k = 0; k < NB; ++k) out[k] = _mm512_reduce_add_ps(Lane16RowVector<Dec>(acc[k], bias[k]));
+}
+
+// DotLane16<Dec, 1> of rows row0 + r * row_stride, r < 4, with one
+// reduction for the 4 (FinishRows4; see DotQuantizedRows4).
+template <typename Dec>
+inline void DotLane16Rows4(const uint8_t* row0, int64_t row_stride, int64_t cols,
+                           const QuantizedActs& a, float* out) {
+  const int64_t units = cols / 256;
+  const typename Dec::Consts consts;
+  __m512 v[4];
+  for (int r = 0; r < 4; ++r) {
+    const uint8_t* row = row0 + r * row_stride;
+    __m512 acc = _mm512_setzero_ps(), bias = _mm512_setzero_ps();
+    for (int64_t un = 0; un < units; ++un) {
+      PrefetchAhead<Dec::kUnitBytes>(row + un * Dec::kUnitBytes);
+      Lane16Unit u;
+      Dec::Load(row + un * Dec::kUnitBytes, consts, &u);
+      AccumulateLane16(u, a, un, &acc, &bias);
+    }
+    v[r] = Lane16RowVector<Dec>(acc, bias);
   }
+  FinishRows4(v, out);
 }
 
 // Q2_K, Q3_K in kLane16 order (see ActOrder): qs as one zmm has in 128-bit
@@ -221,6 +250,12 @@ void DotLane16Avx512(WeightType type, const uint8_t* row, int64_t cols, const Qu
                      float* out) {
   if (type == WeightType::kQ3_K) return DotLane16<Q23K<true>, NB>(row, cols, acts, out);
   DotLane16<Q23K<false>, NB>(row, cols, acts, out);
+}
+
+void DotLane16Rows4Avx512(WeightType type, const uint8_t* row0, int64_t row_stride, int64_t cols,
+                          const QuantizedActs& a, float* out) {
+  if (type == WeightType::kQ3_K) return DotLane16Rows4<Q23K<true>>(row0, row_stride, cols, a, out);
+  DotLane16Rows4<Q23K<false>>(row0, row_stride, cols, a, out);
 }
 
 template void DotLane16Avx512<1>(WeightType, const uint8_t*, int64_t, const QuantizedActs*, float*);
