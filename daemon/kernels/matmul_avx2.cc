@@ -29,6 +29,7 @@
 #include <utility>
 
 #include "common/logging.h"
+#include "daemon/kernels/avx2_sums.h"
 #include "daemon/kernels/fp16.h"
 #include "daemon/kernels/matvec_avx2_internal.h"
 #include "daemon/kernels/matvec_internal.h"
@@ -62,12 +63,8 @@ template <typename F>
   UnrollImpl(f, std::make_integer_sequence<int, 8>());
 }
 
-inline float HorizontalSum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
+using avx2::HorizontalSum;
+using avx2::HorizontalSums4;
 
 // 8 f16 at p + kStride * i as f32.
 template <int kStride>
@@ -431,24 +428,6 @@ inline void DotTile(WeightType type, const uint8_t* row, int64_t cols, const Qua
     out[k] = FinishTileRow<Dec>(acc[k], bias[k]);
     if (cols % 256 != 0) out[k] += avx2::DotTailGroups(type, row, 8 * units, cols / 32, acts[k]);
   }
-}
-
-// HorizontalSum of 4 vectors: each step of its additions for the 4 at once,
-// so lane r is HorizontalSum(v[r]) to the bit ((x0 + x2) + (x1 + x3) of
-// lo128 + hi128).
-inline __m128 HorizontalSums4(const __m256 v[4]) {
-  // [lo + hi of v0 | of v1], [of v2 | of v3].
-  const __m256 p01 = _mm256_add_ps(_mm256_permute2f128_ps(v[0], v[1], 0x31),
-                                   _mm256_permute2f128_ps(v[0], v[1], 0x20));
-  const __m256 p23 = _mm256_add_ps(_mm256_permute2f128_ps(v[2], v[3], 0x31),
-                                   _mm256_permute2f128_ps(v[2], v[3], 0x20));
-  // Per 128-bit lane: [x0 + x2, x1 + x3] of v0 (v1), then of v2 (v3).
-  const __m256 h = _mm256_add_ps(_mm256_shuffle_ps(p01, p23, _MM_SHUFFLE(1, 0, 1, 0)),
-                                 _mm256_shuffle_ps(p01, p23, _MM_SHUFFLE(3, 2, 3, 2)));
-  // Per 128-bit lane: [v0, v2, ..] ([v1, v3, ..]).
-  const __m256 t = _mm256_add_ps(_mm256_shuffle_ps(h, h, _MM_SHUFFLE(2, 0, 2, 0)),
-                                 _mm256_shuffle_ps(h, h, _MM_SHUFFLE(3, 1, 3, 1)));
-  return _mm_unpacklo_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
 }
 
 // Rows row0 + r * row_stride, r < 4, of a kRows view against one activation

@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "common/logging.h"
+#include "daemon/kernels/avx2_sums.h"
 #include "daemon/kernels/dequantize.h"
 #include "daemon/kernels/fp16.h"
 #include "daemon/kernels/matvec_avx2_internal.h"
@@ -22,12 +23,8 @@ namespace {
 
 constexpr int kMaxNb = kRowTile;
 
-inline float HorizontalSum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
+using avx2::HorizontalSum;
+using avx2::HorizontalSums4;
 
 inline __m256i LowHighNibbles(const uint8_t* qs) {
   const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
@@ -178,10 +175,20 @@ struct Table4 {
 using Iq4Nl = Table4<BlockIQ4_NL, kIq4NlValues>;
 using Mxfp4 = Table4<BlockMXFP4, kMxfp4Values>;
 
-// Groups [g_begin, g_end) of a row of 32-element blocks.
+// Finishes the rows of a Sum* loop: out[k] = HorizontalSum(acc[k]) + bias[k].
+template <int NB>
+[[gnu::always_inline]] inline void Finish(const __m256* acc, const float* bias, float* out) {
+#pragma GCC unroll 8
+  for (int k = 0; k < NB; ++k) out[k] = HorizontalSum(acc[k]) + bias[k];
+}
+
+// Groups [g_begin, g_end) of a row of 32-element blocks, into acc and bias
+// (Finish makes the dots).
 template <typename Dec, int NB>
-void DotLegacy(const uint8_t* row, int64_t g_begin, int64_t g_end, const QuantizedActs* acts,
-               float* out) {
+[[gnu::always_inline]] inline void SumLegacy(const uint8_t* row, int64_t g_begin, int64_t g_end,
+                                             const QuantizedActs* acts, __m256* acc_out,
+                                             float* bias_out) {
+  // Local until the end: in the callers' arrays, the loop kept them in memory.
   __m256 acc[NB];
   float bias[NB];
 #pragma GCC unroll 8
@@ -197,7 +204,16 @@ void DotLegacy(const uint8_t* row, int64_t g_begin, int64_t g_end, const Quantiz
     Accumulate<Dec::kSigned, NB>(Dec::Decode(row, gi), gi, acts, acc, bias);
   }
 #pragma GCC unroll 8
-  for (int k = 0; k < NB; ++k) out[k] = HorizontalSum(acc[k]) + bias[k];
+  for (int k = 0; k < NB; ++k) acc_out[k] = acc[k], bias_out[k] = bias[k];
+}
+
+template <typename Dec, int NB>
+void DotLegacy(const uint8_t* row, int64_t g_begin, int64_t g_end, const QuantizedActs* acts,
+               float* out) {
+  __m256 acc[NB];
+  float bias[NB];
+  SumLegacy<Dec, NB>(row, g_begin, g_end, acts, acc, bias);
+  Finish<NB>(acc, bias, out);
 }
 
 // The kInterleaveRows rows of a group of a kInterleaved Q8_0 view against
@@ -227,10 +243,13 @@ void DotQ8_0Group(const uint8_t* group, int64_t cols, const QuantizedActs& a, fl
 // Q4_K and Q5_K: codes of group j are a nibble of qs[32*(j/2) ...] plus, for
 // Q5_K, bit j of qh[l].
 template <bool kQ5, int NB>
-void DotQ45K(const uint8_t* row, int64_t groups, const QuantizedActs* acts, float* out) {
-  using Block = std::conditional_t<kQ5, BlockQ5_K, BlockQ4_K>;
+[[gnu::always_inline]] inline void SumQ45K(const uint8_t* row, int64_t groups,
+                                           const QuantizedActs* acts, __m256* acc_out,
+                                           float* bias_out) {
+  // Local until the end: in the callers' arrays, the loop kept them in memory.
   __m256 acc[NB];
   float bias[NB];
+  using Block = std::conditional_t<kQ5, BlockQ5_K, BlockQ4_K>;
 #pragma GCC unroll 8
   for (int k = 0; k < NB; ++k) acc[k] = _mm256_setzero_ps(), bias[k] = 0;
   const __m256i m4 = _mm256_set1_epi8(0x0F);
@@ -256,11 +275,14 @@ void DotQ45K(const uint8_t* row, int64_t groups, const QuantizedActs* acts, floa
     }
   }
 #pragma GCC unroll 8
-  for (int k = 0; k < NB; ++k) out[k] = HorizontalSum(acc[k]) + bias[k];
+  for (int k = 0; k < NB; ++k) acc_out[k] = acc[k], bias_out[k] = bias[k];
 }
 
 template <int NB>
-void DotQ6K(const uint8_t* row, int64_t groups, const QuantizedActs* acts, float* out) {
+[[gnu::always_inline]] inline void SumQ6K(const uint8_t* row, int64_t groups,
+                                          const QuantizedActs* acts, __m256* acc_out,
+                                          float* bias_out) {
+  // Local until the end: in the callers' arrays, the loop kept them in memory.
   __m256 acc[NB];
   float bias[NB];
 #pragma GCC unroll 8
@@ -286,7 +308,7 @@ void DotQ6K(const uint8_t* row, int64_t groups, const QuantizedActs* acts, float
     }
   }
 #pragma GCC unroll 8
-  for (int k = 0; k < NB; ++k) out[k] = HorizontalSum(acc[k]) + bias[k];
+  for (int k = 0; k < NB; ++k) acc_out[k] = acc[k], bias_out[k] = bias[k];
 }
 
 // 8 weights of a float type as f32.
@@ -331,11 +353,80 @@ void DotFloat(const uint8_t* row, int64_t cols, const float* x, int64_t x_stride
     out[k] = HorizontalSum(_mm256_add_ps(acc[k][0], acc[k][1])) + tail[k];
 }
 
+// Calls sum(std::integral_constant<int, NB>, row, acc, bias) with the Sum*
+// loop of a row of t's type against NB activation vectors; false for the
+// types without one (the float types, DotLowBit's, the tiled ones).
+template <int NB, typename SumFn>
+[[gnu::always_inline]] inline bool WithSumLoop(const RowsTask& t, SumFn sum) {
+  const int64_t g = t.w.cols / 32;
+  auto run = [&](auto loop) {
+    sum(loop);
+    return true;
+  };
+  switch (t.w.type) {
+    case WeightType::kQ4_1:
+      return run([&](const uint8_t* row, const QuantizedActs* a, __m256* acc, float* bias) {
+        SumLegacy<Q4_1, NB>(row, 0, g, a, acc, bias);
+      });
+    case WeightType::kQ5_0:
+      return run([&](const uint8_t* row, const QuantizedActs* a, __m256* acc, float* bias) {
+        SumLegacy<Q5_0, NB>(row, 0, g, a, acc, bias);
+      });
+    case WeightType::kQ5_1:
+      return run([&](const uint8_t* row, const QuantizedActs* a, __m256* acc, float* bias) {
+        SumLegacy<Q5_1, NB>(row, 0, g, a, acc, bias);
+      });
+    case WeightType::kQ8_0:
+      return run([&](const uint8_t* row, const QuantizedActs* a, __m256* acc, float* bias) {
+        SumLegacy<Q8_0, NB>(row, 0, g, a, acc, bias);
+      });
+    case WeightType::kQ5_K:
+      return run([&](const uint8_t* row, const QuantizedActs* a, __m256* acc, float* bias) {
+        SumQ45K<true, NB>(row, g, a, acc, bias);
+      });
+    case WeightType::kQ6_K:
+      return run([&](const uint8_t* row, const QuantizedActs* a, __m256* acc, float* bias) {
+        SumQ6K<NB>(row, g, a, acc, bias);
+      });
+    default:
+      return false;
+  }
+}
+
+// A decode step's rows [begin, end) of a kRows view, 4 at a time with one
+// HorizontalSums4 for the 4, where short rows (a MoE expert's few hundred
+// columns) spent much of their time in a row's own; each row to the bit
+// what DotRow<1> gives it. False for the types WithSumLoop lacks.
+bool DecodeRowQuads(const RowsTask& t, int64_t begin, int64_t end) {
+  return WithSumLoop<1>(t, [&](auto loop) {
+    int64_t r = begin;
+    for (; r + 4 <= end; r += 4) {
+      __m256 acc[4];
+      float bias[4];
+      for (int i = 0; i < 4; ++i) loop(RowStart(t.w, r + i), t.acts, &acc[i], &bias[i]);
+      _mm_storeu_ps(t.y + r, _mm_add_ps(HorizontalSums4(acc), _mm_loadu_ps(bias)));
+    }
+    for (; r < end; ++r) {
+      __m256 acc;
+      float bias;
+      loop(RowStart(t.w, r), t.acts, &acc, &bias);
+      Finish<1>(&acc, &bias, t.y + r);
+    }
+  });
+}
+
 template <int NB>
 void DotRow(const RowsTask& t, const uint8_t* row, int64_t b0, float* out) {
   const int64_t g = t.w.cols / 32;
   const QuantizedActs* a = t.acts + b0;
   const float* x = t.x + b0 * t.x_stride;
+  const bool summed = WithSumLoop<NB>(t, [&](auto loop) {
+    __m256 acc[NB];
+    float bias[NB];
+    loop(row, a, acc, bias);
+    Finish<NB>(acc, bias, out);
+  });
+  if (summed) return;
   switch (t.w.type) {
     case WeightType::kF32:
       return DotFloat<WeightType::kF32, NB>(row, t.w.cols, x, t.x_stride, out);
@@ -346,19 +437,18 @@ void DotRow(const RowsTask& t, const uint8_t* row, int64_t b0, float* out) {
     case WeightType::kQ4_0:
       return DotLegacy<Q4_0, NB>(row, 0, g, a, out);
     case WeightType::kQ4_1:
-      return DotLegacy<Q4_1, NB>(row, 0, g, a, out);
     case WeightType::kQ5_0:
-      return DotLegacy<Q5_0, NB>(row, 0, g, a, out);
     case WeightType::kQ5_1:
-      return DotLegacy<Q5_1, NB>(row, 0, g, a, out);
     case WeightType::kQ8_0:
-      return DotLegacy<Q8_0, NB>(row, 0, g, a, out);
-    case WeightType::kQ4_K:
-      return DotQ45K<false, NB>(row, g, a, out);
     case WeightType::kQ5_K:
-      return DotQ45K<true, NB>(row, g, a, out);
     case WeightType::kQ6_K:
-      return DotQ6K<NB>(row, g, a, out);
+      return;  // WithSumLoop's.
+    case WeightType::kQ4_K: {
+      __m256 acc[NB];
+      float bias[NB];
+      SumQ45K<false, NB>(row, g, a, acc, bias);
+      return Finish<NB>(acc, bias, out);
+    }
     case WeightType::kQ2_K:
     case WeightType::kQ3_K:
     case WeightType::kIQ4_NL:
@@ -399,6 +489,7 @@ void RowsAvx2(const RowsTask& t, int64_t begin, int64_t end) {
             rows);
       },
       [&](int64_t b, int64_t e) {
+        if (t.batch == 1 && DecodeRowQuads(t, b, e)) return;
         RunRowTiles(t, b, e, [&](auto nb, const uint8_t* row, int64_t b0, float* out) {
           DotRow<decltype(nb)::value>(t, row, b0, out);
         });

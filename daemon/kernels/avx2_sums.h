@@ -1,0 +1,43 @@
+// Horizontal sums of the AVX2 loops, inline. Only for translation units
+// compiled with AVX2_COPTS (exactly): every copy of these inline functions
+// must be the same AVX2 code, so an AVX-512 file must not take one.
+// Internal to daemon/kernels.
+#ifndef WASTE_DAEMON_KERNELS_AVX2_SUMS_H_
+#define WASTE_DAEMON_KERNELS_AVX2_SUMS_H_
+
+#if !defined(__AVX2__) || defined(__AVX512F__)
+#error "avx2_sums.h is for the AVX2_COPTS translation units only"
+#endif
+
+#include <immintrin.h>
+
+namespace waste::kernels::internal::avx2 {
+
+// (x0 + x2) + (x1 + x3) of lo128 + hi128.
+inline float HorizontalSum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// HorizontalSum of 4 vectors: each step of its additions for the 4 at once,
+// so lane r is HorizontalSum(v[r]) to the bit.
+inline __m128 HorizontalSums4(const __m256 v[4]) {
+  // [lo + hi of v0 | of v1], [of v2 | of v3].
+  const __m256 p01 = _mm256_add_ps(_mm256_permute2f128_ps(v[0], v[1], 0x31),
+                                   _mm256_permute2f128_ps(v[0], v[1], 0x20));
+  const __m256 p23 = _mm256_add_ps(_mm256_permute2f128_ps(v[2], v[3], 0x31),
+                                   _mm256_permute2f128_ps(v[2], v[3], 0x20));
+  // Per 128-bit lane: [x0 + x2, x1 + x3] of v0 (v1), then of v2 (v3).
+  const __m256 h = _mm256_add_ps(_mm256_shuffle_ps(p01, p23, _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm256_shuffle_ps(p01, p23, _MM_SHUFFLE(3, 2, 3, 2)));
+  // Per 128-bit lane: [v0, v2, ..] ([v1, v3, ..]).
+  const __m256 t = _mm256_add_ps(_mm256_shuffle_ps(h, h, _MM_SHUFFLE(2, 0, 2, 0)),
+                                 _mm256_shuffle_ps(h, h, _MM_SHUFFLE(3, 1, 3, 1)));
+  return _mm_unpacklo_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+}
+
+}  // namespace waste::kernels::internal::avx2
+
+#endif  // WASTE_DAEMON_KERNELS_AVX2_SUMS_H_
