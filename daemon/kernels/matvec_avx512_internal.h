@@ -293,23 +293,28 @@ inline void DotQuantizedRows4(WeightType type, const uint8_t* row0, int64_t row_
 template <typename Dec>
 inline void DotQuantizedGroup(const uint8_t* group, int64_t cols, const QuantizedActs& a,
                               float* out) {
+  static_assert(kInterleaveRows == 4, "one RowSums per row below");
   constexpr int kStream = kInterleaveRows * Dec::kUnitBytes;
-  RowSums<Dec> sums[kInterleaveRows];
+  // One variable per row, not an array: GCC kept an array of them in memory.
+  RowSums<Dec> s0, s1, s2, s3;
   const Slots<Dec> slots;
   for (int64_t un = 0; un < cols / 256; ++un) {
     const uint8_t* p = group + un * kStream;
-#pragma GCC unroll 8
-    for (int i = 0; i < kInterleaveRows; ++i) {
+    auto step = [&](int i, RowSums<Dec>* sums) [[gnu::always_inline]] {
       // A unit's worth of prefetch per unit read, as the per-row loop does:
       // the group's 17 lines (Q8_0) asked for at once measured slower.
       PrefetchAhead<Dec::kUnitBytes>(p + i * Dec::kUnitBytes);
       Unit u;
       Dec::Load(p + i * Dec::kUnitBytes, &u);
-      AccumulateUnit<Dec>(u, a, un, slots, &sums[i]);
-    }
+      AccumulateUnit<Dec>(u, a, un, slots, sums);
+    };
+    step(0, &s0);
+    step(1, &s1);
+    step(2, &s2);
+    step(3, &s3);
   }
-#pragma GCC unroll 8
-  for (int i = 0; i < kInterleaveRows; ++i) out[i] = FinishRow<Dec>(sums[i]);
+  const __m512 v[4] = {RowVector(s0), RowVector(s1), RowVector(s2), RowVector(s3)};
+  FinishRows4(v, out);
 }
 
 // Q2_K, Q3_K (matvec_avx512_lane16.cc): out[k] = the row's dot with acts[k],
