@@ -558,6 +558,17 @@ bool DecodeRowQuads(const RowsTask& t, int64_t begin, int64_t end) {
         [&](const uint8_t* row, float* out) { DotQuantized<Dec, 1>(type, row, cols, &a, out); });
     return true;
   };
+  // The types whose loops live in the other files: their entry points.
+  using Rows4Fn =
+      void (*)(WeightType, const uint8_t*, int64_t, int64_t, const QuantizedActs&, float*);
+  using Row1Fn = void (*)(WeightType, const uint8_t*, int64_t, const QuantizedActs*, float*);
+  auto run_entries = [&](Rows4Fn rows4, Row1Fn row1) {
+    RowQuads(
+        t, begin, end,
+        [&](const uint8_t* row, float* out) { rows4(type, row, stride, cols, a, out); },
+        [&](const uint8_t* row, float* out) { row1(type, row, cols, &a, out); });
+    return true;
+  };
   switch (type) {
     case WeightType::kQ4_0:
       return run(Q4_0{});
@@ -583,13 +594,7 @@ bool DecodeRowQuads(const RowsTask& t, int64_t begin, int64_t end) {
       return run(IQ4XS{});
     case WeightType::kQ2_K:
     case WeightType::kQ3_K:
-      RowQuads(
-          t, begin, end,
-          [&](const uint8_t* row, float* out) {
-            DotLane16Rows4Avx512(type, row, stride, cols, a, out);
-          },
-          [&](const uint8_t* row, float* out) { DotLane16Avx512<1>(type, row, cols, &a, out); });
-      return true;
+      return run_entries(&DotLane16Rows4Avx512, &DotLane16Avx512<1>);
     case WeightType::kIQ2_XXS:
     case WeightType::kIQ2_XS:
     case WeightType::kIQ2_S:
@@ -597,13 +602,7 @@ bool DecodeRowQuads(const RowsTask& t, int64_t begin, int64_t end) {
     case WeightType::kIQ3_S:
     case WeightType::kIQ1_S:
     case WeightType::kIQ1_M:
-      RowQuads(
-          t, begin, end,
-          [&](const uint8_t* row, float* out) {
-            DotGridRows4Avx512(type, row, stride, cols, a, out);
-          },
-          [&](const uint8_t* row, float* out) { DotGridAvx512<1>(type, row, cols, &a, out); });
-      return true;
+      return run_entries(&DotGridRows4Avx512, &DotGridAvx512<1>);
     case WeightType::kF32:
     case WeightType::kF16:
     case WeightType::kBF16:
