@@ -457,8 +457,9 @@ inline void DotTileRows4(WeightType type, const uint8_t* row0, int64_t row_strid
   if constexpr (Dec::kMin) sums = _mm_sub_ps(sums, HorizontalSums4(biases));
   _mm_storeu_ps(out, sums);
   if (cols % 256 != 0) {
-    for (int r = 0; r < 4; ++r)
-      out[r] += avx2::DotTailGroups(type, row0 + r * row_stride, 8 * units, cols / 32, a);
+    float tail[4];
+    avx2::DotTailGroups4(type, row0, row_stride, 8 * units, cols / 32, a, tail);
+    for (int r = 0; r < 4; ++r) out[r] += tail[r];
   }
 }
 

@@ -504,31 +504,55 @@ void QuantizeActsAvx2(WeightType, const float* x, int64_t cols, const QuantizedA
 
 namespace avx2 {
 
-float DotTailGroups(WeightType type, const uint8_t* row, int64_t g_begin, int64_t g_end,
-                    const QuantizedActs& acts) {
-  auto dot = [&](auto dec) {
-    float y = 0;
-    DotLegacy<decltype(dec), 1>(row, g_begin, g_end, &acts, &y);
-    return y;
+// Calls sum(Dec{}) with the SumLegacy decoder of `type`; false for the types
+// without one.
+template <typename SumFn>
+bool WithLegacyDecoder(WeightType type, SumFn sum) {
+  auto run = [&](auto dec) {
+    sum(dec);
+    return true;
   };
   switch (type) {
     case WeightType::kQ4_0:
-      return dot(Q4_0{});
+      return run(Q4_0{});
     case WeightType::kQ4_1:
-      return dot(Q4_1{});
+      return run(Q4_1{});
     case WeightType::kQ5_0:
-      return dot(Q5_0{});
+      return run(Q5_0{});
     case WeightType::kQ5_1:
-      return dot(Q5_1{});
+      return run(Q5_1{});
     case WeightType::kQ8_0:
-      return dot(Q8_0{});
+      return run(Q8_0{});
     case WeightType::kIQ4_NL:
-      return dot(Iq4Nl{});
+      return run(Iq4Nl{});
     case WeightType::kMXFP4:
-      return dot(Mxfp4{});
+      return run(Mxfp4{});
     default:
-      return DotGroupsRef(type, row, g_begin, g_end, acts);
+      return false;
   }
+}
+
+float DotTailGroups(WeightType type, const uint8_t* row, int64_t g_begin, int64_t g_end,
+                    const QuantizedActs& acts) {
+  float y;
+  const bool summed = WithLegacyDecoder(
+      type, [&](auto dec) { DotLegacy<decltype(dec), 1>(row, g_begin, g_end, &acts, &y); });
+  return summed ? y : DotGroupsRef(type, row, g_begin, g_end, acts);
+}
+
+void DotTailGroups4(WeightType type, const uint8_t* row0, int64_t row_stride, int64_t g_begin,
+                    int64_t g_end, const QuantizedActs& acts, float* out) {
+  const bool summed = WithLegacyDecoder(type, [&](auto dec) {
+    __m256 acc[4];
+    float bias[4];
+    for (int r = 0; r < 4; ++r) {
+      SumLegacy<decltype(dec), 1>(row0 + r * row_stride, g_begin, g_end, &acts, &acc[r], &bias[r]);
+    }
+    _mm_storeu_ps(out, _mm_add_ps(HorizontalSums4(acc), _mm_loadu_ps(bias)));
+  });
+  if (summed) return;
+  for (int r = 0; r < 4; ++r)
+    out[r] = DotGroupsRef(type, row0 + r * row_stride, g_begin, g_end, acts);
 }
 
 void QuantizeBlocks(const float* x, int64_t cols, const QuantizedActs& out, int32_t* block_sums) {

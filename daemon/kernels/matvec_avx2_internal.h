@@ -28,6 +28,11 @@ void QuantizeBlocks(const float* x, int64_t cols, const QuantizedActs& out, int3
 // any other type DotGroupsRef. Callers need AVX2 (every AVX-512 CPU has it).
 float DotTailGroups(WeightType type, const uint8_t* row, int64_t g_begin, int64_t g_end,
                     const QuantizedActs& acts);
+// out[r] = DotTailGroups(type, row0 + r * row_stride, ...) for r < 4, to the
+// bit, with one horizontal sum for the 4 (a decode step's rows: MLA's
+// attn_k_b has nothing but such groups, 128 columns per row).
+void DotTailGroups4(WeightType type, const uint8_t* row0, int64_t row_stride, int64_t g_begin,
+                    int64_t g_end, const QuantizedActs& acts, float* out);
 
 // out[k] = dot(row, acts[k]) for k < NB, a row of `cols` (a multiple of 256)
 // elements of a type IsGridType accepts, or IQ4_XS.

@@ -279,8 +279,9 @@ inline void DotQuantizedRows4(WeightType type, const uint8_t* row0, int64_t row_
   }
   FinishRows4(v, out);
   if (cols % 256 != 0) {
-    for (int r = 0; r < 4; ++r)
-      out[r] += avx2::DotTailGroups(type, row0 + r * row_stride, 8 * units, cols / 32, a);
+    float tail[4];
+    avx2::DotTailGroups4(type, row0, row_stride, 8 * units, cols / 32, a, tail);
+    for (int r = 0; r < 4; ++r) out[r] += tail[r];
   }
 }
 
