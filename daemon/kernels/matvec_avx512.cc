@@ -546,6 +546,7 @@ void RowQuads(const RowsTask& t, int64_t begin, int64_t end, Rows4 rows4, Row1 r
 // DotQuantizedRows4); false for the float types.
 bool DecodeRowQuads(const RowsTask& t, int64_t begin, int64_t end) {
   const WeightType type = t.w.type;
+  if (!UsesQuantizedActivations(type)) return false;  // The float types: t.acts is null.
   const int64_t stride = t.w.row_stride_bytes, cols = t.w.cols;
   const QuantizedActs& a = t.acts[0];
   auto run = [&](auto dec) {
