@@ -29,7 +29,8 @@ inline constexpr int kMaxNb = kRowTile;
 enum class ActOrder {
   kNatural,   // As qs.
   kNibble32,  // Per 128: the first 16 of each of 4 blocks, then their last 16.
-  kNibbleK,   // Per 128: 32-element groups in the order 0, 2, 1, 3.
+  kNibbleK,   // Per 256, 16-element runs: group 0 to 7 first halves (even groups
+              // then odd), then second halves: see QuantizeActsAvx512.
   // Per 256, for Q2_K and Q3_K: int32 lane L = 4k + p of every zmm belongs
   // to 16-element sub-block Lane16SubBlock(L) (DotLane16): zmm v, lane L,
   // byte b is element 128 (k / 2) + 32 p + 16 (k % 2) + 4 (p ^ v) + b,
