@@ -43,6 +43,19 @@ inline __m512i CodeTable() {
 }
 inline __m512i Iq4Table() { return CodeTable<kIq4NlValues, 128>(); }
 
+// kPairs16 (Q6_K): of 128 bytes in two zmm, zmm h takes dwords 4 (L / 2) +
+// 2 h + L % 2 (the 4 + 4 bytes of sub-block L / 2 that half h of each 16
+// holds).
+inline __m512i Pairs16Index(int h) {
+  alignas(64) static constexpr auto kIndex = [] {
+    std::array<std::array<int32_t, 16>, 2> t{};
+    for (int i = 0; i < 2; ++i)
+      for (int l = 0; l < 16; ++l) t[i][l] = 4 * (l / 2) + 2 * i + l % 2;
+    return t;
+  }();
+  return _mm512_load_si512(kIndex[h].data());
+}
+
 // The 16-bit words at p + kStride * i, i < 8, put together in integer
 // registers (off the vector ports, which the dot products keep busy).
 template <int kStride>
@@ -404,13 +417,24 @@ struct InterleavedQ4K : Q45K<false> {
 };
 
 // Q6_K: 16 scales of 16 elements; natural order, lanes 4 per scale.
+// Q6_K: codes made per 64 elements in natural order, then each 128's two zmm
+// re-paired by two vpermt2d (kPairs16: zmm 0 takes elements 0-7 of each of
+// the 8 sub-blocks of 16, zmm 1 elements 8-15), so that both zmm's lane L
+// belongs to sub-block L / 2 and their vpdpbusd chain into one int32 vector
+// (kLaneVecs 2): one cvt, vpermps and fma per 128 elements instead of per
+// 64, for 4 vpermt2d per unit.
 struct Q6K {
   static constexpr int kUnitBytes = sizeof(BlockQ6_K);
-  static constexpr ActOrder kOrder = ActOrder::kNatural;
-  static constexpr int kLaneVecs = 4;
+  static constexpr ActOrder kOrder = ActOrder::kPairs16;
+  static constexpr int kLaneVecs = 2;
   static constexpr bool kPer16 = true;
   static constexpr float kSumScale = -32;
-  static constexpr SlotTable kSlots = kPer16Slots;
+  static constexpr SlotTable kSlots = [] {
+    SlotTable t{};
+    for (int v = 0; v < 2; ++v)
+      for (int l = 0; l < 16; ++l) t[v][l] = 8 * v + l / 2;
+    return t;
+  }();
   static void Load(const uint8_t* p, Unit* u) {
     const BlockQ6_K* b = reinterpret_cast<const BlockQ6_K*>(p);
     const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x03);
@@ -430,6 +454,9 @@ struct Q6K {
         const __m512i high = _mm512_and_si512(_mm512_srlv_epi16(qh, cnt), m2);
         u->codes[2 * half + hi_nibble] = _mm512_or_si512(low, _mm512_slli_epi16(high, 4));
       }
+      const __m512i first = u->codes[2 * half], second = u->codes[2 * half + 1];
+      u->codes[2 * half] = _mm512_permutex2var_epi32(first, Pairs16Index(0), second);
+      u->codes[2 * half + 1] = _mm512_permutex2var_epi32(first, Pairs16Index(1), second);
     }
     const __m512 sc = _mm512_cvtepi32_ps(
         _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b->scales))));
@@ -664,6 +691,8 @@ ActOrder OrderFor(WeightType type) {
     case WeightType::kQ2_K:
     case WeightType::kQ3_K:
       return ActOrder::kLane16;
+    case WeightType::kQ6_K:
+      return ActOrder::kPairs16;
     default:
       return ActOrder::kNatural;
   }
@@ -703,6 +732,15 @@ void QuantizeActsAvx512(WeightType type, const float* x, int64_t cols, const Qua
         for (int j = 0; j < 16; ++j) t[n][16 * i + j] = static_cast<uint8_t>(32 * i + 16 * n + j);
     return t;
   }();
+  if (order == ActOrder::kPairs16) {
+    for (int64_t c = 0; c < 2 * units; ++c) {
+      const __m512i n0 = _mm512_load_si512(out.qs + 128 * c);
+      const __m512i n1 = _mm512_load_si512(out.qs + 128 * c + 64);
+      _mm512_store_si512(out.qp + 128 * c, _mm512_permutex2var_epi32(n0, Pairs16Index(0), n1));
+      _mm512_store_si512(out.qp + 128 * c + 64, _mm512_permutex2var_epi32(n0, Pairs16Index(1), n1));
+    }
+    return;
+  }
   if (order == ActOrder::kNibble32) {
     for (int64_t c = 0; c < 2 * units; ++c) {
       const __m512i n0 = _mm512_load_si512(out.qs + 128 * c);

@@ -38,6 +38,9 @@ enum class ActOrder {
   // instead of [d x8 | s32 x8]: per lane the d of its group divided by the
   // factor its codes carry (Lane16Factor), then its sub-block's s16.
   kLane16,
+  // Per 128, for Q6_K: zmm h, lane L holds elements 16 (L / 2) + 8 h +
+  // 4 (L % 2) .. + 3 (see Q6K in matvec_avx512.cc).
+  kPairs16,
 };
 
 // kLane16: the sub-block of lane L = 4k + p (2-bit field p of 128-bit lane k
