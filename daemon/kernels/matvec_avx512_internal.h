@@ -41,6 +41,9 @@ enum class ActOrder {
   // Per 128, for Q6_K: zmm h, lane L holds elements 16 (L / 2) + 8 h +
   // 4 (L % 2) .. + 3 (see Q6K in matvec_avx512.cc).
   kPairs16,
+  // Per 128, for Q8_0: zmm h, lane L holds elements 32 (L / 4) + 16 h +
+  // 4 (L % 4) .. + 3 (PairHalves32 in matvec_avx512.cc).
+  kHalves32,
 };
 
 // kLane16: the sub-block of lane L = 4k + p (2-bit field p of 128-bit lane k
