@@ -1,5 +1,5 @@
-// The register-tiled AVX2 loops for Q4_0, Q4_K, Q2_K, Q3_K, IQ4_NL and
-// MXFP4: a unit of 256 weights (8 blocks of 32) is decoded once and multiplied into up to kTile
+// The register-tiled AVX2 loops for Q4_0, Q4_K, Q2_K, Q3_K, IQ4_NL, IQ4_XS
+// and MXFP4: a unit of 256 weights (8 blocks of 32) is decoded once and multiplied into up to kTile
 // activation vectors before the next unit is read, so that a batch (a prefill chunk, or several
 // sessions' decode steps) pays for the decode once per kTile vectors.
 //
@@ -14,7 +14,7 @@
 // put in lane order (ds), and Q4_0's zero point folded into the integer dot
 // through the block sums (zs).
 //
-// Q2_K/Q3_K (a scale per 16) and IQ4_NL/MXFP4 (table lookups) keep the
+// Q2_K/Q3_K (a scale per 16) and IQ4_NL/IQ4_XS/MXFP4 (table lookups) keep the
 // lane layout but make each code vector just before it is used (Q23K,
 // TableNibbles, below): see there for how their sums stay within int16.
 //
@@ -456,8 +456,10 @@ inline void DotTileGroup(const uint8_t* group, int64_t cols, const QuantizedActs
   for (int i = 0; i < kInterleaveRows; ++i) out[i] = FinishTileRow<Dec>(acc[i], bias[i]);
 }
 
-// IQ4_NL and MXFP4: a 4-bit code per element looked up in a 16-entry table,
-// Q4_0's nibble placement per block of 32. The qs dwords of the unit's 8 groups are transposed once
+// IQ4_NL, IQ4_XS and MXFP4: a 4-bit code per element looked up in a 16-entry table,
+// Q4_0's nibble placement per group of 32 (IQ4_XS: the super-block's 8 groups of 16 qs bytes, each
+// with its 6-bit scale; it was in matvec_avx2_lowbit.cc's loop, 65% -> 69% of Q4_K here at batch
+// 1, 64% -> 70% at batch 8). The qs dwords of the unit's 8 groups are transposed once
 // (lane j: group j, the natural map); code vector i is then one and (or shift and and) and one
 // vpshufb. MXFP4 (kSigned false) looks up its values + 12 as u8: 4 products sum in int16 (|4 x 2 x
 // 24 x 127| < 2^15) and the 12 comes back out through the activation's block sums (zs). IQ4's
@@ -470,7 +472,9 @@ struct TableNibbles {
   static constexpr bool kSigned = T != WeightType::kMXFP4;
   static constexpr int kZeroPoint = kSigned ? 0 : -kMxfp4CodeOffset;
   static constexpr int kUnitBytes =
-      8 * (T == WeightType::kMXFP4 ? sizeof(BlockMXFP4) : sizeof(BlockIQ4_NL));
+      T == WeightType::kIQ4_XS
+          ? sizeof(BlockIQ4_XS)
+          : 8 * (T == WeightType::kMXFP4 ? sizeof(BlockMXFP4) : sizeof(BlockIQ4_NL));
   struct Prep {
     __m256i e[4];  // e[i] lane j: qs dword i of group j.
     __m256i table;
@@ -479,17 +483,33 @@ struct TableNibbles {
 
   [[gnu::always_inline]] static Prep Prepare(const uint8_t* p) {
     Prep r;
-    // Block j's qs at p + kBlockBytes j + kQsOffset: constant offsets (an
-    // array of the 8 pointers was built in a loop through memory, ~40
-    // instructions a unit).
-    constexpr int kBlockBytes = kUnitBytes / 8;
-    constexpr int kQsOffset = T == WeightType::kMXFP4 ? 1 : 2;
-    static_assert(offsetof(BlockMXFP4, qs) == 1 && offsetof(BlockIQ4_NL, qs) == 2);
-    if constexpr (T == WeightType::kMXFP4) {
+    // Group j's 16 qs bytes at p + kQsOffset + kGroupStride j: constant
+    // offsets (an array of the 8 pointers was built in a loop through memory,
+    // ~40 instructions a unit).
+    constexpr int kGroupStride = T == WeightType::kIQ4_XS ? 16 : kUnitBytes / 8;
+    constexpr int kQsOffset = T == WeightType::kMXFP4    ? offsetof(BlockMXFP4, qs)
+                              : T == WeightType::kIQ4_XS ? offsetof(BlockIQ4_XS, qs)
+                                                         : offsetof(BlockIQ4_NL, qs);
+    if constexpr (T == WeightType::kIQ4_XS) {
+      // Group j's scale: nibble j of the scales_l word, bits 2j, 2j + 1 of
+      // scales_h, less 32, times d.
+      const BlockIQ4_XS* b = reinterpret_cast<const BlockIQ4_XS*>(p);
+      const __m256i low = _mm256_and_si256(
+          _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(LoadU32(b->scales_l))),
+                            _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+          _mm256_set1_epi32(0xF));
+      const __m256i high =
+          _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(b->scales_h),
+                                             _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
+                           _mm256_set1_epi32(3));
+      const __m256i ls =
+          _mm256_sub_epi32(_mm256_or_si256(low, _mm256_slli_epi32(high, 4)), _mm256_set1_epi32(32));
+      r.wsc = _mm256_mul_ps(_mm256_cvtepi32_ps(ls), _mm256_set1_ps(F16ToF32(b->d)));
+    } else if constexpr (T == WeightType::kMXFP4) {
       // The 8 exponents as 2^(e - 128) (E8M0HalfToF32, 8 at once).
       uint64_t bytes = 0;
 #pragma GCC unroll 8
-      for (int j = 0; j < 8; ++j) bytes |= uint64_t{p[kBlockBytes * j]} << (8 * j);
+      for (int j = 0; j < 8; ++j) bytes |= uint64_t{p[sizeof(BlockMXFP4) * j]} << (8 * j);
       const __m256i e = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(bytes)));
       const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
       const __m256i sub = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
@@ -503,8 +523,8 @@ struct TableNibbles {
     for (int k = 0; k < 4; ++k) {
       g[k] = _mm256_inserti128_si256(
           _mm256_castsi128_si256(
-              _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kQsOffset + kBlockBytes * k))),
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kQsOffset + kBlockBytes * (k + 4))),
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kQsOffset + kGroupStride * k))),
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kQsOffset + kGroupStride * (k + 4))),
           1);
     }
     Transpose4(g, r.e);
@@ -668,6 +688,8 @@ void RowsTiled(const RowsTask& t, int64_t begin, int64_t end) {
       return RowsOf<Q23K<true>>(t, begin, end);
     case WeightType::kIQ4_NL:
       return RowsOf<TableNibbles<WeightType::kIQ4_NL>>(t, begin, end);
+    case WeightType::kIQ4_XS:
+      return RowsOf<TableNibbles<WeightType::kIQ4_XS>>(t, begin, end);
     case WeightType::kMXFP4:
       return RowsOf<TableNibbles<WeightType::kMXFP4>>(t, begin, end);
     default:
@@ -715,6 +737,7 @@ const IsaKernels* Avx2TiledKernels(WeightType type) {
     case WeightType::kQ2_K:
     case WeightType::kQ3_K:
     case WeightType::kIQ4_NL:
+    case WeightType::kIQ4_XS:
     case WeightType::kMXFP4:
       return &kKernels;
     default:
