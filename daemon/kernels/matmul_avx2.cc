@@ -132,6 +132,17 @@ constexpr LaneMap kNaturalMap = [] {
   return m;
 }();
 
+// Q2_K, Q3_K: lane j group j, code vector i its dword 4 (i / 4) + (j % 4 +
+// i % 4) % 4 (see Q23K).
+constexpr LaneMap kQ23KMap = [] {
+  LaneMap m{};
+  for (int j = 0; j < 8; ++j) {
+    m.block[j] = j;
+    for (int i = 0; i < 8; ++i) m.quad[i][j] = 4 * (i / 4) + (j % 4 + i % 4) % 4;
+  }
+  return m;
+}();
+
 // Q4_K: lanes 0-3 the low-nibble groups 0, 2, 4, 6, lanes 4-7 the high ones
 // (the order the kInterleaved layout keeps its codes in).
 constexpr LaneMap kQ4KMap = [] {
@@ -261,13 +272,16 @@ struct LanesQ4K : Q4K {
 };
 
 // Q2_K and Q3_K: group g's 2-bit fields are bits 2 (g % 4) of qs[32 (g / 4)
-// .. + 31], so codes[i] lane j is dword i of qs half j / 4 shifted by
-// 2 (j % 4): one vpshufd of [half 0 | half 1]'s dwords 0-3 (or 4-7), one
-// vpsrlvd, one and. Q3_K adds bit j of hmask dword i as bit 2. Lane j is
-// group j (the natural map); codes 0-3 are its first 16 elements, 4-7 its
-// last 16, each half with its own int16 scale (vpmaddwd's multiplier). The
-// codes are made one at a time as DotTile16 consumes them: all 8 at once
-// with the scales left too few of AVX2's 16 registers (spills, ~2x slower).
+// .. + 31], so codes[i] lane j is dword 4 (i / 4) + (j % 4 + i % 4) % 4 of
+// qs half j / 4 shifted by 2 (j % 4): [half 0 | half 1]'s dwords 0-3 (or
+// 4-7) rotated by one vpshufd (none for i % 4 == 0: Q2_K 62% -> 64% of
+// Q4_K's GB/s at batch 1, 65% -> 66% at 8; Q3_K within noise), one vpsrlvd,
+// one and. Q3_K adds bit j of the same hmask dword as bit 2. Lane j is
+// group j (kQ23KMap lays out the activation to match); codes 0-3 are its
+// first 16 elements, 4-7 its last 16, each half with its own int16 scale
+// (vpmaddwd's multiplier). The codes are made one at a time as DotTile16
+// consumes them: all 8 at once with the scales left too few of AVX2's 16
+// registers (spills, ~2x slower).
 template <bool kQ3>
 struct Q23K {
   using Block = std::conditional_t<kQ3, BlockQ3_K, BlockQ2_K>;
@@ -331,13 +345,20 @@ struct Q23K {
 
   template <int I>
   [[gnu::always_inline]] static __m256i Code(const Prep& r) {
-    constexpr int kImm = (I % 4) * 0x55;
-    __m256i c = _mm256_and_si256(_mm256_srlv_epi32(_mm256_shuffle_epi32(I < 4 ? r.lo : r.hi, kImm),
-                                                   _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6)),
-                                 _mm256_set1_epi8(3));
+    // Lane s of each 128-bit lane takes dword (s + I) % 4 (kQ23KMap): no
+    // vpshufd for I % 4 == 0.
+    constexpr int kRot = I % 4;
+    constexpr int kImm = kRot | (kRot + 1) % 4 << 2 | (kRot + 2) % 4 << 4 | (kRot + 3) % 4 << 6;
+    auto rotate = [](__m256i v) {
+      if constexpr (kRot == 0) return v;
+      return _mm256_shuffle_epi32(v, kImm);
+    };
+    __m256i c = _mm256_and_si256(
+        _mm256_srlv_epi32(rotate(I < 4 ? r.lo : r.hi), _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6)),
+        _mm256_set1_epi8(3));
     if constexpr (kQ3) {
       const __m256i bit =
-          _mm256_and_si256(_mm256_srlv_epi32(_mm256_shuffle_epi32(I < 4 ? r.hlo : r.hhi, kImm),
+          _mm256_and_si256(_mm256_srlv_epi32(rotate(I < 4 ? r.hlo : r.hhi),
                                              _mm256_setr_epi32(0, 1, 2, 3, 2, 3, 4, 5)),
                            _mm256_set1_epi8(4));
       c = _mm256_or_si256(c, bit);
@@ -712,7 +733,9 @@ void RowsTiled(const RowsTask& t, int64_t begin, int64_t end) {
 // The natural arrays as every AVX2 loop has them (avx2::QuantizeBlocks), then
 // per unit qp, ds and zs in the type's lane order.
 void QuantizeActsTiled(WeightType type, const float* x, int64_t cols, const QuantizedActs& out) {
-  const LaneMap& map = type == WeightType::kQ4_K ? kQ4KMap : kNaturalMap;
+  const LaneMap& map = type == WeightType::kQ4_K                                ? kQ4KMap
+                       : type == WeightType::kQ2_K || type == WeightType::kQ3_K ? kQ23KMap
+                                                                                : kNaturalMap;
   const int zero_point = type == WeightType::kQ4_0    ? Q4_0::kZeroPoint
                          : type == WeightType::kMXFP4 ? TableNibbles<WeightType::kMXFP4>::kZeroPoint
                                                       : 0;
