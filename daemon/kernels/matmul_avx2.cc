@@ -1,5 +1,5 @@
-// The register-tiled AVX2 loops for Q4_0, Q4_K, Q2_K, Q3_K, IQ4_NL and
-// MXFP4: a unit of 256 weights (8 blocks of 32) is decoded once and multiplied into up to kTile
+// The register-tiled AVX2 loops for Q4_0, Q4_K, Q2_K, Q3_K, IQ4_NL, IQ4_XS
+// and MXFP4: a unit of 256 weights (8 blocks of 32) is decoded once and multiplied into up to kTile
 // activation vectors before the next unit is read, so that a batch (a prefill chunk, or several
 // sessions' decode steps) pays for the decode once per kTile vectors.
 //
@@ -14,7 +14,7 @@
 // put in lane order (ds), and Q4_0's zero point folded into the integer dot
 // through the block sums (zs).
 //
-// Q2_K/Q3_K (a scale per 16) and IQ4_NL/MXFP4 (table lookups) keep the
+// Q2_K/Q3_K (a scale per 16) and IQ4_NL/IQ4_XS/MXFP4 (table lookups) keep the
 // lane layout but make each code vector just before it is used (Q23K,
 // TableNibbles, below): see there for how their sums stay within int16.
 //
@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstring>
 #include <type_traits>
 #include <utility>
@@ -66,16 +67,28 @@ template <typename F>
 using avx2::HorizontalSum;
 using avx2::HorizontalSums4;
 
-// 8 f16 at p + kStride * i as f32.
+// 8 f16 at p + kStride * i as f32. Each f16 comes in with a dword
+// broadcast from memory (a load, no shuffle), f16 i in half i % 2 of the
+// dword (for odd i the dword starts 2 bytes before it), then blends put word
+// i in place: 7 blends where scalar loads, shifts and inserts took ~25
+// instructions.
 template <int kStride>
-inline __m256 GatherHalves(const uint8_t* p) {
-  uint64_t lo = 0, hi = 0;
-#pragma GCC unroll 8
-  for (int i = 0; i < 4; ++i) {
-    lo |= uint64_t{LoadU16(p + kStride * i)} << (16 * i);
-    hi |= uint64_t{LoadU16(p + kStride * (i + 4))} << (16 * i);
-  }
-  return _mm256_cvtph_ps(_mm_set_epi64x(static_cast<int64_t>(hi), static_cast<int64_t>(lo)));
+[[gnu::always_inline]] inline __m256 GatherHalves(const uint8_t* p) {
+  static_assert(kStride >= 2);
+  auto dword = [&](int offset) {
+    return _mm_castps_si128(_mm_broadcast_ss(reinterpret_cast<const float*>(p + offset)));
+  };
+  // Dword m of pair m: f16 2m in its low half, 2m + 1 in its high half.
+  auto pair = [&](auto m) {
+    constexpr int kM = decltype(m)::value;
+    return _mm_blend_epi16(dword(2 * kM * kStride), dword((2 * kM + 1) * kStride - 2), 0xAA);
+  };
+  const __m128i h = _mm_blend_epi32(_mm_blend_epi32(pair(std::integral_constant<int, 0>()),
+                                                    pair(std::integral_constant<int, 1>()), 0x2),
+                                    _mm_blend_epi32(pair(std::integral_constant<int, 2>()),
+                                                    pair(std::integral_constant<int, 3>()), 0x8),
+                                    0xC);
+  return _mm256_cvtph_ps(h);
 }
 
 // In-lane 4x4 transpose of dwords: out[i] = [in0.i, in1.i, in2.i, in3.i |
@@ -112,6 +125,17 @@ constexpr LaneMap kNaturalMap = [] {
   for (int j = 0; j < 8; ++j) {
     m.block[j] = j;
     for (int i = 0; i < 8; ++i) m.quad[i][j] = i;
+  }
+  return m;
+}();
+
+// Q2_K, Q3_K: lane j group j, code vector i its dword 4 (i / 4) + (j % 4 +
+// i % 4) % 4 (see Q23K).
+constexpr LaneMap kQ23KMap = [] {
+  LaneMap m{};
+  for (int j = 0; j < 8; ++j) {
+    m.block[j] = j;
+    for (int i = 0; i < 8; ++i) m.quad[i][j] = 4 * (i / 4) + (j % 4 + i % 4) % 4;
   }
   return m;
 }();
@@ -245,13 +269,16 @@ struct LanesQ4K : Q4K {
 };
 
 // Q2_K and Q3_K: group g's 2-bit fields are bits 2 (g % 4) of qs[32 (g / 4)
-// .. + 31], so codes[i] lane j is dword i of qs half j / 4 shifted by
-// 2 (j % 4): one vpshufd of [half 0 | half 1]'s dwords 0-3 (or 4-7), one
-// vpsrlvd, one and. Q3_K adds bit j of hmask dword i as bit 2. Lane j is
-// group j (the natural map); codes 0-3 are its first 16 elements, 4-7 its
-// last 16, each half with its own int16 scale (vpmaddwd's multiplier). The
-// codes are made one at a time as DotTile16 consumes them: all 8 at once
-// with the scales left too few of AVX2's 16 registers (spills, ~2x slower).
+// .. + 31], so codes[i] lane j is dword 4 (i / 4) + (j % 4 + i % 4) % 4 of
+// qs half j / 4 shifted by 2 (j % 4): [half 0 | half 1]'s dwords 0-3 (or
+// 4-7) rotated by one vpshufd (none for i % 4 == 0: Q2_K 62% -> 64% of
+// Q4_K's GB/s at batch 1, 65% -> 66% at 8; Q3_K within noise), one vpsrlvd,
+// one and. Q3_K adds bit j of the same hmask dword as bit 2. Lane j is
+// group j (kQ23KMap lays out the activation to match); codes 0-3 are its
+// first 16 elements, 4-7 its last 16, each half with its own int16 scale
+// (vpmaddwd's multiplier). The codes are made one at a time as DotTile16
+// consumes them: all 8 at once with the scales left too few of AVX2's 16
+// registers (spills, ~2x slower).
 template <bool kQ3>
 struct Q23K {
   using Block = std::conditional_t<kQ3, BlockQ3_K, BlockQ2_K>;
@@ -315,13 +342,20 @@ struct Q23K {
 
   template <int I>
   [[gnu::always_inline]] static __m256i Code(const Prep& r) {
-    constexpr int kImm = (I % 4) * 0x55;
-    __m256i c = _mm256_and_si256(_mm256_srlv_epi32(_mm256_shuffle_epi32(I < 4 ? r.lo : r.hi, kImm),
-                                                   _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6)),
-                                 _mm256_set1_epi8(3));
+    // Lane s of each 128-bit lane takes dword (s + I) % 4 (kQ23KMap): no
+    // vpshufd for I % 4 == 0.
+    constexpr int kRot = I % 4;
+    constexpr int kImm = kRot | (kRot + 1) % 4 << 2 | (kRot + 2) % 4 << 4 | (kRot + 3) % 4 << 6;
+    auto rotate = [](__m256i v) {
+      if constexpr (kRot == 0) return v;
+      return _mm256_shuffle_epi32(v, kImm);
+    };
+    __m256i c = _mm256_and_si256(
+        _mm256_srlv_epi32(rotate(I < 4 ? r.lo : r.hi), _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6)),
+        _mm256_set1_epi8(3));
     if constexpr (kQ3) {
       const __m256i bit =
-          _mm256_and_si256(_mm256_srlv_epi32(_mm256_shuffle_epi32(I < 4 ? r.hlo : r.hhi, kImm),
+          _mm256_and_si256(_mm256_srlv_epi32(rotate(I < 4 ? r.hlo : r.hhi),
                                              _mm256_setr_epi32(0, 1, 2, 3, 2, 3, 4, 5)),
                            _mm256_set1_epi8(4));
       c = _mm256_or_si256(c, bit);
@@ -485,20 +519,25 @@ inline void DotTileGroup(const uint8_t* group, int64_t cols, const QuantizedActs
   for (int i = 0; i < kInterleaveRows; ++i) out[i] = FinishTileRow<Dec>(acc[i], bias[i]);
 }
 
-// IQ4_NL and MXFP4: a 4-bit code per element looked up in a 16-entry table,
-// Q4_0's nibble placement per block of 32. The qs dwords of the unit's 8 groups are transposed once
+// IQ4_NL, IQ4_XS and MXFP4: a 4-bit code per element looked up in a 16-entry table,
+// Q4_0's nibble placement per group of 32 (IQ4_XS: the super-block's 8 groups of 16 qs bytes, each
+// with its 6-bit scale; it was in matvec_avx2_lowbit.cc's loop, 65% -> 69% of Q4_K here at batch
+// 1, 64% -> 70% at batch 8). The qs dwords of the unit's 8 groups are transposed once
 // (lane j: group j, the natural map); code vector i is then one and (or shift and and) and one
 // vpshufb. MXFP4 (kSigned false) looks up its values + 12 as u8: 4 products sum in int16 (|4 x 2 x
 // 24 x 127| < 2^15) and the 12 comes back out through the activation's block sums (zs). IQ4's
 // values reach -127, so they take Q8_0's signed form (|v| and the sign moved onto the activation),
-// a vpmaddwd per code vector. (IQ4_XS the same way measured ~8% slower than matvec_avx2.cc's loop,
-// which it keeps.)
+// a vpmaddwd per code vector. Prepare reads the 8 blocks at constant offsets from the unit: an
+// array of their 8 qs pointers, which it once filled, GCC built in a loop through memory each unit
+// (AVX2 in cache, Zen 5, batch 1, as % of Q4_K's GB/s: IQ4_NL 66% -> 74%, MXFP4 66% -> 91%).
 template <WeightType T>
 struct TableNibbles {
   static constexpr bool kSigned = T != WeightType::kMXFP4;
   static constexpr int kZeroPoint = kSigned ? 0 : -kMxfp4CodeOffset;
   static constexpr int kUnitBytes =
-      8 * (T == WeightType::kMXFP4 ? sizeof(BlockMXFP4) : sizeof(BlockIQ4_NL));
+      T == WeightType::kIQ4_XS
+          ? sizeof(BlockIQ4_XS)
+          : 8 * (T == WeightType::kMXFP4 ? sizeof(BlockMXFP4) : sizeof(BlockIQ4_NL));
   struct Prep {
     __m256i e[4];  // e[i] lane j: qs dword i of group j.
     __m256i table;
@@ -507,29 +546,49 @@ struct TableNibbles {
 
   [[gnu::always_inline]] static Prep Prepare(const uint8_t* p) {
     Prep r;
-    const uint8_t* qs[8];
-    if constexpr (T == WeightType::kMXFP4) {
-      const auto* b = reinterpret_cast<const BlockMXFP4*>(p);
-      for (int j = 0; j < 8; ++j) qs[j] = b[j].qs;
+    // Group j's 16 qs bytes at p + kQsOffset + kGroupStride j: constant
+    // offsets (an array of the 8 pointers was built in a loop through memory,
+    // ~40 instructions a unit).
+    constexpr int kGroupStride = T == WeightType::kIQ4_XS ? 16 : kUnitBytes / 8;
+    constexpr int kQsOffset = T == WeightType::kMXFP4    ? offsetof(BlockMXFP4, qs)
+                              : T == WeightType::kIQ4_XS ? offsetof(BlockIQ4_XS, qs)
+                                                         : offsetof(BlockIQ4_NL, qs);
+    if constexpr (T == WeightType::kIQ4_XS) {
+      // Group j's scale: nibble j of the scales_l word, bits 2j, 2j + 1 of
+      // scales_h, less 32, times d.
+      const BlockIQ4_XS* b = reinterpret_cast<const BlockIQ4_XS*>(p);
+      const __m256i low = _mm256_and_si256(
+          _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(LoadU32(b->scales_l))),
+                            _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+          _mm256_set1_epi32(0xF));
+      const __m256i high =
+          _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(b->scales_h),
+                                             _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
+                           _mm256_set1_epi32(3));
+      const __m256i ls =
+          _mm256_sub_epi32(_mm256_or_si256(low, _mm256_slli_epi32(high, 4)), _mm256_set1_epi32(32));
+      r.wsc = _mm256_mul_ps(_mm256_cvtepi32_ps(ls), _mm256_set1_ps(F16ToF32(b->d)));
+    } else if constexpr (T == WeightType::kMXFP4) {
       // The 8 exponents as 2^(e - 128) (E8M0HalfToF32, 8 at once).
       uint64_t bytes = 0;
-      for (int j = 0; j < 8; ++j) bytes |= uint64_t{b[j].e} << (8 * j);
+#pragma GCC unroll 8
+      for (int j = 0; j < 8; ++j) bytes |= uint64_t{p[sizeof(BlockMXFP4) * j]} << (8 * j);
       const __m256i e = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(bytes)));
       const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
       const __m256i sub = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
       r.wsc = _mm256_castsi256_ps(
           _mm256_blendv_epi8(normal, sub, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e)));
     } else {
-      const auto* b = reinterpret_cast<const BlockIQ4_NL*>(p);
-      for (int j = 0; j < 8; ++j) qs[j] = b[j].qs;
       r.wsc = GatherHalves<sizeof(BlockIQ4_NL)>(p);
     }
     __m256i g[4];
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {
       g[k] = _mm256_inserti128_si256(
-          _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs[k]))),
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs[k + 4])), 1);
+          _mm256_castsi128_si256(
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kQsOffset + kGroupStride * k))),
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kQsOffset + kGroupStride * (k + 4))),
+          1);
     }
     Transpose4(g, r.e);
     const int8_t* values = T == WeightType::kMXFP4 ? kMxfp4Values : kIq4NlValues;
@@ -706,6 +765,8 @@ void RowsTiled(const RowsTask& t, int64_t begin, int64_t end) {
       return RowsOf<Q23K<true>>(t, begin, end);
     case WeightType::kIQ4_NL:
       return RowsOf<TableNibbles<WeightType::kIQ4_NL>>(t, begin, end);
+    case WeightType::kIQ4_XS:
+      return RowsOf<TableNibbles<WeightType::kIQ4_XS>>(t, begin, end);
     case WeightType::kMXFP4:
       return RowsOf<TableNibbles<WeightType::kMXFP4>>(t, begin, end);
     default:
@@ -716,7 +777,9 @@ void RowsTiled(const RowsTask& t, int64_t begin, int64_t end) {
 // The natural arrays as every AVX2 loop has them (avx2::QuantizeBlocks), then
 // per unit qp, ds and zs in the type's lane order.
 void QuantizeActsTiled(WeightType type, const float* x, int64_t cols, const QuantizedActs& out) {
-  const LaneMap& map = type == WeightType::kQ4_K ? kQ4KMap : kNaturalMap;
+  const LaneMap& map = type == WeightType::kQ4_K                                ? kQ4KMap
+                       : type == WeightType::kQ2_K || type == WeightType::kQ3_K ? kQ23KMap
+                                                                                : kNaturalMap;
   const int zero_point = type == WeightType::kQ4_0    ? Q4_0::kZeroPoint
                          : type == WeightType::kMXFP4 ? TableNibbles<WeightType::kMXFP4>::kZeroPoint
                                                       : 0;
@@ -753,6 +816,7 @@ const IsaKernels* Avx2TiledKernels(WeightType type) {
     case WeightType::kQ2_K:
     case WeightType::kQ3_K:
     case WeightType::kIQ4_NL:
+    case WeightType::kIQ4_XS:
     case WeightType::kMXFP4:
       return &kKernels;
     default:

@@ -452,6 +452,7 @@ void DotRow(const RowsTask& t, const uint8_t* row, int64_t b0, float* out) {
     case WeightType::kQ2_K:
     case WeightType::kQ3_K:
     case WeightType::kIQ4_NL:
+    case WeightType::kIQ4_XS:
     case WeightType::kMXFP4:
       // Register-tiled in matmul_avx2.cc, which matvec.cc always picks.
       WCHECK(false) << GetWeightTypeInfo(t.w.type).name << " has only the tiled AVX2 kernel";
@@ -463,7 +464,6 @@ void DotRow(const RowsTask& t, const uint8_t* row, int64_t b0, float* out) {
     case WeightType::kIQ3_S:
     case WeightType::kIQ1_S:
     case WeightType::kIQ1_M:
-    case WeightType::kIQ4_XS:
       return avx2::DotLowBit<NB>(t.w.type, row, t.w.cols, a, out);
   }
 }

@@ -1,4 +1,4 @@
-// The AVX2 loops of the codebook types and IQ4_XS (matvec_avx2_lowbit.cc),
+// The AVX2 loops of the codebook types (matvec_avx2_lowbit.cc),
 // called from matvec_avx2.cc's row dispatch, the AVX2 activation quantizer
 // and the group loop that sums rows' tails (matvec_avx2.cc). The translation units that define them
 // are compiled with AVX2_COPTS; nothing here is inline, so the AVX-512 files may include it without
@@ -35,7 +35,7 @@ void DotTailGroups4(WeightType type, const uint8_t* row0, int64_t row_stride, in
                     int64_t g_end, const QuantizedActs& acts, float* out);
 
 // out[k] = dot(row, acts[k]) for k < NB, a row of `cols` (a multiple of 256)
-// elements of a type IsGridType accepts, or IQ4_XS.
+// elements of a type IsGridType accepts.
 template <int NB>
 void DotLowBit(WeightType type, const uint8_t* row, int64_t cols, const QuantizedActs* acts,
                float* out);

@@ -1,7 +1,6 @@
 // AVX2 loops of the codebook types (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S,
-// IQ3_XXS, IQ3_S) and of IQ4_XS, whose 16-entry table fits the same loop.
-// Compiled with AVX2_COPTS. (Q2_K and Q3_K, once here too, are
-// register-tiled in matmul_avx2.cc.)
+// IQ3_XXS, IQ3_S). Compiled with AVX2_COPTS. (Q2_K, Q3_K and IQ4_XS, once
+// here too, are register-tiled in matmul_avx2.cc.)
 //
 // A super-block (256 elements, 8 groups of 32) at a time. A type's decoder
 // takes apart what the whole block shares once (Prepare: scales, sign bytes)
@@ -483,48 +482,6 @@ struct Iq1M {
   }
 };
 
-// IQ4_XS: per group, 16 qs bytes (low nibbles: elements 0-15, high: 16-31)
-// index kIq4NlValues; a 6-bit scale, ls - 32, per group. Not a codebook
-// type, but its loop is this one: the values' signs go onto the activation
-// (no value is 0), and the 8 groups' sums meet their scales once per block.
-struct Iq4Xs {
-  static constexpr int kBlockBytes = sizeof(BlockIQ4_XS);
-  static constexpr bool kSigned = true, kPer16 = false;
-  static constexpr Bias kBias = Bias::kNone;
-  static constexpr bool kPrepareAhead = false;
-  struct Prep {
-    __m256 wscale;
-  };
-  [[gnu::always_inline]] static Prep Prepare(const uint8_t* p) {
-    const auto* b = reinterpret_cast<const BlockIQ4_XS*>(p);
-    // Group j: nibble j of the scales_l word, bits 2j, 2j + 1 of scales_h.
-    const __m256i low = _mm256_and_si256(
-        _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(LoadU32(b->scales_l))),
-                          _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
-        _mm256_set1_epi32(0xF));
-    const __m256i high =
-        _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(b->scales_h),
-                                           _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
-                         _mm256_set1_epi32(3));
-    const __m256i ls =
-        _mm256_sub_epi32(_mm256_or_si256(low, _mm256_slli_epi32(high, 4)), _mm256_set1_epi32(32));
-    return {_mm256_mul_ps(_mm256_cvtepi32_ps(ls), _mm256_set1_ps(F16ToF32(b->d)))};
-  }
-  template <int J>
-  static GroupCodes Group(const uint8_t* p, const Prep&) {
-    const auto* b = reinterpret_cast<const BlockIQ4_XS*>(p);
-    // The 16 bytes in both halves, the high half shifted down a nibble.
-    const __m256i q = _mm256_broadcastsi128_si256(
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qs + 16 * J)));
-    const __m256i nibbles = _mm256_and_si256(
-        _mm256_srlv_epi32(q, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)), _mm256_set1_epi8(0x0F));
-    const __m256i values = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128(
-                                                   reinterpret_cast<const __m128i*>(kIq4NlValues))),
-                                               nibbles);
-    return {_mm256_abs_epi8(values), values, _mm256_setzero_si256()};
-  }
-};
-
 // Per 128-bit half, lane i: the sum of that half's 4 int32 lanes of g[i]
 // (what two levels of vphaddd give), by unpacks and adds, which issue on any
 // of Zen 5's 4 vector pipes.
@@ -542,7 +499,7 @@ inline __m256i SumsOf4(const __m256i g[4]) {
 // than delaying all 8 of them. AVX2 in cache, Zen 5, ns per 256 weights:
 // IQ2_XXS 16.4 -> 13.8, IQ2_XS 15.4 -> 14.0, IQ2_S 14.9 -> 14.6, IQ3_XXS
 // 17.7 -> 17.3. IQ3_S (whose Prep holds 4 more vectors), IQ1 and IQ4_XS
-// measured the same or slower that way.
+// (since moved to matmul_avx2.cc) measured the same or slower that way.
 template <typename Dec, int NB>
 void DotSuperBlocks(const uint8_t* row, int64_t blocks, const QuantizedActs* acts, float* out) {
   __m256 acc[NB], bias[NB];
@@ -614,8 +571,6 @@ void DotLowBit(WeightType type, const uint8_t* row, int64_t cols, const Quantize
       return DotSuperBlocks<Iq1S, NB>(row, blocks, acts, out);
     case WeightType::kIQ1_M:
       return DotSuperBlocks<Iq1M, NB>(row, blocks, acts, out);
-    case WeightType::kIQ4_XS:
-      return DotSuperBlocks<Iq4Xs, NB>(row, blocks, acts, out);
     default:
       break;
   }
