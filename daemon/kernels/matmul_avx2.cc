@@ -113,47 +113,9 @@ struct TileUnit {
   __m256 mcoef;
 };
 
-// Which block lane j holds, and which 4 elements of it codes[i] holds there:
-// qp of the activation is laid out to match.
-struct LaneMap {
-  std::array<int, 8> block;
-  std::array<std::array<int, 8>, 8> quad;  // [i][j]
-};
-
-constexpr LaneMap kNaturalMap = [] {
-  LaneMap m{};
-  for (int j = 0; j < 8; ++j) {
-    m.block[j] = j;
-    for (int i = 0; i < 8; ++i) m.quad[i][j] = i;
-  }
-  return m;
-}();
-
-// Q2_K, Q3_K: lane j group j, code vector i its dword 4 (i / 4) + (j % 4 +
-// i % 4) % 4 (see Q23K).
-constexpr LaneMap kQ23KMap = [] {
-  LaneMap m{};
-  for (int j = 0; j < 8; ++j) {
-    m.block[j] = j;
-    for (int i = 0; i < 8; ++i) m.quad[i][j] = 4 * (i / 4) + (j % 4 + i % 4) % 4;
-  }
-  return m;
-}();
-
-// Q4_K: lanes 0-3 the low-nibble groups 0, 2, 4, 6, lanes 4-7 the high ones
-// (the order the kInterleaved layout keeps its codes in).
-constexpr LaneMap kQ4KMap = [] {
-  LaneMap m{};
-  for (int j = 0; j < 8; ++j) {
-    m.block[j] = Q4KLaneGroup(j);
-    for (int i = 0; i < 8; ++i) m.quad[i][j] = Q4KLaneElem(i, j, 0) / 4;
-  }
-  return m;
-}();
-
 struct Q4_0 {
   static constexpr int kUnitBytes = 8 * sizeof(BlockQ4_0);
-  static constexpr int kZeroPoint = -8;
+  static constexpr int kZeroPoint = kQ4_0ZeroPoint;
   static constexpr bool kMin = false;
   static void Load(const uint8_t* p, TileUnit* u) {
     const BlockQ4_0* b = reinterpret_cast<const BlockQ4_0*>(p);
@@ -771,35 +733,6 @@ void RowsTiled(const RowsTask& t, int64_t begin, int64_t end) {
       return RowsOf<TableNibbles<WeightType::kMXFP4>>(t, begin, end);
     default:
       WCHECK(false) << "no tiled AVX2 kernel for type " << static_cast<uint32_t>(t.w.type);
-  }
-}
-
-// The natural arrays as every AVX2 loop has them (avx2::QuantizeBlocks), then
-// per unit qp, ds and zs in the type's lane order.
-void QuantizeActsTiled(WeightType type, const float* x, int64_t cols, const QuantizedActs& out) {
-  const LaneMap& map = type == WeightType::kQ4_K                                ? kQ4KMap
-                       : type == WeightType::kQ2_K || type == WeightType::kQ3_K ? kQ23KMap
-                                                                                : kNaturalMap;
-  const int zero_point = type == WeightType::kQ4_0    ? Q4_0::kZeroPoint
-                         : type == WeightType::kMXFP4 ? TableNibbles<WeightType::kMXFP4>::kZeroPoint
-                                                      : 0;
-  // The block sums land in zs (one per block, as zs has one per lane), and
-  // each unit's 8 are copied out before their lane-order values replace them.
-  avx2::QuantizeBlocks(x, cols, out, out.zs);
-  for (int64_t un = 0; un < cols / 256; ++un) {
-    int32_t isum[8];
-    std::memcpy(isum, out.zs + 8 * un, sizeof(isum));
-    for (int j = 0; j < 8; ++j) {
-      out.ds[8 * un + j] = out.d[8 * un + map.block[j]];
-      out.zs[8 * un + j] = zero_point * isum[map.block[j]];
-    }
-    const int8_t* src = out.qs + 256 * un;
-    int8_t* dst = out.qp + 256 * un;
-    for (int i = 0; i < 8; ++i) {
-      for (int j = 0; j < 8; ++j) {
-        std::memcpy(dst + 32 * i + 4 * j, src + 32 * map.block[j] + 4 * map.quad[i][j], 4);
-      }
-    }
   }
 }
 

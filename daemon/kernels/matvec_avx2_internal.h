@@ -42,4 +42,17 @@ void DotLowBit(WeightType type, const uint8_t* row, int64_t cols, const Quantize
 
 }  // namespace waste::kernels::internal::avx2
 
+namespace waste::kernels::internal::avx2_tiled {
+
+// The zero point the tiled loops fold into Q4_0's activation block sums (zs):
+// its codes are q + 8. (MXFP4's is -kMxfp4CodeOffset.)
+inline constexpr int kQ4_0ZeroPoint = -8;
+
+// The activation of the tiled loops (matmul_avx2_acts.cc): the natural arrays
+// as avx2::QuantizeBlocks makes them, then per unit qp, ds and zs in the lane
+// order of `type`'s code vectors.
+void QuantizeActsTiled(WeightType type, const float* x, int64_t cols, const QuantizedActs& out);
+
+}  // namespace waste::kernels::internal::avx2_tiled
+
 #endif  // WASTE_DAEMON_KERNELS_MATVEC_AVX2_INTERNAL_H_
