@@ -331,9 +331,11 @@ struct Q23K {
 // made; the 4 products of a half add up in int16 (2-3 bit codes: |4 x 2 x 7
 // x 127| < 2^15), then one vpmaddwd applies the half's scales.
 template <typename Dec, int NB>
-inline void DotTile16(const uint8_t* row, int64_t cols, const QuantizedActs* acts, float* out) {
+[[gnu::always_inline]] inline void SumTile16(const uint8_t* row, int64_t cols,
+                                             const QuantizedActs* acts, __m256* acc_out,
+                                             __m256* bias_out) {
   const int64_t units = cols / 256;
-  __m256 acc[NB], bias[NB];
+  __m256 acc[NB], bias[NB];  // Local until the end (a caller's array went through memory).
 #pragma GCC unroll 8
   for (int k = 0; k < NB; ++k) acc[k] = bias[k] = _mm256_setzero_ps();
   for (int64_t un = 0; un < units; ++un) {
@@ -363,6 +365,14 @@ inline void DotTile16(const uint8_t* row, int64_t cols, const QuantizedActs* act
       bias[k] = _mm256_fmadd_ps(prep.coef16[1], _mm256_loadu_ps(a.s16 + 16 * un + 8), bias[k]);
     }
   }
+#pragma GCC unroll 8
+  for (int k = 0; k < NB; ++k) acc_out[k] = acc[k], bias_out[k] = bias[k];
+}
+
+template <typename Dec, int NB>
+inline void DotTile16(const uint8_t* row, int64_t cols, const QuantizedActs* acts, float* out) {
+  __m256 acc[NB], bias[NB];
+  SumTile16<Dec, NB>(row, cols, acts, acc, bias);
 #pragma GCC unroll 8
   for (int k = 0; k < NB; ++k) out[k] = HorizontalSum(acc[k]) + HorizontalSum(bias[k]);
 }
@@ -400,11 +410,14 @@ template <typename Dec>
   return sum;
 }
 
+// DotTile's sums (acc; bias for a type with mins), finished by FinishTileRow
+// plus the row's tail groups.
 template <typename Dec, int NB>
-inline void DotTile(WeightType type, const uint8_t* row, int64_t cols, const QuantizedActs* acts,
-                    float* out) {
+[[gnu::always_inline]] inline void SumTile(const uint8_t* row, int64_t cols,
+                                           const QuantizedActs* acts, __m256* acc_out,
+                                           __m256* bias_out) {
   const int64_t units = cols / 256;
-  __m256 acc[NB], bias[NB];
+  __m256 acc[NB], bias[NB];  // Local until the end (a caller's array went through memory).
 #pragma GCC unroll 8
   for (int k = 0; k < NB; ++k) acc[k] = bias[k] = _mm256_setzero_ps();
   // A grouped row of a kInterleaved view interleaves its units with its group's.
@@ -420,42 +433,19 @@ inline void DotTile(WeightType type, const uint8_t* row, int64_t cols, const Qua
     for (int k = 0; k < NB; ++k) AccumulateTileUnit<Dec>(u, acts[k], un, &acc[k], &bias[k]);
   }
 #pragma GCC unroll 8
-  for (int k = 0; k < NB; ++k) {
-    out[k] = FinishTileRow<Dec>(acc[k], bias[k]);
-    if (cols % 256 != 0) out[k] += avx2::DotTailGroups(type, row, 8 * units, cols / 32, acts[k]);
-  }
+  for (int k = 0; k < NB; ++k) acc_out[k] = acc[k], bias_out[k] = bias[k];
 }
 
-// Rows row0 + r * row_stride, r < 4, of a kRows view against one activation
-// vector (a decode step), one after the other as the bytes lie, with one
-// call's setup and one reduction (HorizontalSums4) for the 4, where short
-// rows (a MoE expert's few hundred columns) spent much of their time in a
-// row's own. Each row's arithmetic is DotTile<Dec, 1>'s, to the bit.
-template <typename Dec>
-inline void DotTileRows4(WeightType type, const uint8_t* row0, int64_t row_stride, int64_t cols,
-                         const QuantizedActs& a, float* out) {
-  const int64_t units = cols / 256;
-  __m256 accs[4], biases[4];
-  for (int r = 0; r < 4; ++r) {
-    // In registers: one pair per row, not arrays indexed by r.
-    __m256 acc = _mm256_setzero_ps(), bias = _mm256_setzero_ps();
-    const uint8_t* row = row0 + r * row_stride;
-    for (int64_t un = 0; un < units; ++un) {
-      PrefetchAhead<Dec::kUnitBytes>(row + un * Dec::kUnitBytes);
-      TileUnit u;
-      Dec::Load(row + un * Dec::kUnitBytes, &u);
-      AccumulateTileUnit<Dec>(u, a, un, &acc, &bias);
-    }
-    accs[r] = acc;
-    biases[r] = bias;
-  }
-  __m128 sums = HorizontalSums4(accs);
-  if constexpr (Dec::kMin) sums = _mm_sub_ps(sums, HorizontalSums4(biases));
-  _mm_storeu_ps(out, sums);
-  if (cols % 256 != 0) {
-    float tail[4];
-    avx2::DotTailGroups4(type, row0, row_stride, 8 * units, cols / 32, a, tail);
-    for (int r = 0; r < 4; ++r) out[r] += tail[r];
+template <typename Dec, int NB>
+inline void DotTile(WeightType type, const uint8_t* row, int64_t cols, const QuantizedActs* acts,
+                    float* out) {
+  __m256 acc[NB], bias[NB];
+  SumTile<Dec, NB>(row, cols, acts, acc, bias);
+#pragma GCC unroll 8
+  for (int k = 0; k < NB; ++k) {
+    out[k] = FinishTileRow<Dec>(acc[k], bias[k]);
+    if (cols % 256 != 0)
+      out[k] += avx2::DotTailGroups(type, row, cols / 256 * 8, cols / 32, acts[k]);
   }
 }
 
@@ -571,10 +561,11 @@ struct TableNibbles {
 
 // The loop of TableNibbles: as DotTile16 with one scale per lane.
 template <typename Dec, int NB>
-inline void DotTileTable(const uint8_t* row, int64_t cols, const QuantizedActs* acts, float* out) {
+[[gnu::always_inline]] inline void SumTileTable(const uint8_t* row, int64_t cols,
+                                                const QuantizedActs* acts, __m256* acc_out) {
   const int64_t units = cols / 256;
   const __m256i ones = _mm256_set1_epi16(1);
-  __m256 acc[NB];
+  __m256 acc[NB];  // Local until the end (a caller's array went through memory).
 #pragma GCC unroll 8
   for (int k = 0; k < NB; ++k) acc[k] = _mm256_setzero_ps();
   for (int64_t un = 0; un < units; ++un) {
@@ -615,6 +606,14 @@ inline void DotTileTable(const uint8_t* row, int64_t cols, const QuantizedActs* 
     }
   }
 #pragma GCC unroll 8
+  for (int k = 0; k < NB; ++k) acc_out[k] = acc[k];
+}
+
+template <typename Dec, int NB>
+inline void DotTileTable(const uint8_t* row, int64_t cols, const QuantizedActs* acts, float* out) {
+  __m256 acc[NB];
+  SumTileTable<Dec, NB>(row, cols, acts, acc);
+#pragma GCC unroll 8
   for (int k = 0; k < NB; ++k) out[k] = HorizontalSum(acc[k]);
 }
 
@@ -642,20 +641,48 @@ inline void DotAny(WeightType type, const uint8_t* row, int64_t cols, const Quan
 constexpr int64_t kRowBlockBytes = 96 << 10;
 constexpr int64_t kActTileBytes = 24 << 10;
 
-// A decode step's rows of a kRows view, 4 at a time (DotTileRows4).
+// A decode step's rows of a kRows view, 4 at a time: each row's sums as
+// DotAny<Dec, 1> makes them, then one HorizontalSums4 per accumulator for the
+// 4 (short rows, a MoE expert's few hundred columns, spent much of their time
+// in a row's own reductions and calls); each row to the bit DotAny<Dec, 1>'s.
 template <typename Dec>
 void RowQuads(const RowsTask& t, int64_t begin, int64_t end) {
+  constexpr bool kTable = requires { Dec::kSigned; };
+  constexpr bool kPer16 = !kTable && requires { typename Dec::Prep; };
+  const int64_t cols = t.w.cols;
   int64_t r = begin;
-  for (; r + 4 <= end; r += 4)
-    DotTileRows4<Dec>(t.w.type, RowStart(t.w, r), t.w.row_stride_bytes, t.w.cols, t.acts[0],
-                      t.y + r);
-  for (; r < end; ++r) DotTile<Dec, 1>(t.w.type, RowStart(t.w, r), t.w.cols, t.acts, t.y + r);
+  for (; r + 4 <= end; r += 4) {
+    __m256 acc[4], bias[4];
+    for (int i = 0; i < 4; ++i) {
+      const uint8_t* row = RowStart(t.w, r + i);
+      if constexpr (kTable) {
+        SumTileTable<Dec, 1>(row, cols, t.acts, &acc[i]);
+      } else if constexpr (kPer16) {
+        SumTile16<Dec, 1>(row, cols, t.acts, &acc[i], &bias[i]);
+      } else {
+        SumTile<Dec, 1>(row, cols, t.acts, &acc[i], &bias[i]);
+      }
+    }
+    __m128 sums = HorizontalSums4(acc);
+    if constexpr (kPer16) {
+      sums = _mm_add_ps(sums, HorizontalSums4(bias));
+    } else if constexpr (!kTable) {
+      if constexpr (Dec::kMin) sums = _mm_sub_ps(sums, HorizontalSums4(bias));
+    }
+    if (cols % 256 != 0) {
+      float tail[4];
+      avx2::DotTailGroups4(t.w.type, RowStart(t.w, r), t.w.row_stride_bytes, cols / 256 * 8,
+                           cols / 32, t.acts[0], tail);
+      sums = _mm_add_ps(sums, _mm_loadu_ps(tail));
+    }
+    _mm_storeu_ps(t.y + r, sums);
+  }
+  for (; r < end; ++r) DotAny<Dec, 1>(t.w.type, RowStart(t.w, r), cols, t.acts, t.y + r);
 }
 
 template <typename Dec>
 void RowsOf(const RowsTask& t, int64_t begin, int64_t end) {
-  if constexpr (
-      !requires { Dec::kUnitStride; } && !requires { typename Dec::Prep; }) {
+  if constexpr (!requires { Dec::kUnitStride; }) {
     if (t.batch == 1) return RowQuads<Dec>(t, begin, end);
   }
   float out[kTile];
