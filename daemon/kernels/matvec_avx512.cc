@@ -8,10 +8,13 @@
 // low and its high nibbles with one and / shift each. Each int32 lane of a
 // vpdpbusd result then belongs to one scale group (32 elements; 16 for Q6_K),
 // so the scales apply per lane in f32: one vpermps spreads the unit's 8
-// (or 16) combined scales over the lanes, one cvt and one fma per zmm of lanes
-// into accumulators that are reduced once per row. The weight's zero point or
-// min folds into one masked add per unit against the activation's group sums
-// (see Group in matvec_scalar.cc).
+// (or 16) combined scales over the lanes, one cvt and one fma per vector of
+// lanes into accumulators that are reduced once per row. Most types lay their
+// codes out so that two zmm of products share their lanes' groups and chain
+// into one such vector (kLaneVecs 2). The weight's zero point or min folds
+// into one masked add per unit against the activation's group sums (see Group
+// in matvec_scalar.cc). A decode step's rows go 4 to a call (DecodeRowQuads),
+// one reduction for the 4.
 //
 // That unit loop (DotQuantized) lives in matvec_avx512_internal.h: this file
 // holds the decoders of the legacy, K- and IQ4 types, the float types and the
