@@ -46,19 +46,6 @@ inline __m512i CodeTable() {
 }
 inline __m512i Iq4Table() { return CodeTable<kIq4NlValues, 128>(); }
 
-// kPairs16 (Q6_K): of 128 bytes in two zmm, zmm h takes dwords 4 (L / 2) +
-// 2 h + L % 2 (the 4 + 4 bytes of sub-block L / 2 that half h of each 16
-// holds).
-inline __m512i Pairs16Index(int h) {
-  alignas(64) static constexpr auto kIndex = [] {
-    std::array<std::array<int32_t, 16>, 2> t{};
-    for (int i = 0; i < 2; ++i)
-      for (int l = 0; l < 16; ++l) t[i][l] = 4 * (l / 2) + 2 * i + l % 2;
-    return t;
-  }();
-  return _mm512_load_si512(kIndex[h].data());
-}
-
 // The 16-bit words at p + kStride * i, i < 8, put together in integer
 // registers (off the vector ports, which the dot products keep busy).
 template <int kStride>
@@ -242,14 +229,6 @@ struct IQ4XS {
     u->wsc = _mm512_broadcast_f32x8(sc);
   }
 };
-
-// kHalves32 (Q8_0): of two zmm holding blocks 0-1 and 2-3 of 32 bytes, zmm h
-// takes bytes 16 h .. 16 h + 15 of each of the 4 (one vpermt2q each).
-inline void PairHalves32(__m512i* first, __m512i* second) {
-  const __m512i x = *first, y = *second;
-  *first = _mm512_permutex2var_epi64(x, _mm512_setr_epi64(0, 1, 4, 5, 8, 9, 12, 13), y);
-  *second = _mm512_permutex2var_epi64(x, _mm512_setr_epi64(2, 3, 6, 7, 10, 11, 14, 15), y);
-}
 
 // Q8_0: two blocks per zmm; codes are q ^ 0x80 = q + 128 as u8, the 128 comes
 // back out through the coefficient -128 d (vpdpbusd does not saturate). Each
@@ -713,7 +692,15 @@ ActOrder OrderFor(WeightType type) {
     case WeightType::kQ6_K:
       return ActOrder::kPairs16;
     case WeightType::kQ8_0:
+    case WeightType::kIQ2_XXS:
+    case WeightType::kIQ3_XXS:
+    case WeightType::kIQ3_S:
+    case WeightType::kIQ1_S:
       return ActOrder::kHalves32;
+    case WeightType::kIQ2_XS:
+    case WeightType::kIQ2_S:
+    case WeightType::kIQ1_M:
+      return ActOrder::kPairs16;
     default:
       return ActOrder::kNatural;
   }

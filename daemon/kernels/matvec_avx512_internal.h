@@ -93,19 +93,50 @@ inline uint32_t LoadU32(const uint8_t* p) {
 // Lane l of lane vector v takes scale slot kSlots[v][l].
 using SlotTable = std::array<std::array<int32_t, 16>, 4>;
 
-// Per 16 elements, natural order (Q6_K, Q2_K, Q3_K, the codebook types):
-// lane vector v covers elements 64v .. 64v + 63, 4 lanes per scale.
-inline constexpr SlotTable kPer16Slots = [] {
-  SlotTable t{};
-  for (int v = 0; v < 4; ++v)
-    for (int l = 0; l < 16; ++l) t[v][l] = 4 * v + l / 4;
-  return t;
-}();
-
 // Repeats each of 8 floats twice: per 32-element group -> per 16 elements.
 inline __m512 Dup8To16(__m256 v) {
   return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7),
                                _mm512_castps256_ps512(v));
+}
+
+// kPairs16 (Q6_K, the codebook types with a scale per 16): of 128 bytes in two zmm, zmm h takes
+// dwords 4 (L / 2) + 2 h + L % 2 (the 4 + 4 bytes of sub-block L / 2 that half h of each 16 holds).
+inline __m512i Pairs16Index(int h) {
+  alignas(64) static constexpr auto kIndex = [] {
+    std::array<std::array<int32_t, 16>, 2> t{};
+    for (int i = 0; i < 2; ++i)
+      for (int l = 0; l < 16; ++l) t[i][l] = 4 * (l / 2) + 2 * i + l % 2;
+    return t;
+  }();
+  return _mm512_load_si512(kIndex[h].data());
+}
+
+// kHalves32 (Q8_0, the codebook types with a scale per 32): of two zmm holding blocks 0-1 and 2-3
+// of 32 bytes, zmm h takes bytes 16 h .. 16 h + 15 of each of the 4 (one vpermt2q each).
+inline void PairHalves32(__m512i* first, __m512i* second) {
+  const __m512i x = *first, y = *second;
+  *first = _mm512_permutex2var_epi64(x, _mm512_setr_epi64(0, 1, 4, 5, 8, 9, 12, 13), y);
+  *second = _mm512_permutex2var_epi64(x, _mm512_setr_epi64(2, 3, 6, 7, 10, 11, 14, 15), y);
+}
+
+// A decoder with kPairAfterLoad makes its codes in natural order and has
+// them re-paired here (kHalves32 or kPairs16, as its kOrder says) so that its
+// two zmm of each pair share their lanes' scale groups (kLaneVecs 2).
+template <typename Dec>
+[[gnu::always_inline]] inline void PairCodes(Unit* u) {
+  if constexpr (requires { requires Dec::kPairAfterLoad; }) {
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      if constexpr (Dec::kOrder == ActOrder::kHalves32) {
+        PairHalves32(&u->codes[2 * h], &u->codes[2 * h + 1]);
+      } else {
+        static_assert(Dec::kOrder == ActOrder::kPairs16);
+        const __m512i first = u->codes[2 * h], second = u->codes[2 * h + 1];
+        u->codes[2 * h] = _mm512_permutex2var_epi32(first, Pairs16Index(0), second);
+        u->codes[2 * h + 1] = _mm512_permutex2var_epi32(first, Pairs16Index(1), second);
+      }
+    }
+  }
 }
 
 // The accumulators of one row against one activation vector: one per zmm of
@@ -226,6 +257,8 @@ inline void DotQuantized(WeightType type, const uint8_t* row, int64_t cols,
       PrefetchAhead<Dec::kUnitBytes>(row + (un + 1) * unit_stride);
       Unit u[2];
       Dec::Load2(row + un * unit_stride, unit_stride, u);
+      PairCodes<Dec>(&u[0]);
+      PairCodes<Dec>(&u[1]);
 #pragma GCC unroll 16
       for (int k = 0; k < NB; ++k) {
         AccumulateUnit<Dec>(u[0], acts[k], un, slots, &sums[k]);
@@ -237,6 +270,7 @@ inline void DotQuantized(WeightType type, const uint8_t* row, int64_t cols,
     PrefetchAhead<Dec::kUnitBytes>(row + un * unit_stride);
     Unit u;
     Dec::Load(row + un * unit_stride, &u);
+    PairCodes<Dec>(&u);
 #pragma GCC unroll 16
     for (int k = 0; k < NB; ++k) AccumulateUnit<Dec>(u, acts[k], un, slots, &sums[k]);
   }
@@ -272,6 +306,8 @@ inline void DotQuantizedRows4(WeightType type, const uint8_t* row0, int64_t row_
         PrefetchAhead<2 * Dec::kUnitBytes>(row + un * Dec::kUnitBytes);
         Unit u[2];
         Dec::Load2(row + un * Dec::kUnitBytes, Dec::kUnitBytes, u);
+        PairCodes<Dec>(&u[0]);
+        PairCodes<Dec>(&u[1]);
         AccumulateUnit<Dec>(u[0], a, un, slots, &sums);
         AccumulateUnit<Dec>(u[1], a, un + 1, slots, &sums);
       }
@@ -280,6 +316,7 @@ inline void DotQuantizedRows4(WeightType type, const uint8_t* row0, int64_t row_
       PrefetchAhead<Dec::kUnitBytes>(row + un * Dec::kUnitBytes);
       Unit u;
       Dec::Load(row + un * Dec::kUnitBytes, &u);
+      PairCodes<Dec>(&u);
       AccumulateUnit<Dec>(u, a, un, slots, &sums);
     }
     v[r] = RowVector(sums);
@@ -314,6 +351,7 @@ inline void DotQuantizedGroup(const uint8_t* group, int64_t cols, const Quantize
       PrefetchAhead<Dec::kUnitBytes>(p + i * Dec::kUnitBytes);
       Unit u;
       Dec::Load(p + i * Dec::kUnitBytes, &u);
+      PairCodes<Dec>(&u);
       AccumulateUnit<Dec>(u, a, un, slots, sums);
     };
     step(0, &s0);
