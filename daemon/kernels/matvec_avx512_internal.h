@@ -363,6 +363,11 @@ inline void DotQuantizedGroup(const uint8_t* group, int64_t cols, const Quantize
   FinishRows4(v, out);
 }
 
+// Quantizes one activation vector for a dot with rows of `type`: qs, d, s16,
+// s32 per block of 32, then qp and ds in the type's ActOrder
+// (matvec_avx512_acts.cc).
+void QuantizeActsAvx512(WeightType type, const float* x, int64_t cols, const QuantizedActs& out);
+
 // Q2_K, Q3_K (matvec_avx512_lane16.cc): out[k] = the row's dot with acts[k],
 // k < NB; and their activations' qp and ds in kLane16 order, from qs, d and
 // s16, for `units` units of 256.
