@@ -1,6 +1,8 @@
-// Horizontal sums of the AVX2 loops, inline. Only for translation units
-// compiled with AVX2_COPTS (exactly): every copy of these inline functions
-// must be the same AVX2 code, so an AVX-512 file must not take one.
+// Horizontal sums and 4-byte dots of the AVX2 loops, inline. Only for
+// translation units compiled with AVX2_COPTS or AVXVNNI_COPTS (exactly):
+// every copy of these inline functions must be the same code, so an AVX-512
+// file must not take one, and each of the two AVX2 builds has its own
+// (avx2_variant.h).
 // Internal to daemon/kernels.
 #ifndef WASTE_DAEMON_KERNELS_AVX2_SUMS_H_
 #define WASTE_DAEMON_KERNELS_AVX2_SUMS_H_
@@ -11,7 +13,9 @@
 
 #include <immintrin.h>
 
-namespace waste::kernels::internal::avx2 {
+#include "daemon/kernels/avx2_variant.h"
+
+namespace waste::kernels::internal::WASTE_AVX2_NS {
 
 // (x0 + x2) + (x1 + x3) of lo128 + hi128.
 inline float HorizontalSum(__m256 v) {
@@ -38,6 +42,36 @@ inline __m128 HorizontalSums4(const __m256 v[4]) {
   return _mm_unpacklo_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
 }
 
-}  // namespace waste::kernels::internal::avx2
+// Whether this build of the AVX2 loops has AVX-VNNI (see avx2_variant.h).
+#ifdef __AVXVNNI__
+inline constexpr bool kVnni = true;
+#else
+inline constexpr bool kVnni = false;
+#endif
+
+// Per int32 lane, the dot of its 4 u8 `codes` with its 4 s8 `acts`: one
+// vpdpbusd with AVX-VNNI, else vpmaddubsw + vpmaddwd. The same integers
+// either way as long as no pair of adjacent products passes int16, which
+// the callers' codes (at most 15 with any activation, or magnitudes at most
+// 128 with |act| <= 127) make sure of; so the two builds give the same
+// results to the bit.
+inline __m256i DotBytes(__m256i codes, __m256i acts) {
+#ifdef __AVXVNNI__
+  return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), codes, acts);
+#else
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(codes, acts), _mm256_set1_epi16(1));
+#endif
+}
+
+// acc + DotBytes(codes, acts).
+inline __m256i AddDotBytes(__m256i acc, __m256i codes, __m256i acts) {
+#ifdef __AVXVNNI__
+  return _mm256_dpbusd_avx_epi32(acc, codes, acts);
+#else
+  return _mm256_add_epi32(acc, DotBytes(codes, acts));
+#endif
+}
+
+}  // namespace waste::kernels::internal::WASTE_AVX2_NS
 
 #endif  // WASTE_DAEMON_KERNELS_AVX2_SUMS_H_

@@ -16,32 +16,40 @@ namespace {
 
 // __builtin_cpu_supports also checks (through XGETBV) that the OS saves the
 // wide registers, so a CPU flag alone cannot select a path that would fault.
-Isa HardwareIsa() {
+bool HardwareRuns(Isa isa) {
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
-      __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bitalg") &&
-      __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) {
-    return Isa::kAvx512;
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                    __builtin_cpu_supports("f16c");
+  switch (isa) {
+    case Isa::kScalar:
+      return true;
+    case Isa::kAvx2:
+      return avx2;
+    case Isa::kAvxVnni:
+      return avx2 && __builtin_cpu_supports("avxvnni");
+    case Isa::kAvx512:
+      return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
+             __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bitalg");
   }
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-      __builtin_cpu_supports("f16c")) {
-    return Isa::kAvx2;
-  }
-  return Isa::kScalar;
+  return false;
 }
 
+constexpr Isa kAllIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512};
+
 Isa ComputeIsa() {
-  Isa isa = HardwareIsa();
-  if (const char* cap = std::getenv("WASTE_KERNELS_ISA")) {
-    const std::string s(cap);
-    Isa want = isa;
-    if (s == "scalar") want = Isa::kScalar;
-    if (s == "avx2") want = Isa::kAvx2;
-    if (s == "avx512") want = Isa::kAvx512;
-    if (static_cast<int>(want) < static_cast<int>(isa)) isa = want;
+  Isa cap = Isa::kAvx512;
+  if (const char* env = std::getenv("WASTE_KERNELS_ISA")) {
+    const std::string s(env);
+    for (Isa isa : kAllIsas) {
+      if (s == IsaName(isa)) cap = isa;
+    }
   }
-  return isa;
+  Isa best = Isa::kScalar;
+  for (Isa isa : SupportedIsas()) {
+    if (static_cast<int>(isa) <= static_cast<int>(cap)) best = isa;
+  }
+  return best;
 }
 
 // Reads one integer from a sysfs file; false if it cannot.
@@ -108,6 +116,8 @@ std::string_view IsaName(Isa isa) {
       return "scalar";
     case Isa::kAvx2:
       return "avx2";
+    case Isa::kAvxVnni:
+      return "avxvnni";
     case Isa::kAvx512:
       return "avx512";
   }
@@ -119,11 +129,20 @@ Isa DetectIsa() {
   return isa;
 }
 
-std::vector<Isa> SupportedIsas() {
-  std::vector<Isa> out;
-  const int best = static_cast<int>(HardwareIsa());
-  for (int i = 0; i <= best; ++i) out.push_back(static_cast<Isa>(i));
-  return out;
+const std::vector<Isa>& SupportedIsas() {
+  static const std::vector<Isa> isas = [] {
+    std::vector<Isa> out;
+    for (Isa isa : kAllIsas) {
+      if (HardwareRuns(isa)) out.push_back(isa);
+    }
+    return out;
+  }();
+  return isas;
+}
+
+bool IsaSupported(Isa isa) {
+  const std::vector<Isa>& isas = SupportedIsas();
+  return std::find(isas.begin(), isas.end(), isa) != isas.end();
 }
 
 }  // namespace waste::kernels

@@ -9,21 +9,36 @@
 
 namespace waste::kernels {
 
-// Kernel families, each a superset of the one before on real CPUs.
-//  kAvx2:   AVX2 + FMA + F16C (Haswell, Zen 1 and later).
-//  kAvx512: AVX-512 F/BW/VL/VNNI/VBMI/BITALG (Ice Lake, Zen 4 and later:
-//           every CPU with VNNI and VBMI has BITALG too).
-enum class Isa { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
+// Kernel families, in the order DetectIsa prefers them (higher is better).
+//  kAvx2:    AVX2 + FMA + F16C (Haswell, Zen 1 and later).
+//  kAvxVnni: kAvx2 + AVX-VNNI, vpdpbusd on ymm (Alder Lake and the Intel
+//            client cores after it, which have no AVX-512; Zen 5): the AVX2
+//            loops compiled again with one instruction per 4-byte dot where
+//            AVX2 takes vpmaddubsw + vpmaddwd.
+//  kAvx512:  AVX-512 F/BW/VL/VNNI/VBMI/BITALG (Ice Lake, Zen 4 and later:
+//            every CPU with VNNI and VBMI has BITALG too).
+// A CPU of a higher family need not run a lower one: Ice Lake and Zen 4
+// have AVX-512 but not AVX-VNNI.
+enum class Isa { kScalar = 0, kAvx2 = 1, kAvxVnni = 2, kAvx512 = 3 };
+
+// True for the families that run the AVX2 loops (kAvx2, kAvxVnni): the
+// same code and data layouts, one compiled with AVX-VNNI.
+inline bool IsAvx2Family(Isa isa) { return isa == Isa::kAvx2 || isa == Isa::kAvxVnni; }
 
 std::string_view IsaName(Isa isa);
 
 // The best family this CPU and OS support (checked once, then cached).
-// WASTE_KERNELS_ISA=scalar|avx2|avx512 in the environment caps it, for
-// comparing paths on one machine.
+// WASTE_KERNELS_ISA=scalar|avx2|avxvnni|avx512 in the environment caps it
+// (the best supported family at or below it), for comparing paths on one
+// machine.
 Isa DetectIsa();
 
-// Every family this machine can run, kScalar first; tests run each.
-std::vector<Isa> SupportedIsas();
+// Every family this machine can run, kScalar first, in Isa order; tests run
+// each. Computed once.
+const std::vector<Isa>& SupportedIsas();
+
+// Whether this machine can run `isa`'s loops.
+bool IsaSupported(Isa isa);
 
 // The number of physical cores this process may run on: distinct (package,
 // die, core) ids among the CPUs in its affinity mask (sched_getaffinity), read

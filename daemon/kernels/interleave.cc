@@ -27,7 +27,7 @@ WeightLayout InterleavedLayoutFor(WeightType type, Isa isa) {
   // The AVX-512 loop would have to gather re-paired codes back (in cache on
   // one core 24 against 28 GB/s plain, and 31-33 with GGUF's pairing
   // interleaved); the AVX2 loop saves its transposes (19.5 -> 23 GB/s).
-  if (type == WeightType::kQ4_K && isa == Isa::kAvx2) return WeightLayout::kInterleavedLanes;
+  if (type == WeightType::kQ4_K && IsAvx2Family(isa)) return WeightLayout::kInterleavedLanes;
   return WeightLayout::kInterleaved;
 }
 

@@ -35,7 +35,7 @@
 #include "daemon/kernels/matvec_avx2_internal.h"
 #include "daemon/kernels/matvec_internal.h"
 
-namespace waste::kernels::internal::avx2_tiled {
+namespace waste::kernels::internal::WASTE_AVX2_NS::tiled {
 namespace {
 
 constexpr int kTile = 8;
@@ -63,9 +63,6 @@ template <typename F>
 [[gnu::always_inline]] inline void Unroll8(F&& f) {
   UnrollImpl(f, std::make_integer_sequence<int, 8>());
 }
-
-using avx2::HorizontalSum;
-using avx2::HorizontalSums4;
 
 // 8 f16 at p + kStride * i as f32. Each f16 comes in with a dword
 // broadcast from memory (a load, no shuffle), f16 i in half i % 2 of the
@@ -382,17 +379,23 @@ inline void DotTile16(const uint8_t* row, int64_t cols, const QuantizedActs* act
 template <typename Dec>
 [[gnu::always_inline]] inline void AccumulateTileUnit(const TileUnit& u, const QuantizedActs& a,
                                                       int64_t un, __m256* acc, __m256* bias) {
-  const __m256i ones = _mm256_set1_epi16(1);
   const int8_t* q = a.qp + 256 * un;
-  __m256i s16 =
-      _mm256_maddubs_epi16(u.codes[0], _mm256_load_si256(reinterpret_cast<const __m256i*>(q)));
+  auto act = [q](int i) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 32 * i)); };
+#ifdef __AVXVNNI__
+  // Two chains of vpdpbusd, each step waiting on the last.
+  __m256i even = DotBytes(u.codes[0], act(0)), odd = DotBytes(u.codes[1], act(1));
 #pragma GCC unroll 8
-  for (int i = 1; i < 8; ++i) {
-    s16 = _mm256_add_epi16(
-        s16, _mm256_maddubs_epi16(u.codes[i],
-                                  _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 32 * i))));
+  for (int i = 2; i < 8; i += 2) {
+    even = AddDotBytes(even, u.codes[i], act(i));
+    odd = AddDotBytes(odd, u.codes[i + 1], act(i + 1));
   }
-  __m256i dot = _mm256_madd_epi16(s16, ones);
+  __m256i dot = _mm256_add_epi32(even, odd);
+#else
+  __m256i s16 = _mm256_maddubs_epi16(u.codes[0], act(0));
+#pragma GCC unroll 8
+  for (int i = 1; i < 8; ++i) s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(u.codes[i], act(i)));
+  __m256i dot = _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
+#endif
   if constexpr (Dec::kZeroPoint != 0) {
     dot = _mm256_add_epi32(dot, _mm256_load_si256(reinterpret_cast<const __m256i*>(a.zs + 8 * un)));
   }
@@ -444,8 +447,7 @@ inline void DotTile(WeightType type, const uint8_t* row, int64_t cols, const Qua
 #pragma GCC unroll 8
   for (int k = 0; k < NB; ++k) {
     out[k] = FinishTileRow<Dec>(acc[k], bias[k]);
-    if (cols % 256 != 0)
-      out[k] += avx2::DotTailGroups(type, row, cols / 256 * 8, cols / 32, acts[k]);
+    if (cols % 256 != 0) out[k] += DotTailGroups(type, row, cols / 256 * 8, cols / 32, acts[k]);
   }
 }
 
@@ -581,9 +583,11 @@ template <typename Dec, int NB>
         const __m256i a =
             _mm256_load_si256(reinterpret_cast<const __m256i*>(acts[k].qp + 256 * un + 32 * i));
         if constexpr (Dec::kSigned) {
-          const __m256i m =
-              _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(a, code)), ones);
-          dot[k] = i == 0 ? m : _mm256_add_epi32(dot[k], m);
+          const __m256i signed_a = _mm256_sign_epi8(a, code);
+          dot[k] =
+              i == 0 ? DotBytes(magnitude, signed_a) : AddDotBytes(dot[k], magnitude, signed_a);
+        } else if constexpr (kVnni) {
+          dot[k] = i == 0 ? DotBytes(code, a) : AddDotBytes(dot[k], code, a);
         } else {
           const __m256i p = _mm256_maddubs_epi16(code, a);
           half[k] = i % 4 == 0 ? p : _mm256_add_epi16(half[k], p);
@@ -624,7 +628,7 @@ inline void DotAny(WeightType type, const uint8_t* row, int64_t cols, const Quan
     DotTileTable<Dec, NB>(row, cols, acts, out);
     if (cols % 256 != 0) {
       for (int k = 0; k < NB; ++k)
-        out[k] += avx2::DotTailGroups(type, row, cols / 256 * 8, cols / 32, acts[k]);
+        out[k] += DotTailGroups(type, row, cols / 256 * 8, cols / 32, acts[k]);
     }
   } else if constexpr (requires { typename Dec::Prep; }) {
     DotTile16<Dec, NB>(row, cols, acts, out);
@@ -671,8 +675,8 @@ void RowQuads(const RowsTask& t, int64_t begin, int64_t end) {
     }
     if (cols % 256 != 0) {
       float tail[4];
-      avx2::DotTailGroups4(t.w.type, RowStart(t.w, r), t.w.row_stride_bytes, cols / 256 * 8,
-                           cols / 32, t.acts[0], tail);
+      DotTailGroups4(t.w.type, RowStart(t.w, r), t.w.row_stride_bytes, cols / 256 * 8, cols / 32,
+                     t.acts[0], tail);
       sums = _mm_add_ps(sums, _mm_loadu_ps(tail));
     }
     _mm_storeu_ps(t.y + r, sums);
@@ -764,12 +768,12 @@ void RowsTiled(const RowsTask& t, int64_t begin, int64_t end) {
 }
 
 }  // namespace
-}  // namespace waste::kernels::internal::avx2_tiled
+}  // namespace waste::kernels::internal::WASTE_AVX2_NS::tiled
 
-namespace waste::kernels::internal {
+namespace waste::kernels::internal::WASTE_AVX2_NS {
 
-const IsaKernels* Avx2TiledKernels(WeightType type) {
-  static constexpr IsaKernels kKernels = {&avx2_tiled::QuantizeActsTiled, &avx2_tiled::RowsTiled};
+const IsaKernels* TiledKernels(WeightType type) {
+  static constexpr IsaKernels kKernels = {&tiled::QuantizeActsTiled, &tiled::RowsTiled};
   switch (type) {
     case WeightType::kQ4_0:
     case WeightType::kQ4_K:
@@ -784,4 +788,4 @@ const IsaKernels* Avx2TiledKernels(WeightType type) {
   }
 }
 
-}  // namespace waste::kernels::internal
+}  // namespace waste::kernels::internal::WASTE_AVX2_NS

@@ -7,7 +7,7 @@
 #include "daemon/kernels/matvec_avx2_internal.h"
 #include "daemon/kernels/matvec_internal.h"
 
-namespace waste::kernels::internal::avx2_tiled {
+namespace waste::kernels::internal::WASTE_AVX2_NS::tiled {
 namespace {
 
 // Which block lane j holds, and which 4 elements of it codes[i] holds there:
@@ -50,7 +50,7 @@ constexpr LaneMap kQ4KMap = [] {
 
 }  // namespace
 
-// The natural arrays as every AVX2 loop has them (avx2::QuantizeBlocks), then
+// The natural arrays as every AVX2 loop has them (QuantizeBlocks), then
 // per unit qp, ds and zs in the type's lane order.
 void QuantizeActsTiled(WeightType type, const float* x, int64_t cols, const QuantizedActs& out) {
   const LaneMap& map = type == WeightType::kQ4_K                                ? kQ4KMap
@@ -61,7 +61,7 @@ void QuantizeActsTiled(WeightType type, const float* x, int64_t cols, const Quan
                                                       : 0;
   // The block sums land in zs (one per block, as zs has one per lane), and
   // each unit's 8 are copied out before their lane-order values replace them.
-  avx2::QuantizeBlocks(x, cols, out, out.zs);
+  QuantizeBlocks(x, cols, out, out.zs);
   for (int64_t un = 0; un < cols / 256; ++un) {
     int32_t isum[8];
     std::memcpy(isum, out.zs + 8 * un, sizeof(isum));
@@ -79,4 +79,4 @@ void QuantizeActsTiled(WeightType type, const float* x, int64_t cols, const Quan
   }
 }
 
-}  // namespace waste::kernels::internal::avx2_tiled
+}  // namespace waste::kernels::internal::WASTE_AVX2_NS::tiled

@@ -20,9 +20,12 @@ const IsaKernels& KernelsFor(Isa isa, WeightType type) {
   switch (isa) {
     case Isa::kAvx512:
       return internal::Avx512Kernels();
+    case Isa::kAvxVnni:
+      if (const IsaKernels* tiled = internal::avxvnni::TiledKernels(type)) return *tiled;
+      return internal::avxvnni::Kernels();
     case Isa::kAvx2:
-      if (const IsaKernels* tiled = internal::Avx2TiledKernels(type)) return *tiled;
-      return internal::Avx2Kernels();
+      if (const IsaKernels* tiled = internal::avx2::TiledKernels(type)) return *tiled;
+      return internal::avx2::Kernels();
     case Isa::kScalar:
       break;
   }
@@ -179,8 +182,7 @@ absl::Status MatMulSharedOnIsa(Isa isa, std::span<const SharedProduct> products,
                                                      " columns cannot share an input"));
     }
   }
-  WCHECK(static_cast<int>(isa) <= static_cast<int>(SupportedIsas().back()))
-      << "ISA " << IsaName(isa) << " not supported by this CPU";
+  WCHECK(IsaSupported(isa)) << "ISA " << IsaName(isa) << " not supported by this CPU";
   RowsTask tasks[kMaxSharedProducts];
   for (size_t i = 0; i < products.size();) {
     // A run of one type: one quantized input, one loop.
@@ -220,8 +222,7 @@ absl::Status MatMulEachOnIsa(Isa isa, std::span<const OwnProduct> products, int6
                        std::string(GetWeightTypeInfo(first.type).name), " x ", first.cols));
     }
   }
-  WCHECK(static_cast<int>(isa) <= static_cast<int>(SupportedIsas().back()))
-      << "ISA " << IsaName(isa) << " not supported by this CPU";
+  WCHECK(IsaSupported(isa)) << "ISA " << IsaName(isa) << " not supported by this CPU";
   const IsaKernels& kernels = KernelsFor(isa, first.type);
   const bool quantized = UsesQuantizedActivations(first.type);
   // Each product's quantized inputs take a 64-byte aligned slice of scratch;

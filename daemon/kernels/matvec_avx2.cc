@@ -2,7 +2,8 @@
 // DetectIsa() says the CPU has them). The small fixed loops are forced
 // unrolled: GCC -O2 leaves them rolled, which keeps accumulators and decoded
 // groups in stack memory. One 32-element group per step: codes
-// as 32 u8 in a ymm, vpmaddubsw + vpmaddwd against the int8 activations,
+// as 32 u8 in a ymm, vpmaddubsw + vpmaddwd against the int8 activations
+// (one vpdpbusd in the AVX-VNNI build of these loops: avx2_variant.h),
 // scaled in f32 per 4-element lane.
 #include <immintrin.h>
 
@@ -18,13 +19,10 @@
 #include "daemon/kernels/matvec_avx2_internal.h"
 #include "daemon/kernels/matvec_internal.h"
 
-namespace waste::kernels::internal {
+namespace waste::kernels::internal::WASTE_AVX2_NS {
 namespace {
 
 constexpr int kMaxNb = kRowTile;
-
-using avx2::HorizontalSum;
-using avx2::HorizontalSums4;
 
 inline __m256i LowHighNibbles(const uint8_t* qs) {
   const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
@@ -57,13 +55,11 @@ struct GroupV {
 // saturate on q + 128, so it takes |q| and moves q's sign onto the activation.
 template <bool kSigned>
 inline __m256i IntDot(__m256i codes, __m256i act) {
-  __m256i prod;
   if constexpr (kSigned) {
-    prod = _mm256_maddubs_epi16(_mm256_sign_epi8(codes, codes), _mm256_sign_epi8(act, codes));
+    return DotBytes(_mm256_sign_epi8(codes, codes), _mm256_sign_epi8(act, codes));
   } else {
-    prod = _mm256_maddubs_epi16(codes, act);
+    return DotBytes(codes, act);
   }
-  return _mm256_madd_epi16(prod, _mm256_set1_epi16(1));
 }
 
 template <bool kSigned, int NB>
@@ -464,7 +460,7 @@ void DotRow(const RowsTask& t, const uint8_t* row, int64_t b0, float* out) {
     case WeightType::kIQ3_S:
     case WeightType::kIQ1_S:
     case WeightType::kIQ1_M:
-      return avx2::DotLowBit<NB>(t.w.type, row, t.w.cols, a, out);
+      return DotLowBit<NB>(t.w.type, row, t.w.cols, a, out);
   }
 }
 
@@ -497,12 +493,10 @@ void RowsAvx2(const RowsTask& t, int64_t begin, int64_t end) {
 }
 
 void QuantizeActsAvx2(WeightType, const float* x, int64_t cols, const QuantizedActs& out) {
-  avx2::QuantizeBlocks(x, cols, out, nullptr);
+  QuantizeBlocks(x, cols, out, nullptr);
 }
 
 }  // namespace
-
-namespace avx2 {
 
 // Calls sum(Dec{}) with the SumLegacy decoder of `type`; false for the types
 // without one.
@@ -596,11 +590,9 @@ void QuantizeBlocks(const float* x, int64_t cols, const QuantizedActs& out, int3
   }
 }
 
-}  // namespace avx2
-
-const IsaKernels& Avx2Kernels() {
+const IsaKernels& Kernels() {
   static constexpr IsaKernels kKernels = {&QuantizeActsAvx2, &RowsAvx2};
   return kKernels;
 }
 
-}  // namespace waste::kernels::internal
+}  // namespace waste::kernels::internal::WASTE_AVX2_NS

@@ -8,10 +8,11 @@
 
 #include <cstdint>
 
+#include "daemon/kernels/avx2_variant.h"
 #include "daemon/kernels/quant_blocks.h"
 #include "daemon/kernels/quantize.h"
 
-namespace waste::kernels::internal::avx2 {
+namespace waste::kernels::internal::WASTE_AVX2_NS {
 
 // Per block of 32 of x: d = max|x| / 127, qs = round(x * 127 / max|x|), and
 // the block's s16 and s32 (the natural arrays of `out`; cols a multiple of
@@ -40,19 +41,19 @@ template <int NB>
 void DotLowBit(WeightType type, const uint8_t* row, int64_t cols, const QuantizedActs* acts,
                float* out);
 
-}  // namespace waste::kernels::internal::avx2
+}  // namespace waste::kernels::internal::WASTE_AVX2_NS
 
-namespace waste::kernels::internal::avx2_tiled {
+namespace waste::kernels::internal::WASTE_AVX2_NS::tiled {
 
 // The zero point the tiled loops fold into Q4_0's activation block sums (zs):
 // its codes are q + 8. (MXFP4's is -kMxfp4CodeOffset.)
 inline constexpr int kQ4_0ZeroPoint = -8;
 
 // The activation of the tiled loops (matmul_avx2_acts.cc): the natural arrays
-// as avx2::QuantizeBlocks makes them, then per unit qp, ds and zs in the lane
+// as QuantizeBlocks makes them, then per unit qp, ds and zs in the lane
 // order of `type`'s code vectors.
 void QuantizeActsTiled(WeightType type, const float* x, int64_t cols, const QuantizedActs& out);
 
-}  // namespace waste::kernels::internal::avx2_tiled
+}  // namespace waste::kernels::internal::WASTE_AVX2_NS::tiled
 
 #endif  // WASTE_DAEMON_KERNELS_MATVEC_AVX2_INTERNAL_H_

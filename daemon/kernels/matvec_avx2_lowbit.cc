@@ -36,12 +36,13 @@
 #include <cstring>
 #include <utility>
 
+#include "daemon/kernels/avx2_sums.h"
 #include "daemon/kernels/fp16.h"
 #include "daemon/kernels/iq_grids.h"
 #include "daemon/kernels/matvec_avx2_internal.h"
 #include "daemon/kernels/matvec_internal.h"
 
-namespace waste::kernels::internal::avx2 {
+namespace waste::kernels::internal::WASTE_AVX2_NS {
 namespace {
 
 template <typename F, int... J>
@@ -69,13 +70,6 @@ inline uint32_t LoadU32(const uint8_t* p) {
 
 inline __m256i Load256(const void* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-}
-
-inline float HorizontalSum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
 }
 
 // Codebook entries i0..i3 (8 bytes each), in order.
@@ -504,7 +498,6 @@ template <typename Dec, int NB>
 void DotSuperBlocks(const uint8_t* row, int64_t blocks, const QuantizedActs* acts, float* out) {
   __m256 acc[NB], bias[NB];
   for (int k = 0; k < NB; ++k) acc[k] = bias[k] = _mm256_setzero_ps();
-  const __m256i ones = _mm256_set1_epi16(1);
   typename Dec::Prep next;
   if constexpr (Dec::kPrepareAhead) next = Dec::Prepare(row);
   for (int64_t sb = 0; sb < blocks; ++sb) {
@@ -529,8 +522,11 @@ void DotSuperBlocks(const uint8_t* row, int64_t blocks, const QuantizedActs* act
           __m256i a =
               _mm256_load_si256(reinterpret_cast<const __m256i*>(acts[k].qs + kQK_K * sb + 32 * j));
           if constexpr (Dec::kSigned) a = _mm256_sign_epi8(a, c.sign);
-          g[k][jj] =
-              _mm256_madd_epi16(_mm256_maddubs_epi16(c.codes, a), Dec::kPer16 ? c.scale : ones);
+          if constexpr (Dec::kPer16) {
+            g[k][jj] = _mm256_madd_epi16(_mm256_maddubs_epi16(c.codes, a), c.scale);
+          } else {
+            g[k][jj] = DotBytes(c.codes, a);
+          }
         });
       });
       Unroll<NB>([&](auto k) { half[k][h] = SumsOf4(g[k]); });
@@ -581,4 +577,4 @@ template void DotLowBit<2>(WeightType, const uint8_t*, int64_t, const QuantizedA
 template void DotLowBit<3>(WeightType, const uint8_t*, int64_t, const QuantizedActs*, float*);
 template void DotLowBit<4>(WeightType, const uint8_t*, int64_t, const QuantizedActs*, float*);
 
-}  // namespace waste::kernels::internal::avx2
+}  // namespace waste::kernels::internal::WASTE_AVX2_NS

@@ -213,14 +213,22 @@ struct IsaKernels {
 };
 
 const IsaKernels& ScalarKernels();
-const IsaKernels& Avx2Kernels();
 const IsaKernels& Avx512Kernels();
 
-// The register-tiled AVX2 kernels (matmul_avx2.cc), which decode each unit of
+// The AVX2 loops, compiled twice: for kAvx2 in namespace avx2, and with
+// AVX-VNNI for kAvxVnni in namespace avxvnni (avx2_variant.h).
+namespace avx2 {
+const IsaKernels& Kernels();
+// The register-tiled kernels (matmul_avx2.cc), which decode each unit of
 // weights once for up to 8 activation vectors, for the types that have them;
 // null for the others. Batch 1 runs them too, so that a row's result never
 // depends on its batch.
-const IsaKernels* Avx2TiledKernels(WeightType type);
+const IsaKernels* TiledKernels(WeightType type);
+}  // namespace avx2
+namespace avxvnni {
+const IsaKernels& Kernels();
+const IsaKernels* TiledKernels(WeightType type);
+}  // namespace avxvnni
 
 // The integer dot of the quantized types, one 32-element group at a time, in
 // plain C++: the reference the SIMD loops implement, and their tail for rows
