@@ -484,10 +484,13 @@ inline void DotTileGroup(const uint8_t* group, int64_t cols, const QuantizedActs
 // a vpmaddwd per code vector. Prepare reads the 8 blocks at constant offsets from the unit: an
 // array of their 8 qs pointers, which it once filled, GCC built in a loop through memory each unit
 // (AVX2 in cache, Zen 5, batch 1, as % of Q4_K's GB/s: IQ4_NL 66% -> 74%, MXFP4 66% -> 91%).
+// With AVX-VNNI no int16 sum limits the codes, so IQ4 takes the unsigned form
+// too, its values + 128 (TableCodeOffset): the same integer dots, one
+// vpdpbusd per code vector and activation.
 template <WeightType T>
 struct TableNibbles {
-  static constexpr bool kSigned = T != WeightType::kMXFP4;
-  static constexpr int kZeroPoint = kSigned ? 0 : -kMxfp4CodeOffset;
+  static constexpr bool kSigned = T != WeightType::kMXFP4 && !kVnni;
+  static constexpr int kZeroPoint = kSigned ? 0 : -TableCodeOffset(T);
   static constexpr int kUnitBytes =
       T == WeightType::kIQ4_XS
           ? sizeof(BlockIQ4_XS)
@@ -548,7 +551,9 @@ struct TableNibbles {
     const int8_t* values = T == WeightType::kMXFP4 ? kMxfp4Values : kIq4NlValues;
     r.table =
         _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(values)));
-    if constexpr (!kSigned) r.table = _mm256_add_epi8(r.table, _mm256_set1_epi8(kMxfp4CodeOffset));
+    if constexpr (!kSigned) {
+      r.table = _mm256_add_epi8(r.table, _mm256_set1_epi8(static_cast<char>(TableCodeOffset(T))));
+    }
     return r;
   }
 

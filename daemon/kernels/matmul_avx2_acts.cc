@@ -56,9 +56,7 @@ void QuantizeActsTiled(WeightType type, const float* x, int64_t cols, const Quan
   const LaneMap& map = type == WeightType::kQ4_K                                ? kQ4KMap
                        : type == WeightType::kQ2_K || type == WeightType::kQ3_K ? kQ23KMap
                                                                                 : kNaturalMap;
-  const int zero_point = type == WeightType::kQ4_0    ? kQ4_0ZeroPoint
-                         : type == WeightType::kMXFP4 ? -kMxfp4CodeOffset
-                                                      : 0;
+  const int zero_point = type == WeightType::kQ4_0 ? kQ4_0ZeroPoint : -TableCodeOffset(type);
   // The block sums land in zs (one per block, as zs has one per lane), and
   // each unit's 8 are copied out before their lane-order values replace them.
   QuantizeBlocks(x, cols, out, out.zs);

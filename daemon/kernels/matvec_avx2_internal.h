@@ -1,14 +1,16 @@
 // The AVX2 loops of the codebook types (matvec_avx2_lowbit.cc),
 // called from matvec_avx2.cc's row dispatch, the AVX2 activation quantizer
 // and the group loop that sums rows' tails (matvec_avx2.cc). The translation units that define them
-// are compiled with AVX2_COPTS; nothing here is inline, so the AVX-512 files may include it without
-// taking AVX2-compiled copies of code. Internal to daemon/kernels.
+// are compiled with AVX2_COPTS (or AVXVNNI_COPTS, in namespace avxvnni: avx2_variant.h); nothing
+// here is inline but constants, so the AVX-512 files may include it without taking AVX2-compiled
+// copies of code. Internal to daemon/kernels.
 #ifndef WASTE_DAEMON_KERNELS_MATVEC_AVX2_INTERNAL_H_
 #define WASTE_DAEMON_KERNELS_MATVEC_AVX2_INTERNAL_H_
 
 #include <cstdint>
 
 #include "daemon/kernels/avx2_variant.h"
+#include "daemon/kernels/matvec_internal.h"
 #include "daemon/kernels/quant_blocks.h"
 #include "daemon/kernels/quantize.h"
 
@@ -46,8 +48,20 @@ void DotLowBit(WeightType type, const uint8_t* row, int64_t cols, const Quantize
 namespace waste::kernels::internal::WASTE_AVX2_NS::tiled {
 
 // The zero point the tiled loops fold into Q4_0's activation block sums (zs):
-// its codes are q + 8. (MXFP4's is -kMxfp4CodeOffset.)
+// its codes are q + 8.
 inline constexpr int kQ4_0ZeroPoint = -8;
+
+// What the tiled loops add to a table type's values to make them u8 codes
+// (its zero point is minus that): MXFP4's kMxfp4CodeOffset; in the AVX-VNNI
+// build IQ4_NL's and IQ4_XS's 128 too (without it they take a signed form,
+// offset 0: a pair of their products + 128 would pass vpmaddubsw's int16).
+constexpr int TableCodeOffset(WeightType type) {
+  if (type == WeightType::kMXFP4) return kMxfp4CodeOffset;
+#ifdef __AVXVNNI__
+  if (type == WeightType::kIQ4_NL || type == WeightType::kIQ4_XS) return 128;
+#endif
+  return 0;
+}
 
 // The activation of the tiled loops (matmul_avx2_acts.cc): the natural arrays
 // as QuantizeBlocks makes them, then per unit qp, ds and zs in the lane
