@@ -246,6 +246,7 @@ struct Q23K {
     __m256i lo, hi;    // qs dwords 0-3 (4-7) of half 0 | of half 1.
     __m256i hlo, hhi;  // Q3_K: hmask dwords 0-3 (4-7), both 128-bit lanes.
     __m256i sc16[2];   // Lane j: half h's scale of group j, both words.
+    __m256i sc32[2];   // AVX-VNNI: the same as one int32 per lane.
     __m256 coef16[2];  // Coefficients of s16 (sub-blocks 0-7, 8-15).
     __m256 wsc;        // d.
   };
@@ -292,9 +293,16 @@ struct Q23K {
       r.coef16[0] = _mm256_mul_ps(mins(0), dmin);
       r.coef16[1] = _mm256_mul_ps(mins(8), dmin);
     }
-    const __m128i even = _mm_setr_epi8(0, 0, 2, 2, 4, 4, 6, 6, 8, 8, 10, 10, 12, 12, 14, 14);
-    r.sc16[0] = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc, even));
-    r.sc16[1] = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc, _mm_add_epi8(even, _mm_set1_epi8(1))));
+    if constexpr (kVnni) {
+      const __m128i even = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+      const __m128i halves = _mm_shuffle_epi8(sc, even);
+      r.sc32[0] = _mm256_cvtepi8_epi32(halves);
+      r.sc32[1] = _mm256_cvtepi8_epi32(_mm_unpackhi_epi64(halves, halves));
+    } else {
+      const __m128i even = _mm_setr_epi8(0, 0, 2, 2, 4, 4, 6, 6, 8, 8, 10, 10, 12, 12, 14, 14);
+      r.sc16[0] = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc, even));
+      r.sc16[1] = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc, _mm_add_epi8(even, _mm_set1_epi8(1))));
+    }
     r.wsc = _mm256_set1_ps(d);
     return r;
   }
@@ -326,7 +334,8 @@ struct Q23K {
 // The loop of the kPer16 decoders (Q23K): per unit and half h, each code
 // vector is multiplied into every activation vector of the tile as it is
 // made; the 4 products of a half add up in int16 (2-3 bit codes: |4 x 2 x 7
-// x 127| < 2^15), then one vpmaddwd applies the half's scales.
+// x 127| < 2^15), then one vpmaddwd applies the half's scales. With
+// AVX-VNNI they add up in int32 (vpdpbusd) and one vpmulld applies them.
 template <typename Dec, int NB>
 [[gnu::always_inline]] inline void SumTile16(const uint8_t* row, int64_t cols,
                                              const QuantizedActs* acts, __m256* acc_out,
@@ -343,12 +352,17 @@ template <typename Dec, int NB>
       const __m256i code = Dec::template Code<i>(prep);
 #pragma GCC unroll 8
       for (int k = 0; k < NB; ++k) {
-        const __m256i p = _mm256_maddubs_epi16(
-            code,
-            _mm256_load_si256(reinterpret_cast<const __m256i*>(acts[k].qp + 256 * un + 32 * i)));
-        half[k] = i % 4 == 0 ? p : _mm256_add_epi16(half[k], p);
+        const __m256i a =
+            _mm256_load_si256(reinterpret_cast<const __m256i*>(acts[k].qp + 256 * un + 32 * i));
+        if constexpr (kVnni) {
+          half[k] = i % 4 == 0 ? DotBytes(code, a) : AddDotBytes(half[k], code, a);
+        } else {
+          const __m256i p = _mm256_maddubs_epi16(code, a);
+          half[k] = i % 4 == 0 ? p : _mm256_add_epi16(half[k], p);
+        }
         if constexpr (i % 4 == 3) {
-          const __m256i m = _mm256_madd_epi16(half[k], prep.sc16[i / 4]);
+          const __m256i m = kVnni ? _mm256_mullo_epi32(half[k], prep.sc32[i / 4])
+                                  : _mm256_madd_epi16(half[k], prep.sc16[i / 4]);
           dot[k] = i == 3 ? m : _mm256_add_epi32(dot[k], m);
         }
       }
