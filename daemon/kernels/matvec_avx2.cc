@@ -236,77 +236,6 @@ void DotQ8_0Group(const uint8_t* group, int64_t cols, const QuantizedActs& a, fl
   for (int i = 0; i < kInterleaveRows; ++i) out[i] = HorizontalSum(acc[i]) + bias[i];
 }
 
-// Q4_K and Q5_K: codes of group j are a nibble of qs[32*(j/2) ...] plus, for
-// Q5_K, bit j of qh[l].
-template <bool kQ5, int NB>
-[[gnu::always_inline]] inline void SumQ45K(const uint8_t* row, int64_t groups,
-                                           const QuantizedActs* acts, __m256* acc_out,
-                                           float* bias_out) {
-  // Local until the end: in the callers' arrays, the loop kept them in memory.
-  __m256 acc[NB];
-  float bias[NB];
-  using Block = std::conditional_t<kQ5, BlockQ5_K, BlockQ4_K>;
-#pragma GCC unroll 8
-  for (int k = 0; k < NB; ++k) acc[k] = _mm256_setzero_ps(), bias[k] = 0;
-  const __m256i m4 = _mm256_set1_epi8(0x0F);
-  for (int64_t sb = 0; sb < groups / 8; ++sb) {
-    const Block* b = reinterpret_cast<const Block*>(row) + sb;
-    PrefetchAhead<sizeof(Block)>(reinterpret_cast<const uint8_t*>(b));
-    const float d = F16ToF32(b->d), dmin = F16ToF32(b->dmin);
-    __m256i hbits;
-    if constexpr (kQ5) hbits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qh));
-#pragma GCC unroll 8
-    for (int j = 0; j < 8; ++j) {
-      uint8_t sc, m;
-      UnpackScaleMinK4(j, b->scales, &sc, &m);
-      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs + 32 * (j / 2)));
-      __m256i codes = _mm256_and_si256(j % 2 ? _mm256_srli_epi16(q, 4) : q, m4);
-      if constexpr (kQ5) {
-        const __m256i bit = _mm256_and_si256(_mm256_srli_epi16(hbits, j), _mm256_set1_epi8(1));
-        codes = _mm256_or_si256(codes, _mm256_slli_epi16(bit, 4));
-      }
-      const float coef = -dmin * m;
-      const GroupV g{codes, _mm256_set1_ps(d * sc), {coef, coef}};
-      Accumulate<false, NB>(g, 8 * sb + j, acts, acc, bias);
-    }
-  }
-#pragma GCC unroll 8
-  for (int k = 0; k < NB; ++k) acc_out[k] = acc[k], bias_out[k] = bias[k];
-}
-
-template <int NB>
-[[gnu::always_inline]] inline void SumQ6K(const uint8_t* row, int64_t groups,
-                                          const QuantizedActs* acts, __m256* acc_out,
-                                          float* bias_out) {
-  // Local until the end: in the callers' arrays, the loop kept them in memory.
-  __m256 acc[NB];
-  float bias[NB];
-#pragma GCC unroll 8
-  for (int k = 0; k < NB; ++k) acc[k] = _mm256_setzero_ps(), bias[k] = 0;
-  const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
-  for (int64_t sb = 0; sb < groups / 8; ++sb) {
-    const BlockQ6_K* b = reinterpret_cast<const BlockQ6_K*>(row) + sb;
-    PrefetchAhead<sizeof(BlockQ6_K)>(reinterpret_cast<const uint8_t*>(b));
-    const float d = F16ToF32(b->d);
-#pragma GCC unroll 8
-    for (int j = 0; j < 8; ++j) {
-      const int half = j / 4, r = j % 4;
-      const __m256i ql =
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->ql + 64 * half + 32 * (r & 1)));
-      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qh + 32 * half));
-      const __m256i low = _mm256_and_si256(r >> 1 ? _mm256_srli_epi16(ql, 4) : ql, m4);
-      const __m256i high = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * r), m2);
-      const float s0 = d * b->scales[2 * j], s1 = d * b->scales[2 * j + 1];
-      const GroupV g{_mm256_or_si256(low, _mm256_slli_epi16(high, 4)),
-                     _mm256_setr_m128(_mm_set1_ps(s0), _mm_set1_ps(s1)),
-                     {-32 * s0, -32 * s1}};
-      Accumulate<false, NB>(g, 8 * sb + j, acts, acc, bias);
-    }
-  }
-#pragma GCC unroll 8
-  for (int k = 0; k < NB; ++k) acc_out[k] = acc[k], bias_out[k] = bias[k];
-}
-
 // 8 weights of a float type as f32.
 template <WeightType T>
 inline __m256 Load8(const uint8_t* p) {
@@ -376,14 +305,6 @@ template <int NB, typename SumFn>
       return run([&](const uint8_t* row, const QuantizedActs* a, __m256* acc, float* bias) {
         SumLegacy<Q8_0, NB>(row, 0, g, a, acc, bias);
       });
-    case WeightType::kQ5_K:
-      return run([&](const uint8_t* row, const QuantizedActs* a, __m256* acc, float* bias) {
-        SumQ45K<true, NB>(row, g, a, acc, bias);
-      });
-    case WeightType::kQ6_K:
-      return run([&](const uint8_t* row, const QuantizedActs* a, __m256* acc, float* bias) {
-        SumQ6K<NB>(row, g, a, acc, bias);
-      });
     default:
       return false;
   }
@@ -413,7 +334,6 @@ bool DecodeRowQuads(const RowsTask& t, int64_t begin, int64_t end) {
 
 template <int NB>
 void DotRow(const RowsTask& t, const uint8_t* row, int64_t b0, float* out) {
-  const int64_t g = t.w.cols / 32;
   const QuantizedActs* a = t.acts + b0;
   const float* x = t.x + b0 * t.x_stride;
   const bool summed = WithSumLoop<NB>(t, [&](auto loop) {
@@ -430,21 +350,13 @@ void DotRow(const RowsTask& t, const uint8_t* row, int64_t b0, float* out) {
       return DotFloat<WeightType::kF16, NB>(row, t.w.cols, x, t.x_stride, out);
     case WeightType::kBF16:
       return DotFloat<WeightType::kBF16, NB>(row, t.w.cols, x, t.x_stride, out);
-    case WeightType::kQ4_0:
-      return DotLegacy<Q4_0, NB>(row, 0, g, a, out);
     case WeightType::kQ4_1:
     case WeightType::kQ5_0:
     case WeightType::kQ5_1:
     case WeightType::kQ8_0:
-    case WeightType::kQ5_K:
-    case WeightType::kQ6_K:
       return;  // WithSumLoop's.
-    case WeightType::kQ4_K: {
-      __m256 acc[NB];
-      float bias[NB];
-      SumQ45K<false, NB>(row, g, a, acc, bias);
-      return Finish<NB>(acc, bias, out);
-    }
+    case WeightType::kQ4_0:
+    case WeightType::kQ4_K:
     case WeightType::kQ2_K:
     case WeightType::kQ3_K:
     case WeightType::kIQ4_NL:
@@ -453,6 +365,8 @@ void DotRow(const RowsTask& t, const uint8_t* row, int64_t b0, float* out) {
       // Register-tiled in matmul_avx2.cc, which matvec.cc always picks.
       WCHECK(false) << GetWeightTypeInfo(t.w.type).name << " has only the tiled AVX2 kernel";
       return;
+    case WeightType::kQ5_K:
+    case WeightType::kQ6_K:
     case WeightType::kIQ2_XXS:
     case WeightType::kIQ2_XS:
     case WeightType::kIQ2_S:

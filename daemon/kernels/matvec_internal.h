@@ -69,6 +69,21 @@ inline Q3KScaleWords UnpackQ3KScales(const uint8_t* scales) {
           ((w01 >> 4) & kNib) | ((((w2 >> 4) | ((w2 >> 6) << 32)) & kTwo) << 4)};
 }
 
+// Q4_K's and Q5_K's 8 6-bit scales and 8 6-bit mins, unpacked in 64-bit
+// integer arithmetic (off the vector ports): lo holds the bytes sc0-3 then
+// m0-3, hi sc4-7 then m4-7.
+struct Q4KScaleWords {
+  uint64_t lo, hi;
+};
+inline Q4KScaleWords UnpackQ4KScales(const uint8_t* scales) {
+  uint64_t w01;
+  std::memcpy(&w01, scales, 8);
+  uint32_t w2_32;
+  std::memcpy(&w2_32, scales + 8, 4);
+  const uint64_t w2 = w2_32;
+  return {w01 & 0x3F3F3F3F3F3F3F3F, ((w2 | ((w2 >> 4) << 32)) & 0x0F0F0F0F0F0F0F0F) |
+                                        (((w01 >> 6) & 0x0303030303030303) << 4)};
+}
 // The file bytes of a unit of a grouped row (UnitBytes(type) of them), read
 // back from `layout`: the reference decode of the interleaved layouts.
 void UninterleaveUnit(WeightType type, WeightLayout layout, const uint8_t* unit,
