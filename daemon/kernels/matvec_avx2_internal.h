@@ -21,11 +21,12 @@ namespace waste::kernels::internal::avx2 {
 void QuantizeBlocks(const float* x, int64_t cols, const QuantizedActs& out, int32_t* block_sums);
 
 // The dot of groups [g_begin, g_end) of a row with acts: the groups after a
-// row's last whole unit of 256 in the unit-of-256 loops (AVX2 tiles, AVX-512),
+// row's last whole unit of 256 in the AVX2 tiled loops (matmul_avx2.cc),
 // which only rows of 32-element-block types have (llama.cpp writes those
 // where a K-type does not fit the row: MLA's attn_k_b with 128 columns).
+// (The AVX-512 loops run them as a partial unit of their own.)
 // Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL and MXFP4 run the AVX2 group loop;
-// any other type DotGroupsRef. Callers need AVX2 (every AVX-512 CPU has it).
+// any other type DotGroupsRef. Callers need AVX2.
 float DotTailGroups(WeightType type, const uint8_t* row, int64_t g_begin, int64_t g_end,
                     const QuantizedActs& acts);
 // out[r] = DotTailGroups(type, row0 + r * row_stride, ...) for r < 4, to the
