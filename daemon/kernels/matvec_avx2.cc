@@ -24,6 +24,7 @@ namespace {
 
 constexpr int kMaxNb = kRowTile;
 
+using avx2::GatherF16x8;
 using avx2::HorizontalSum;
 using avx2::HorizontalSums4;
 
@@ -98,26 +99,6 @@ struct ChunkScales {
 // All ones in int32 lanes j < n.
 inline __m256i PresentLanes(int n) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
-inline uint16_t LoadU16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-
-// The f16 at p + kStride * j, j < 8 (kPartial: j < n, 0 past), as f32:
-// put together in integer registers, one conversion for the 8.
-template <int kStride, bool kPartial>
-[[gnu::always_inline]] inline __m256 GatherF16x8(const uint8_t* p, int n) {
-  auto word = [&](int j) -> uint64_t { return !kPartial || j < n ? LoadU16(p + kStride * j) : 0; };
-  uint64_t lo = 0, hi = 0;
-#pragma GCC unroll 4
-  for (int j = 0; j < 4; ++j) {
-    lo |= word(j) << (16 * j);
-    hi |= word(j + 4) << (16 * j);
-  }
-  return _mm256_cvtph_ps(_mm_set_epi64x(static_cast<int64_t>(hi), static_cast<int64_t>(lo)));
 }
 
 // Q4_0, Q4_1, Q5_0, Q5_1: d (and m) at the block's start; the zero point of
@@ -628,57 +609,6 @@ void QuantizeActsAvx2(WeightType, const float* x, int64_t cols, const QuantizedA
 }  // namespace
 
 namespace avx2 {
-
-// Calls sum(Dec{}) with the SumLegacy decoder of `type`; false for the types
-// without one.
-template <typename SumFn>
-bool WithLegacyDecoder(WeightType type, SumFn sum) {
-  auto run = [&](auto dec) {
-    sum(dec);
-    return true;
-  };
-  switch (type) {
-    case WeightType::kQ4_0:
-      return run(Q4_0{});
-    case WeightType::kQ4_1:
-      return run(Q4_1{});
-    case WeightType::kQ5_0:
-      return run(Q5_0{});
-    case WeightType::kQ5_1:
-      return run(Q5_1{});
-    case WeightType::kQ8_0:
-      return run(Q8_0{});
-    case WeightType::kIQ4_NL:
-      return run(Iq4Nl{});
-    case WeightType::kMXFP4:
-      return run(Mxfp4{});
-    default:
-      return false;
-  }
-}
-
-float DotTailGroups(WeightType type, const uint8_t* row, int64_t g_begin, int64_t g_end,
-                    const QuantizedActs& acts) {
-  float y;
-  const bool summed = WithLegacyDecoder(
-      type, [&](auto dec) { DotLegacy<decltype(dec), 1>(row, g_begin, g_end, &acts, &y); });
-  return summed ? y : DotGroupsRef(type, row, g_begin, g_end, acts);
-}
-
-void DotTailGroups4(WeightType type, const uint8_t* row0, int64_t row_stride, int64_t g_begin,
-                    int64_t g_end, const QuantizedActs& acts, float* out) {
-  const bool summed = WithLegacyDecoder(type, [&](auto dec) {
-    __m256 acc[4];
-    float bias[4];
-    for (int r = 0; r < 4; ++r) {
-      SumLegacy<decltype(dec), 1>(row0 + r * row_stride, g_begin, g_end, &acts, &acc[r], &bias[r]);
-    }
-    _mm_storeu_ps(out, _mm_add_ps(HorizontalSums4(acc), _mm_loadu_ps(bias)));
-  });
-  if (summed) return;
-  for (int r = 0; r < 4; ++r)
-    out[r] = DotGroupsRef(type, row0 + r * row_stride, g_begin, g_end, acts);
-}
 
 void QuantizeBlocks(const float* x, int64_t cols, const QuantizedActs& out, int32_t* block_sums) {
   const __m256 sign_mask = _mm256_set1_ps(-0.0f);

@@ -1,6 +1,6 @@
 // The AVX2 loops of the codebook types (matvec_avx2_lowbit.cc),
-// called from matvec_avx2.cc's row dispatch, the AVX2 activation quantizer
-// and the group loop that sums rows' tails (matvec_avx2.cc). The translation units that define them
+// called from matvec_avx2.cc's row dispatch, and the AVX2 activation
+// quantizers (matvec_avx2.cc, matmul_avx2_acts.cc). The translation units that define them
 // are compiled with AVX2_COPTS; nothing here is inline, so the AVX-512 files may include it without
 // taking AVX2-compiled copies of code. Internal to daemon/kernels.
 #ifndef WASTE_DAEMON_KERNELS_MATVEC_AVX2_INTERNAL_H_
@@ -19,21 +19,6 @@ namespace waste::kernels::internal::avx2 {
 // ([cols / 32]). The one AVX2 activation quantizer: the plain and the tiled
 // loops (matmul_avx2.cc) both start from it.
 void QuantizeBlocks(const float* x, int64_t cols, const QuantizedActs& out, int32_t* block_sums);
-
-// The dot of groups [g_begin, g_end) of a row with acts: the groups after a
-// row's last whole unit of 256 in the AVX2 tiled loops (matmul_avx2.cc),
-// which only rows of 32-element-block types have (llama.cpp writes those
-// where a K-type does not fit the row: MLA's attn_k_b with 128 columns).
-// (The AVX-512 loops run them as a partial unit of their own.)
-// Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL and MXFP4 run the AVX2 group loop;
-// any other type DotGroupsRef. Callers need AVX2.
-float DotTailGroups(WeightType type, const uint8_t* row, int64_t g_begin, int64_t g_end,
-                    const QuantizedActs& acts);
-// out[r] = DotTailGroups(type, row0 + r * row_stride, ...) for r < 4, to the
-// bit, with one horizontal sum for the 4 (a decode step's rows: MLA's
-// attn_k_b has nothing but such groups, 128 columns per row).
-void DotTailGroups4(WeightType type, const uint8_t* row0, int64_t row_stride, int64_t g_begin,
-                    int64_t g_end, const QuantizedActs& acts, float* out);
 
 // out[k] = dot(row, acts[k]) for k < NB, a row of `cols` (a multiple of 256)
 // elements of a type IsGridType accepts.

@@ -16,7 +16,6 @@
 #include <cstdint>
 #include <cstring>
 
-#include "daemon/kernels/matvec_avx2_internal.h"
 #include "daemon/kernels/matvec_internal.h"
 #include "daemon/kernels/quant_blocks.h"
 #include "daemon/kernels/quantize.h"
@@ -251,29 +250,29 @@ inline constexpr bool kLoadsTail = requires(const uint8_t* p, Unit* u) {
   Dec::LoadTail(p, 0, u);
 };
 
-// Runs `accumulate(u, un, lane_vecs)` on the partial unit that a row of
-// `cols` ends with past its `units` whole ones, if any: the same
-// AccumulateUnit as a whole unit's, on the activation's zero-padded last unit,
-// into the row's own sums (one reduction for the row). These groups went
-// through the AVX2 group loop (avx2::DotTailGroups) before: in cache, Zen 5,
-// batch 1, rows of 128 columns (MLA's attn_k_b) ran 1.3x (Q8_0) to 2x (Q4_0)
-// faster this way.
-template <typename Dec, typename AccumulateFn>
-[[gnu::always_inline]] inline void AccumulateTail(const uint8_t* row, int64_t cols, int64_t units,
-                                                  int64_t unit_stride, AccumulateFn accumulate) {
+// The blocks of a row of `cols` past its `units` whole ones, decoded into u
+// as one more unit, partial (LoadTail), and its lane vectors that hold them;
+// 0 for none. The loops run it through the same AccumulateUnit as a whole
+// unit, on the activation's zero-padded last unit, into the row's own sums
+// (one reduction for the row). These groups went through an AVX2 group loop
+// of their own before: in cache, Zen 5, batch 1, rows of 128 columns (MLA's
+// attn_k_b) ran 1.3x (Q8_0) to 2x (Q4_0) faster this way.
+template <typename Dec>
+[[gnu::always_inline]] inline int LoadTailUnit(const uint8_t* row, int64_t cols, int64_t units,
+                                               int64_t unit_stride, Unit* u) {
   if constexpr (kLoadsTail<Dec>) {
     const int blocks = static_cast<int>(cols / 32 % 8);
-    if (blocks == 0) return;
+    if (blocks == 0) return 0;
     const uint8_t* p = row + units * unit_stride;
     // Half a unit's worth of prefetch per half read, as the unit loop does
     // (rows of 128 columns are nothing but this).
     PrefetchAhead<Dec::kUnitBytes / 2>(p);
     if (blocks > 4) PrefetchAhead<Dec::kUnitBytes / 2>(p + Dec::kUnitBytes / 2);
-    Unit u;
-    Dec::LoadTail(p, blocks, &u);
-    PairCodes<Dec>(&u);
-    accumulate(u, units, (blocks + 3) / 4);
+    Dec::LoadTail(p, blocks, u);
+    PairCodes<Dec>(u);
+    return (blocks + 3) / 4;
   }
+  return 0;
 }
 
 // `unit_stride`: bytes from one unit of the row to the next (a grouped row
@@ -310,12 +309,10 @@ inline void DotQuantized(const uint8_t* row, int64_t cols, const QuantizedActs* 
 #pragma GCC unroll 16
     for (int k = 0; k < NB; ++k) AccumulateUnit<Dec>(u, acts[k], un, slots, &sums[k]);
   }
-  AccumulateTail<Dec>(row, cols, units, unit_stride,
-                      [&](const Unit& u, int64_t un, int lane_vecs) [[gnu::always_inline]] {
+  if (Unit u; const int lane_vecs = LoadTailUnit<Dec>(row, cols, units, unit_stride, &u)) {
 #pragma GCC unroll 16
-                        for (int k = 0; k < NB; ++k)
-                          AccumulateUnit<Dec>(u, acts[k], un, slots, &sums[k], lane_vecs);
-                      });
+    for (int k = 0; k < NB; ++k) AccumulateUnit<Dec>(u, acts[k], units, slots, &sums[k], lane_vecs);
+  }
 #pragma GCC unroll 16
   for (int k = 0; k < NB; ++k) out[k] = FinishRow<Dec>(sums[k]);
 }
@@ -358,10 +355,8 @@ inline void DotQuantizedRows4(const uint8_t* row0, int64_t row_stride, int64_t c
       PairCodes<Dec>(&u);
       AccumulateUnit<Dec>(u, a, un, slots, &sums);
     }
-    AccumulateTail<Dec>(row, cols, units, Dec::kUnitBytes,
-                        [&](const Unit& u, int64_t un, int lane_vecs) [[gnu::always_inline]] {
-                          AccumulateUnit<Dec>(u, a, un, slots, &sums, lane_vecs);
-                        });
+    if (Unit u; const int lane_vecs = LoadTailUnit<Dec>(row, cols, units, Dec::kUnitBytes, &u))
+      AccumulateUnit<Dec>(u, a, units, slots, &sums, lane_vecs);
     v[r] = RowVector(sums);
   }
   FinishRows4(v, out);

@@ -472,7 +472,7 @@ size_t ActsScratchBytes(int64_t cols) {
   const size_t units = static_cast<size_t>(cols + 255) / 256;
   return Align64(cols) + 2 * Align64(cols / 32 * sizeof(float)) +
          Align64(cols / 16 * sizeof(float)) + 256 * units + Align64(units * 32 * sizeof(float)) +
-         Align64(cols / 16 * sizeof(int32_t));
+         Align64(std::max<size_t>(cols / 16, 8 * units) * sizeof(int32_t));
 }
 
 QuantizedActs LayoutActs(void* buf, int64_t cols) {
