@@ -1,8 +1,8 @@
-// Horizontal sums and 4-byte dots of the AVX2 loops, inline. Only for
-// translation units compiled with AVX2_COPTS or AVXVNNI_COPTS (exactly):
-// every copy of these inline functions must be the same code, so an AVX-512
-// file must not take one, and each of the two AVX2 builds has its own
-// (avx2_variant.h).
+// Horizontal sums, 4-byte dots and the f16 scale gather of the AVX2 loops,
+// inline. Only for translation units compiled with AVX2_COPTS or
+// AVXVNNI_COPTS (exactly): every copy of these inline functions must be the
+// same code, so an AVX-512 file must not take one, and each of the two AVX2
+// builds has its own (avx2_variant.h).
 // Internal to daemon/kernels.
 #ifndef WASTE_DAEMON_KERNELS_AVX2_SUMS_H_
 #define WASTE_DAEMON_KERNELS_AVX2_SUMS_H_
@@ -12,6 +12,9 @@
 #endif
 
 #include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
 
 #include "daemon/kernels/avx2_variant.h"
 
@@ -40,6 +43,25 @@ inline __m128 HorizontalSums4(const __m256 v[4]) {
   const __m256 t = _mm256_add_ps(_mm256_shuffle_ps(h, h, _MM_SHUFFLE(2, 0, 2, 0)),
                                  _mm256_shuffle_ps(h, h, _MM_SHUFFLE(3, 1, 3, 1)));
   return _mm_unpacklo_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+}
+
+// The f16 at p + kStride * j, j < 8 (kPartial: j < n, 0 past: a row's
+// last blocks, none read past it), as f32: put together in integer
+// registers, one conversion for the 8.
+template <int kStride, bool kPartial>
+[[gnu::always_inline]] inline __m256 GatherF16x8(const uint8_t* p, int n) {
+  auto word = [&](int j) -> uint64_t {
+    uint16_t h = 0;
+    if (!kPartial || j < n) std::memcpy(&h, p + kStride * j, sizeof(h));
+    return h;
+  };
+  uint64_t lo = 0, hi = 0;
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j) {
+    lo |= word(j) << (16 * j);
+    hi |= word(j + 4) << (16 * j);
+  }
+  return _mm256_cvtph_ps(_mm_set_epi64x(static_cast<int64_t>(hi), static_cast<int64_t>(lo)));
 }
 
 // Whether this build of the AVX2 loops has AVX-VNNI (see avx2_variant.h).

@@ -114,15 +114,24 @@ struct Q4_0 {
   static constexpr int kUnitBytes = 8 * sizeof(BlockQ4_0);
   static constexpr int kZeroPoint = kQ4_0ZeroPoint;
   static constexpr bool kMin = false;
-  static void Load(const uint8_t* p, TileUnit* u) {
+  static void Load(const uint8_t* p, TileUnit* u) { LoadBlocks<false>(p, 8, u); }
+  // A row's groups past its last whole unit, as a unit whose absent blocks
+  // are zeros (the activation's are too: see QuantizeActsTiled).
+  [[gnu::always_inline]] static void LoadTail(const uint8_t* p, int blocks, TileUnit* u) {
+    LoadBlocks<true>(p, blocks, u);
+  }
+
+  template <bool kPartial>
+  [[gnu::always_inline]] static void LoadBlocks(const uint8_t* p, int blocks, TileUnit* u) {
     const BlockQ4_0* b = reinterpret_cast<const BlockQ4_0*>(p);
+    auto qs = [&](int k) {
+      if (kPartial && k >= blocks) return _mm_setzero_si128();
+      return _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[k].qs));
+    };
     __m256i g[4], e[4];
 #pragma GCC unroll 4
-    for (int k = 0; k < 4; ++k) {
-      g[k] = _mm256_inserti128_si256(
-          _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b[k].qs))),
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[k + 4].qs)), 1);
-    }
+    for (int k = 0; k < 4; ++k)
+      g[k] = _mm256_inserti128_si256(_mm256_castsi128_si256(qs(k)), qs(k + 4), 1);
     Transpose4(g, e);  // e[i]: qs bytes 4i..4i+3 of each block.
     const __m256i m4 = _mm256_set1_epi8(0x0F);
 #pragma GCC unroll 4
@@ -130,7 +139,9 @@ struct Q4_0 {
       u->codes[i] = _mm256_and_si256(e[i], m4);
       u->codes[4 + i] = _mm256_and_si256(_mm256_srli_epi16(e[i], 4), m4);
     }
-    u->wsc = GatherHalves<sizeof(BlockQ4_0)>(p);
+    // (The same values either way: the conversions are exact.)
+    u->wsc = kPartial ? GatherF16x8<sizeof(BlockQ4_0), true>(p, blocks)
+                      : GatherHalves<sizeof(BlockQ4_0)>(p);
   }
 };
 
@@ -420,6 +431,36 @@ template <typename Dec>
   }
 }
 
+// Whether Dec has a LoadTail(p, blocks, u) (Q4_0) or a PrepareTail(p,
+// blocks) (the table types with blocks of 32) for the groups of a row past
+// its last whole unit; the other types' rows are whole units.
+template <typename Dec>
+inline constexpr bool kLoadsTail = requires(const uint8_t* p, TileUnit* u) {
+  Dec::LoadTail(p, 0, u);
+};
+template <typename Dec>
+inline constexpr bool kPreparesTail = requires(const uint8_t* p) {
+  Dec::PrepareTail(p, 0);
+};
+
+// The blocks of a row of `cols` past its last whole unit (p: the first),
+// prefetched, or 0 for none. The loops run them as one more unit, partial,
+// through the same step as a whole unit's on the activation's zero-padded
+// last unit, into the row's own sums. (They went through a group loop of
+// their own, a float sum per row apart, before.)
+template <typename Dec>
+[[gnu::always_inline]] inline int TailBlocks(const uint8_t* p, int64_t cols) {
+  if constexpr (kLoadsTail<Dec> || kPreparesTail<Dec>) {
+    const int blocks = static_cast<int>(cols / 32 % 8);
+    if (blocks != 0) {
+      PrefetchAhead<Dec::kUnitBytes / 2>(p);
+      if (blocks > 4) PrefetchAhead<Dec::kUnitBytes / 2>(p + Dec::kUnitBytes / 2);
+    }
+    return blocks;
+  }
+  return 0;
+}
+
 template <typename Dec>
 [[gnu::always_inline]] inline float FinishTileRow(__m256 acc, __m256 bias) {
   float sum = HorizontalSum(acc);
@@ -449,20 +490,24 @@ template <typename Dec, int NB>
 #pragma GCC unroll 8
     for (int k = 0; k < NB; ++k) AccumulateTileUnit<Dec>(u, acts[k], un, &acc[k], &bias[k]);
   }
+  if constexpr (kLoadsTail<Dec>) {
+    if (const int blocks = TailBlocks<Dec>(row + units * kStride, cols); blocks != 0) {
+      TileUnit u;
+      Dec::LoadTail(row + units * kStride, blocks, &u);
+#pragma GCC unroll 8
+      for (int k = 0; k < NB; ++k) AccumulateTileUnit<Dec>(u, acts[k], units, &acc[k], &bias[k]);
+    }
+  }
 #pragma GCC unroll 8
   for (int k = 0; k < NB; ++k) acc_out[k] = acc[k], bias_out[k] = bias[k];
 }
 
 template <typename Dec, int NB>
-inline void DotTile(WeightType type, const uint8_t* row, int64_t cols, const QuantizedActs* acts,
-                    float* out) {
+inline void DotTile(const uint8_t* row, int64_t cols, const QuantizedActs* acts, float* out) {
   __m256 acc[NB], bias[NB];
   SumTile<Dec, NB>(row, cols, acts, acc, bias);
 #pragma GCC unroll 8
-  for (int k = 0; k < NB; ++k) {
-    out[k] = FinishTileRow<Dec>(acc[k], bias[k]);
-    if (cols % 256 != 0) out[k] += DotTailGroups(type, row, cols / 256 * 8, cols / 32, acts[k]);
-  }
+  for (int k = 0; k < NB; ++k) out[k] = FinishTileRow<Dec>(acc[k], bias[k]);
 }
 
 // The kInterleaveRows rows of a group of a kInterleaved view against one
@@ -516,6 +561,18 @@ struct TableNibbles {
   };
 
   [[gnu::always_inline]] static Prep Prepare(const uint8_t* p) {
+    return PrepareBlocks<false>(p, 8);
+  }
+  // IQ4_NL, MXFP4: a row's groups past its last whole unit, as a unit whose
+  // absent blocks are zeros (the activation's are too: see
+  // QuantizeActsTiled).
+  [[gnu::always_inline]] static Prep PrepareTail(const uint8_t* p,
+                                                 int blocks) requires(T != WeightType::kIQ4_XS) {
+    return PrepareBlocks<true>(p, blocks);
+  }
+
+  template <bool kPartial>
+  [[gnu::always_inline]] static Prep PrepareBlocks(const uint8_t* p, int blocks) {
     Prep r;
     // Group j's 16 qs bytes at p + kQsOffset + kGroupStride j: constant
     // offsets (an array of the 8 pointers was built in a loop through memory,
@@ -543,24 +600,34 @@ struct TableNibbles {
       // The 8 exponents as 2^(e - 128) (E8M0HalfToF32, 8 at once).
       uint64_t bytes = 0;
 #pragma GCC unroll 8
-      for (int j = 0; j < 8; ++j) bytes |= uint64_t{p[sizeof(BlockMXFP4) * j]} << (8 * j);
+      for (int j = 0; j < 8; ++j) {
+        if (!kPartial || j < blocks) bytes |= uint64_t{p[sizeof(BlockMXFP4) * j]} << (8 * j);
+      }
       const __m256i e = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(bytes)));
       const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
       const __m256i sub = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
-      r.wsc = _mm256_castsi256_ps(
-          _mm256_blendv_epi8(normal, sub, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e)));
+      __m256i bits = _mm256_blendv_epi8(normal, sub, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e));
+      if constexpr (kPartial) {
+        // An absent block's lane 0, not the subnormal 2^-128 of e = 0, which
+        // every multiply would take a slow assist for.
+        bits =
+            _mm256_and_si256(bits, _mm256_cmpgt_epi32(_mm256_set1_epi32(blocks),
+                                                      _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+      }
+      r.wsc = _mm256_castsi256_ps(bits);
+    } else if constexpr (kPartial) {
+      r.wsc = GatherF16x8<sizeof(BlockIQ4_NL), true>(p, blocks);
     } else {
       r.wsc = GatherHalves<sizeof(BlockIQ4_NL)>(p);
     }
+    auto qs = [&](int k) {
+      if (kPartial && k >= blocks) return _mm_setzero_si128();
+      return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kQsOffset + kGroupStride * k));
+    };
     __m256i g[4];
 #pragma GCC unroll 4
-    for (int k = 0; k < 4; ++k) {
-      g[k] = _mm256_inserti128_si256(
-          _mm256_castsi128_si256(
-              _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kQsOffset + kGroupStride * k))),
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kQsOffset + kGroupStride * (k + 4))),
-          1);
-    }
+    for (int k = 0; k < 4; ++k)
+      g[k] = _mm256_inserti128_si256(_mm256_castsi128_si256(qs(k)), qs(k + 4), 1);
     Transpose4(g, r.e);
     const int8_t* values = T == WeightType::kMXFP4 ? kMxfp4Values : kIq4NlValues;
     r.table =
@@ -580,53 +647,65 @@ struct TableNibbles {
   }
 };
 
-// The loop of TableNibbles: as DotTile16 with one scale per lane.
+// Unit `un` of a row, prepared in prep, times NB activation vectors into
+// acc: the step of TableNibbles' loop, as DotTile16's with one scale per
+// lane.
+template <typename Dec, int NB>
+[[gnu::always_inline]] inline void AccumulateTableUnit(const typename Dec::Prep& prep,
+                                                       const QuantizedActs* acts, int64_t un,
+                                                       __m256* acc) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i half[NB], dot[NB];
+  Unroll8([&](auto ii) [[gnu::always_inline]] {
+    constexpr int i = decltype(ii)::value;
+    const __m256i code = Dec::template Code<i>(prep);
+    [[maybe_unused]] __m256i magnitude;
+    if constexpr (Dec::kSigned) magnitude = _mm256_abs_epi8(code);
+#pragma GCC unroll 8
+    for (int k = 0; k < NB; ++k) {
+      const __m256i a =
+          _mm256_load_si256(reinterpret_cast<const __m256i*>(acts[k].qp + 256 * un + 32 * i));
+      if constexpr (Dec::kSigned) {
+        const __m256i signed_a = _mm256_sign_epi8(a, code);
+        dot[k] = i == 0 ? DotBytes(magnitude, signed_a) : AddDotBytes(dot[k], magnitude, signed_a);
+      } else if constexpr (kVnni) {
+        dot[k] = i == 0 ? DotBytes(code, a) : AddDotBytes(dot[k], code, a);
+      } else {
+        const __m256i p = _mm256_maddubs_epi16(code, a);
+        half[k] = i % 4 == 0 ? p : _mm256_add_epi16(half[k], p);
+        if constexpr (i % 4 == 3) {
+          const __m256i m = _mm256_madd_epi16(half[k], ones);
+          dot[k] = i == 3 ? m : _mm256_add_epi32(dot[k], m);
+        }
+      }
+    }
+  });
+#pragma GCC unroll 8
+  for (int k = 0; k < NB; ++k) {
+    const QuantizedActs& a = acts[k];
+    if constexpr (Dec::kZeroPoint != 0) {
+      dot[k] = _mm256_add_epi32(dot[k],
+                                _mm256_load_si256(reinterpret_cast<const __m256i*>(a.zs + 8 * un)));
+    }
+    acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[k]),
+                             _mm256_mul_ps(prep.wsc, _mm256_load_ps(a.ds + 8 * un)), acc[k]);
+  }
+}
+
+// The loop of TableNibbles.
 template <typename Dec, int NB>
 [[gnu::always_inline]] inline void SumTileTable(const uint8_t* row, int64_t cols,
                                                 const QuantizedActs* acts, __m256* acc_out) {
   const int64_t units = cols / 256;
-  const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[NB];  // Local until the end (a caller's array went through memory).
 #pragma GCC unroll 8
   for (int k = 0; k < NB; ++k) acc[k] = _mm256_setzero_ps();
-  for (int64_t un = 0; un < units; ++un) {
-    const typename Dec::Prep prep = Dec::Prepare(row + un * Dec::kUnitBytes);
-    __m256i half[NB], dot[NB];
-    Unroll8([&](auto ii) [[gnu::always_inline]] {
-      constexpr int i = decltype(ii)::value;
-      const __m256i code = Dec::template Code<i>(prep);
-      [[maybe_unused]] __m256i magnitude;
-      if constexpr (Dec::kSigned) magnitude = _mm256_abs_epi8(code);
-#pragma GCC unroll 8
-      for (int k = 0; k < NB; ++k) {
-        const __m256i a =
-            _mm256_load_si256(reinterpret_cast<const __m256i*>(acts[k].qp + 256 * un + 32 * i));
-        if constexpr (Dec::kSigned) {
-          const __m256i signed_a = _mm256_sign_epi8(a, code);
-          dot[k] =
-              i == 0 ? DotBytes(magnitude, signed_a) : AddDotBytes(dot[k], magnitude, signed_a);
-        } else if constexpr (kVnni) {
-          dot[k] = i == 0 ? DotBytes(code, a) : AddDotBytes(dot[k], code, a);
-        } else {
-          const __m256i p = _mm256_maddubs_epi16(code, a);
-          half[k] = i % 4 == 0 ? p : _mm256_add_epi16(half[k], p);
-          if constexpr (i % 4 == 3) {
-            const __m256i m = _mm256_madd_epi16(half[k], ones);
-            dot[k] = i == 3 ? m : _mm256_add_epi32(dot[k], m);
-          }
-        }
-      }
-    });
-#pragma GCC unroll 8
-    for (int k = 0; k < NB; ++k) {
-      const QuantizedActs& a = acts[k];
-      if constexpr (Dec::kZeroPoint != 0) {
-        dot[k] = _mm256_add_epi32(
-            dot[k], _mm256_load_si256(reinterpret_cast<const __m256i*>(a.zs + 8 * un)));
-      }
-      acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[k]),
-                               _mm256_mul_ps(prep.wsc, _mm256_load_ps(a.ds + 8 * un)), acc[k]);
-    }
+  for (int64_t un = 0; un < units; ++un)
+    AccumulateTableUnit<Dec, NB>(Dec::Prepare(row + un * Dec::kUnitBytes), acts, un, acc);
+  if constexpr (kPreparesTail<Dec>) {
+    const uint8_t* p = row + units * Dec::kUnitBytes;
+    if (const int blocks = TailBlocks<Dec>(p, cols); blocks != 0)
+      AccumulateTableUnit<Dec, NB>(Dec::PrepareTail(p, blocks), acts, units, acc);
   }
 #pragma GCC unroll 8
   for (int k = 0; k < NB; ++k) acc_out[k] = acc[k];
@@ -641,18 +720,13 @@ inline void DotTileTable(const uint8_t* row, int64_t cols, const QuantizedActs* 
 }
 
 template <typename Dec, int NB>
-inline void DotAny(WeightType type, const uint8_t* row, int64_t cols, const QuantizedActs* acts,
-                   float* out) {
+inline void DotAny(const uint8_t* row, int64_t cols, const QuantizedActs* acts, float* out) {
   if constexpr (requires { Dec::kSigned; }) {
     DotTileTable<Dec, NB>(row, cols, acts, out);
-    if (cols % 256 != 0) {
-      for (int k = 0; k < NB; ++k)
-        out[k] += DotTailGroups(type, row, cols / 256 * 8, cols / 32, acts[k]);
-    }
   } else if constexpr (requires { typename Dec::Prep; }) {
     DotTile16<Dec, NB>(row, cols, acts, out);
   } else {
-    DotTile<Dec, NB>(type, row, cols, acts, out);
+    DotTile<Dec, NB>(row, cols, acts, out);
   }
 }
 
@@ -692,15 +766,9 @@ void RowQuads(const RowsTask& t, int64_t begin, int64_t end) {
     } else if constexpr (!kTable) {
       if constexpr (Dec::kMin) sums = _mm_sub_ps(sums, HorizontalSums4(bias));
     }
-    if (cols % 256 != 0) {
-      float tail[4];
-      DotTailGroups4(t.w.type, RowStart(t.w, r), t.w.row_stride_bytes, cols / 256 * 8, cols / 32,
-                     t.acts[0], tail);
-      sums = _mm_add_ps(sums, _mm_loadu_ps(tail));
-    }
     _mm_storeu_ps(t.y + r, sums);
   }
-  for (; r < end; ++r) DotAny<Dec, 1>(t.w.type, RowStart(t.w, r), cols, t.acts, t.y + r);
+  for (; r < end; ++r) DotAny<Dec, 1>(RowStart(t.w, r), cols, t.acts, t.y + r);
 }
 
 template <typename Dec>
@@ -720,9 +788,9 @@ void RowsOf(const RowsTask& t, int64_t begin, int64_t end) {
       for (int64_t r = r0; r < r1; ++r) {
         const uint8_t* row = RowStart(t.w, r);
         switch (nb) {
-#define WASTE_TILE_CASE(N)                           \
-  case N:                                            \
-    DotAny<Dec, N>(t.w.type, row, t.w.cols, a, out); \
+#define WASTE_TILE_CASE(N)                 \
+  case N:                                  \
+    DotAny<Dec, N>(row, t.w.cols, a, out); \
     break;
           WASTE_TILE_CASE(1)
           WASTE_TILE_CASE(2)
@@ -732,7 +800,7 @@ void RowsOf(const RowsTask& t, int64_t begin, int64_t end) {
           WASTE_TILE_CASE(6)
           WASTE_TILE_CASE(7)
           default:
-            DotAny<Dec, 8>(t.w.type, row, t.w.cols, a, out);
+            DotAny<Dec, 8>(row, t.w.cols, a, out);
             break;
 #undef WASTE_TILE_CASE
         }

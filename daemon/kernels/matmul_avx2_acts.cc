@@ -1,6 +1,7 @@
 // The activation side of the register-tiled AVX2 loops (matmul_avx2.cc):
 // each vector quantized once per call and laid out in the lane order of the
 // weight type's code vectors. Compiled with AVX2_COPTS.
+#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -59,19 +60,27 @@ void QuantizeActsTiled(WeightType type, const float* x, int64_t cols, const Quan
   const int zero_point = type == WeightType::kQ4_0 ? kQ4_0ZeroPoint : -TableCodeOffset(type);
   // The block sums land in zs (one per block, as zs has one per lane), and
   // each unit's 8 are copied out before their lane-order values replace them.
+  // The groups past the last whole unit (the 32-element-block types) make one
+  // more unit, its absent blocks zeros, which the loops run as a partial unit.
   QuantizeBlocks(x, cols, out, out.zs);
-  for (int64_t un = 0; un < cols / 256; ++un) {
-    int32_t isum[8];
-    std::memcpy(isum, out.zs + 8 * un, sizeof(isum));
+  const int64_t groups = cols / 32;
+  for (int64_t un = 0; un < (groups + 7) / 8; ++un) {
+    auto present = [&](int j) { return 8 * un + map.block[j] < groups; };
+    int32_t isum[8] = {};
+    std::memcpy(isum, out.zs + 8 * un, std::min<int64_t>(8, groups - 8 * un) * sizeof(int32_t));
     for (int j = 0; j < 8; ++j) {
-      out.ds[8 * un + j] = out.d[8 * un + map.block[j]];
-      out.zs[8 * un + j] = zero_point * isum[map.block[j]];
+      out.ds[8 * un + j] = present(j) ? out.d[8 * un + map.block[j]] : 0;
+      out.zs[8 * un + j] = present(j) ? zero_point * isum[map.block[j]] : 0;
     }
     const int8_t* src = out.qs + 256 * un;
     int8_t* dst = out.qp + 256 * un;
     for (int i = 0; i < 8; ++i) {
       for (int j = 0; j < 8; ++j) {
-        std::memcpy(dst + 32 * i + 4 * j, src + 32 * map.block[j] + 4 * map.quad[i][j], 4);
+        if (present(j)) {
+          std::memcpy(dst + 32 * i + 4 * j, src + 32 * map.block[j] + 4 * map.quad[i][j], 4);
+        } else {
+          std::memset(dst + 32 * i + 4 * j, 0, 4);
+        }
       }
     }
   }

@@ -1,9 +1,9 @@
-// The AVX2 loops of the codebook types (matvec_avx2_lowbit.cc),
-// called from matvec_avx2.cc's row dispatch, the AVX2 activation quantizer
-// and the group loop that sums rows' tails (matvec_avx2.cc). The translation units that define them
-// are compiled with AVX2_COPTS (or AVXVNNI_COPTS, in namespace avxvnni: avx2_variant.h); nothing
-// here is inline but constants, so the AVX-512 files may include it without taking AVX2-compiled
-// copies of code. Internal to daemon/kernels.
+// The AVX2 loops of the codebook types and of Q5_K and Q6_K
+// (matvec_avx2_lowbit.cc), called from matvec_avx2.cc's row dispatch, and
+// the AVX2 activation quantizers (matvec_avx2.cc, matmul_avx2_acts.cc). The
+// translation units that define them are compiled with AVX2_COPTS, and again
+// with AVXVNNI_COPTS into namespace avxvnni (avx2_variant.h); nothing here
+// is inline but constants. Internal to daemon/kernels.
 #ifndef WASTE_DAEMON_KERNELS_MATVEC_AVX2_INTERNAL_H_
 #define WASTE_DAEMON_KERNELS_MATVEC_AVX2_INTERNAL_H_
 
@@ -23,22 +23,8 @@ namespace waste::kernels::internal::WASTE_AVX2_NS {
 // loops (matmul_avx2.cc) both start from it.
 void QuantizeBlocks(const float* x, int64_t cols, const QuantizedActs& out, int32_t* block_sums);
 
-// The dot of groups [g_begin, g_end) of a row with acts: the groups after a
-// row's last whole unit of 256 in the unit-of-256 loops (AVX2 tiles, AVX-512),
-// which only rows of 32-element-block types have (llama.cpp writes those
-// where a K-type does not fit the row: MLA's attn_k_b with 128 columns).
-// Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL and MXFP4 run the AVX2 group loop;
-// any other type DotGroupsRef. Callers need AVX2 (every AVX-512 CPU has it).
-float DotTailGroups(WeightType type, const uint8_t* row, int64_t g_begin, int64_t g_end,
-                    const QuantizedActs& acts);
-// out[r] = DotTailGroups(type, row0 + r * row_stride, ...) for r < 4, to the
-// bit, with one horizontal sum for the 4 (a decode step's rows: MLA's
-// attn_k_b has nothing but such groups, 128 columns per row).
-void DotTailGroups4(WeightType type, const uint8_t* row0, int64_t row_stride, int64_t g_begin,
-                    int64_t g_end, const QuantizedActs& acts, float* out);
-
 // out[k] = dot(row, acts[k]) for k < NB, a row of `cols` (a multiple of 256)
-// elements of a type IsGridType accepts.
+// elements of a codebook type, Q5_K or Q6_K.
 template <int NB>
 void DotLowBit(WeightType type, const uint8_t* row, int64_t cols, const QuantizedActs* acts,
                float* out);

@@ -14,7 +14,9 @@
 // into one such vector (kLaneVecs 2). The weight's zero point or min folds
 // into one masked add per unit against the activation's group sums (see Group
 // in matvec_scalar.cc). A decode step's rows go 4 to a call (DecodeRowQuads),
-// one reduction for the 4.
+// one reduction for the 4. A row of a 32-element-block type that is not a
+// multiple of 256 long ends with a partial unit, its absent blocks zeros
+// (LoadTail; the activation is padded to match).
 //
 // That unit loop (DotQuantized) lives in matvec_avx512_internal.h: this file
 // holds the decoders of the legacy, K- and IQ4 types and the float types;
@@ -47,28 +49,43 @@ inline __m512i CodeTable() {
 inline __m512i Iq4Table() { return CodeTable<kIq4NlValues, 128>(); }
 
 // The 16-bit words at p + kStride * i, i < 8, put together in integer
-// registers (off the vector ports, which the dot products keep busy).
-template <int kStride>
-inline __m128i GatherU16x8(const uint8_t* p) {
+// registers (off the vector ports, which the dot products keep busy). A
+// partial unit (kPartial) reads only its first `blocks` words, 0 for the rest.
+template <int kStride, bool kPartial = false>
+inline __m128i GatherU16x8(const uint8_t* p, int blocks = 8) {
+  auto word = [&](int i) -> uint64_t {
+    return !kPartial || i < blocks ? LoadU16(p + kStride * i) : 0;
+  };
   uint64_t lo = 0, hi = 0;
 #pragma GCC unroll 16
   for (int i = 0; i < 4; ++i) {
-    lo |= uint64_t{LoadU16(p + kStride * i)} << (16 * i);
-    hi |= uint64_t{LoadU16(p + kStride * (i + 4))} << (16 * i);
+    lo |= word(i) << (16 * i);
+    hi |= word(i + 4) << (16 * i);
   }
   return _mm_set_epi64x(static_cast<int64_t>(hi), static_cast<int64_t>(lo));
 }
 
 // As GatherU16x8 for 32-bit words.
-template <int kStride>
-inline __m256i GatherU32x8(const uint8_t* p) {
+template <int kStride, bool kPartial = false>
+inline __m256i GatherU32x8(const uint8_t* p, int blocks = 8) {
+  auto word = [&](int i) -> uint64_t {
+    return !kPartial || i < blocks ? LoadU32(p + kStride * i) : 0;
+  };
   int64_t q[4];
 #pragma GCC unroll 16
-  for (int i = 0; i < 4; ++i) {
-    q[i] = static_cast<int64_t>(uint64_t{LoadU32(p + kStride * 2 * i)} |
-                                (uint64_t{LoadU32(p + kStride * (2 * i + 1))} << 32));
-  }
+  for (int i = 0; i < 4; ++i) q[i] = static_cast<int64_t>(word(2 * i) | (word(2 * i + 1) << 32));
   return _mm256_set_epi64x(q[3], q[2], q[1], q[0]);
+}
+
+// The 64 bytes at p + offset of a unit whose first `bytes` are a partial
+// unit's (kPartial): the rest come back 0 and are not read (a masked load,
+// which cannot fault past the matrix).
+template <bool kPartial>
+[[gnu::always_inline]] inline __m512i LoadUnitBytes(const uint8_t* p, int offset, int bytes) {
+  if constexpr (!kPartial) return _mm512_loadu_si512(p + offset);
+  const int n = bytes - offset;
+  const uint64_t mask = n >= 64 ? ~uint64_t{0} : n > 0 ? (uint64_t{1} << n) - 1 : 0;
+  return _mm512_maskz_loadu_epi8(mask, p + offset);
 }
 
 // [d0..d7, d0..d7] from 8 f16 scales: the weight scales and, for a type whose
@@ -119,16 +136,30 @@ struct Nibble32 {
     return t;
   }();
 
-  static void Load(const uint8_t* p, Unit* u) {
+  static void Load(const uint8_t* p, Unit* u) { LoadBlocks<false>(p, 8, u); }
+
+  // A row's groups past its last whole unit, as a unit whose absent blocks
+  // are zeros (the activation's are too: see QuantizedActs::qp). Lane vector
+  // v holds blocks 4 v .. 4 v + 3, so with 4 blocks or fewer the second half
+  // is neither read nor made (see AccumulateUnit's lane_vecs).
+  [[gnu::always_inline]] static void LoadTail(const uint8_t* p, int blocks, Unit* u) {
+    LoadBlocks<true>(p, blocks, u);
+  }
+
+  template <bool kPartial>
+  [[gnu::always_inline]] static void LoadBlocks(const uint8_t* p, int blocks, Unit* u) {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     const __m512i index = _mm512_load_si512(kQsIndex.data());
-    __m512i first[2];
+    const int halves = kPartial && blocks <= 4 ? 1 : 2;
+    __m512i first[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
 #pragma GCC unroll 16
     for (int h = 0; h < 2; ++h) {
+      if (kPartial && h >= halves) break;
       const uint8_t* base = p + 4 * kBlock * h;
-      first[h] = _mm512_loadu_si512(base);
+      const int bytes = kBlock * (blocks - 4 * h);  // Of this half's (kPartial).
+      first[h] = LoadUnitBytes<kPartial>(base, 0, bytes);
       const __m512i q =
-          _mm512_permutex2var_epi8(first[h], index, _mm512_loadu_si512(base + kSecond));
+          _mm512_permutex2var_epi8(first[h], index, LoadUnitBytes<kPartial>(base, kSecond, bytes));
       __m512i lo = _mm512_and_si512(q, m4);
       __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
       if constexpr (kFifthBit) {
@@ -138,6 +169,7 @@ struct Nibble32 {
         uint64_t mlo = 0, mhi = 0;
 #pragma GCC unroll 16
         for (int i = 0; i < 4; ++i) {
+          if (kPartial && 4 * h + i >= blocks) break;
           const uint32_t qh = LoadU32(base + kBlock * i + offsetof(Block, qh));
           mlo |= uint64_t{qh & 0xFFFF} << (16 * i);
           mhi |= uint64_t{qh >> 16} << (16 * i);
@@ -173,16 +205,20 @@ struct Nibble32 {
           _mm512_castsi512_si128(_mm512_permutex2var_epi8(first[0], idx, first[1])));
       const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
       const __m256i subnormal = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
-      const __m256i bits = _mm256_mask_blend_epi32(_mm256_cmplt_epu32_mask(e, _mm256_set1_epi32(2)),
-                                                   normal, subnormal);
+      __m256i bits = _mm256_mask_blend_epi32(_mm256_cmplt_epu32_mask(e, _mm256_set1_epi32(2)),
+                                             normal, subnormal);
+      // An absent block's exponent 0 would be the subnormal 2^-128, which
+      // every multiply then takes a slow assist for (MXFP4 at 128 columns
+      // 40 % slower than with this 0).
+      if constexpr (kPartial) bits = _mm256_maskz_mov_epi32((1u << blocks) - 1, bits);
       u->wsc = _mm512_broadcast_f32x8(_mm256_castsi256_ps(bits));
     } else if constexpr (kMin) {
       // d and m are adjacent: [d0 m0 d1 m1 ...] -> [d0..d7, m0..m7].
-      const __m512 dm = _mm512_cvtph_ps(GatherU32x8<kBlock>(p));
+      const __m512 dm = _mm512_cvtph_ps(GatherU32x8<kBlock, kPartial>(p, blocks));
       u->wsc = _mm512_permutexvar_ps(
           _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15), dm);
     } else {
-      u->wsc = ScaleTwice(GatherU16x8<kBlock>(p));
+      u->wsc = ScaleTwice(GatherU16x8<kBlock, kPartial>(p, blocks));
     }
   }
 };
@@ -248,18 +284,33 @@ struct Q8_0 {
       for (int l = 0; l < 16; ++l) t[v][l] = 4 * v + l / 4;
     return t;
   }();
-  static void Load(const uint8_t* p, Unit* u) {
+  static void Load(const uint8_t* p, Unit* u) { LoadBlocks<false>(p, 8, u); }
+  // As Nibble32::LoadTail.
+  [[gnu::always_inline]] static void LoadTail(const uint8_t* p, int blocks, Unit* u) {
+    LoadBlocks<true>(p, blocks, u);
+  }
+
+  template <bool kPartial>
+  [[gnu::always_inline]] static void LoadBlocks(const uint8_t* p, int blocks, Unit* u) {
     const BlockQ8_0* b = reinterpret_cast<const BlockQ8_0*>(p);
     const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+    // An absent block's 32 bytes: not read, 0.
+    auto qs = [&](int i) {
+      if constexpr (!kPartial) return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[i].qs));
+      return _mm256_maskz_loadu_epi8(i < blocks ? ~0u : 0u, b[i].qs);
+    };
+    const int halves = kPartial && blocks <= 4 ? 1 : 2;
 #pragma GCC unroll 16
-    for (int z = 0; z < 4; ++z) {
-      const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[2 * z].qs));
-      const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[2 * z + 1].qs));
-      u->codes[z] = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), flip);
+    for (int h = 0; h < 2; ++h) {
+      if (kPartial && h >= halves) break;
+#pragma GCC unroll 2
+      for (int z = 2 * h; z < 2 * h + 2; ++z) {
+        u->codes[z] = _mm512_xor_si512(
+            _mm512_inserti64x4(_mm512_castsi256_si512(qs(2 * z)), qs(2 * z + 1), 1), flip);
+      }
+      PairHalves32(&u->codes[2 * h], &u->codes[2 * h + 1]);
     }
-    PairHalves32(&u->codes[0], &u->codes[1]);
-    PairHalves32(&u->codes[2], &u->codes[3]);
-    u->wsc = ScaleTwice(GatherU16x8<sizeof(BlockQ8_0)>(p));
+    u->wsc = ScaleTwice(GatherU16x8<sizeof(BlockQ8_0), kPartial>(p, blocks));
   }
 };
 
@@ -519,30 +570,30 @@ void DotRow(const RowsTask& t, const uint8_t* row, int64_t b0, float* out) {
     case WeightType::kBF16:
       return DotFloat<WeightType::kBF16, NB>(row, c, x, t.x_stride, out);
     case WeightType::kQ4_0:
-      return DotQuantized<Q4_0, NB>(type, row, c, a, out);
+      return DotQuantized<Q4_0, NB>(row, c, a, out);
     case WeightType::kQ4_1:
-      return DotQuantized<Q4_1, NB>(type, row, c, a, out);
+      return DotQuantized<Q4_1, NB>(row, c, a, out);
     case WeightType::kQ5_0:
-      return DotQuantized<Q5_0, NB>(type, row, c, a, out);
+      return DotQuantized<Q5_0, NB>(row, c, a, out);
     case WeightType::kQ5_1:
-      return DotQuantized<Q5_1, NB>(type, row, c, a, out);
+      return DotQuantized<Q5_1, NB>(row, c, a, out);
     case WeightType::kQ8_0:
-      return DotQuantized<Q8_0, NB>(type, row, c, a, out);
+      return DotQuantized<Q8_0, NB>(row, c, a, out);
     case WeightType::kQ4_K:
-      return DotQuantized<Q45K<false>, NB>(type, row, c, a, out);
+      return DotQuantized<Q45K<false>, NB>(row, c, a, out);
     case WeightType::kQ5_K:
-      return DotQuantized<Q45K<true>, NB>(type, row, c, a, out);
+      return DotQuantized<Q45K<true>, NB>(row, c, a, out);
     case WeightType::kQ6_K:
-      return DotQuantized<Q6K, NB>(type, row, c, a, out);
+      return DotQuantized<Q6K, NB>(row, c, a, out);
     case WeightType::kQ2_K:
     case WeightType::kQ3_K:
       return DotLane16Avx512<NB>(type, row, c, a, out);
     case WeightType::kIQ4_NL:
-      return DotQuantized<IQ4NL, NB>(type, row, c, a, out);
+      return DotQuantized<IQ4NL, NB>(row, c, a, out);
     case WeightType::kMXFP4:
-      return DotQuantized<MXFP4, NB>(type, row, c, a, out);
+      return DotQuantized<MXFP4, NB>(row, c, a, out);
     case WeightType::kIQ4_XS:
-      return DotQuantized<IQ4XS, NB>(type, row, c, a, out);
+      return DotQuantized<IQ4XS, NB>(row, c, a, out);
     case WeightType::kIQ2_XXS:
     case WeightType::kIQ2_XS:
     case WeightType::kIQ2_S:
@@ -560,7 +611,7 @@ template <typename Dec>
 void InterleavedRows(const RowsTask& t, int64_t begin, int64_t end) {
   auto rows = [&](int64_t b, int64_t e) {
     RunRowTiles(t, b, e, [&](auto nb, const uint8_t* row, int64_t b0, float* out) {
-      DotQuantized<Dec, decltype(nb)::value>(t.w.type, row, t.w.cols, t.acts + b0, out,
+      DotQuantized<Dec, decltype(nb)::value>(row, t.w.cols, t.acts + b0, out,
                                              InterleavedUnitStride(t.w.type));
     });
   };
@@ -594,10 +645,8 @@ bool DecodeRowQuads(const RowsTask& t, int64_t begin, int64_t end) {
     using Dec = decltype(dec);
     RowQuads(
         t, begin, end,
-        [&](const uint8_t* row, float* out) {
-          DotQuantizedRows4<Dec>(type, row, stride, cols, a, out);
-        },
-        [&](const uint8_t* row, float* out) { DotQuantized<Dec, 1>(type, row, cols, &a, out); });
+        [&](const uint8_t* row, float* out) { DotQuantizedRows4<Dec>(row, stride, cols, a, out); },
+        [&](const uint8_t* row, float* out) { DotQuantized<Dec, 1>(row, cols, &a, out); });
     return true;
   };
   // The types whose loops live in the other files: their entry points.

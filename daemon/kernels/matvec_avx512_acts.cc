@@ -4,6 +4,7 @@
 #include <immintrin.h>
 
 #include <array>
+#include <cstdint>
 
 #include "daemon/kernels/matvec_avx512_internal.h"
 #include "daemon/kernels/matvec_internal.h"
@@ -73,6 +74,23 @@ void QuantizeActsAvx512(WeightType type, const float* x, int64_t cols, const Qua
     _mm256_store_ps(out.ds + 16 * u + 8, _mm256_load_ps(out.s32 + 8 * u));
   }
   if (order == ActOrder::kNatural) return;
+  // The groups past the last whole unit (only the 32-element-block types,
+  // kNibble32 and kHalves32, have them) are one more unit, zero-padded: the
+  // loops run it as a partial unit (LoadTail), whose absent groups then
+  // multiply zeros.
+  const int tail_groups = static_cast<int>(cols / 32 % 8);
+  if (tail_groups != 0) {
+    const __mmask8 present = static_cast<__mmask8>((1u << tail_groups) - 1);
+    _mm256_store_ps(out.ds + 16 * units, _mm256_maskz_loadu_ps(present, out.d + 8 * units));
+    _mm256_store_ps(out.ds + 16 * units + 8, _mm256_maskz_loadu_ps(present, out.s32 + 8 * units));
+  }
+  const int64_t chunks = 2 * units + (tail_groups != 0 ? 2 : 0);
+  // The 64 bytes of qs at `offset`, zeros past its cols (masked: no read).
+  auto qs64 = [&](int64_t offset) {
+    const int64_t n = cols - offset;
+    if (n >= 64) return _mm512_load_si512(out.qs + offset);
+    return _mm512_maskz_loadu_epi8(n > 0 ? (uint64_t{1} << n) - 1 : 0, out.qs + offset);
+  };
   alignas(64) static constexpr auto kNibbleIndex = [] {
     std::array<std::array<uint8_t, 64>, 2> t{};
     for (int n = 0; n < 2; ++n)
@@ -81,9 +99,8 @@ void QuantizeActsAvx512(WeightType type, const float* x, int64_t cols, const Qua
     return t;
   }();
   if (order == ActOrder::kHalves32) {
-    for (int64_t c = 0; c < 2 * units; ++c) {
-      __m512i n0 = _mm512_load_si512(out.qs + 128 * c),
-              n1 = _mm512_load_si512(out.qs + 128 * c + 64);
+    for (int64_t c = 0; c < chunks; ++c) {
+      __m512i n0 = qs64(128 * c), n1 = qs64(128 * c + 64);
       PairHalves32(&n0, &n1);
       _mm512_store_si512(out.qp + 128 * c, n0);
       _mm512_store_si512(out.qp + 128 * c + 64, n1);
@@ -100,9 +117,8 @@ void QuantizeActsAvx512(WeightType type, const float* x, int64_t cols, const Qua
     return;
   }
   if (order == ActOrder::kNibble32) {
-    for (int64_t c = 0; c < 2 * units; ++c) {
-      const __m512i n0 = _mm512_load_si512(out.qs + 128 * c);
-      const __m512i n1 = _mm512_load_si512(out.qs + 128 * c + 64);
+    for (int64_t c = 0; c < chunks; ++c) {
+      const __m512i n0 = qs64(128 * c), n1 = qs64(128 * c + 64);
       _mm512_store_si512(out.qp + 128 * c, _mm512_permutex2var_epi8(
                                                n0, _mm512_load_si512(kNibbleIndex[0].data()), n1));
       _mm512_store_si512(

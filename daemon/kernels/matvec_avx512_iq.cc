@@ -605,19 +605,19 @@ void DotGridAvx512(WeightType type, const uint8_t* row, int64_t cols, const Quan
                    float* out) {
   switch (type) {
     case WeightType::kIQ2_XXS:
-      return DotQuantized<Iq2Xxs, NB>(type, row, cols, acts, out);
+      return DotQuantized<Iq2Xxs, NB>(row, cols, acts, out);
     case WeightType::kIQ2_XS:
-      return DotQuantized<Iq2Xs, NB>(type, row, cols, acts, out);
+      return DotQuantized<Iq2Xs, NB>(row, cols, acts, out);
     case WeightType::kIQ2_S:
-      return DotQuantized<Iq2S, NB>(type, row, cols, acts, out);
+      return DotQuantized<Iq2S, NB>(row, cols, acts, out);
     case WeightType::kIQ3_XXS:
-      return DotQuantized<Iq3Xxs, NB>(type, row, cols, acts, out);
+      return DotQuantized<Iq3Xxs, NB>(row, cols, acts, out);
     case WeightType::kIQ3_S:
-      return DotQuantized<Iq3S, NB>(type, row, cols, acts, out);
+      return DotQuantized<Iq3S, NB>(row, cols, acts, out);
     case WeightType::kIQ1_S:
-      return DotQuantized<Iq1S, NB>(type, row, cols, acts, out);
+      return DotQuantized<Iq1S, NB>(row, cols, acts, out);
     case WeightType::kIQ1_M:
-      return DotQuantized<Iq1M, NB>(type, row, cols, acts, out);
+      return DotQuantized<Iq1M, NB>(row, cols, acts, out);
     default:
       break;
   }
@@ -625,9 +625,7 @@ void DotGridAvx512(WeightType type, const uint8_t* row, int64_t cols, const Quan
 
 void DotGridRows4Avx512(WeightType type, const uint8_t* row0, int64_t row_stride, int64_t cols,
                         const QuantizedActs& a, float* out) {
-  auto rows = [&](auto dec) {
-    DotQuantizedRows4<decltype(dec)>(type, row0, row_stride, cols, a, out);
-  };
+  auto rows = [&](auto dec) { DotQuantizedRows4<decltype(dec)>(row0, row_stride, cols, a, out); };
   switch (type) {
     case WeightType::kIQ2_XXS:
       return rows(Iq2Xxs{});
@@ -640,8 +638,7 @@ void DotGridRows4Avx512(WeightType type, const uint8_t* row0, int64_t row_stride
     case WeightType::kIQ3_S:
       // Row by row: its loop inside DotQuantizedRows4 ran 6 % slower on
       // rows of 4096 and more (in cache, Zen 5).
-      for (int r = 0; r < 4; ++r)
-        DotQuantized<Iq3S, 1>(type, row0 + r * row_stride, cols, &a, out + r);
+      for (int r = 0; r < 4; ++r) DotQuantized<Iq3S, 1>(row0 + r * row_stride, cols, &a, out + r);
       return;
     case WeightType::kIQ1_S:
       return rows(Iq1S{});

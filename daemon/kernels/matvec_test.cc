@@ -107,11 +107,14 @@ std::string Label(WeightType t, Isa isa, int64_t rows, int64_t cols, int threads
 }
 
 // Shapes: rows not a multiple of any thread count; cols of 1 block, several
-// blocks, and (legacy types) not a multiple of 256 (the AVX-512 tail).
+// blocks, and (legacy types) not a multiple of 256: tails of 1 to 4 groups
+// and of 5 to 7 (past the first half of the SIMD loops' partial unit).
 std::vector<std::pair<int64_t, int64_t>> Shapes(WeightType t) {
   const int be = GetWeightTypeInfo(t).block_elems;
   if (be == 256) return {{1, 256}, {7, 512}, {37, 1280}, {3, 4096}};
-  if (be == 32) return {{1, 32}, {5, 96}, {37, 288}, {19, 1056}, {3, 4096}};
+  if (be == 32) {
+    return {{1, 32}, {5, 96}, {9, 128}, {11, 224}, {37, 288}, {19, 1056}, {6, 1248}, {3, 4096}};
+  }
   return {{1, 1}, {5, 17}, {37, 300}, {19, 1056}, {3, 4096}};
 }
 
@@ -265,33 +268,37 @@ TEST(MatMulTest, EachRowIsBitIdenticalToItsBatchOfOne) {
   ThreadPool pool(2);
   for (WeightType type : kAllWeightTypes) {
     const int be = GetWeightTypeInfo(type).block_elems;
-    // Legacy types: 288 is not a multiple of 256 (the AVX-512 tail); float
-    // types: 300 leaves a tail after the 16/32-wide loop.
-    const int64_t rows = 13, cols = be == 256 ? 512 : (be == 32 ? 288 : 300);
-    const int64_t x_stride = cols + 3, y_stride = rows + 2;
-    const Matrix m = MakeMatrix(type, rows, cols, 0, 11);
-    const std::vector<float> x = MakeInput(x_stride * kMaxBatch, 17);
-    Scratch scratch(MatVecScratchBytes(type, cols, kMaxBatch));
-    for (Isa isa : SupportedIsas()) {
-      // Each row alone.
-      std::vector<float> alone(y_stride * kMaxBatch, NAN);
-      for (int64_t b = 0; b < kMaxBatch; ++b) {
-        ASSERT_TRUE(MatMulOnIsa(isa, m.view(), x.data() + b * x_stride, x_stride, 1,
-                                alone.data() + b * y_stride, y_stride, &pool, &scratch)
-                        .ok());
-      }
-      for (int64_t batch : {1, 2, 3, 4, 5, 7, 8, 33, 64}) {
-        // Start at a different row each time, so a row is not always first.
-        const int64_t first = (batch * 5) % (kMaxBatch - batch + 1);
-        std::vector<float> y(y_stride * batch, NAN);
-        ASSERT_TRUE(MatMulOnIsa(isa, m.view(), x.data() + first * x_stride, x_stride, batch,
-                                y.data(), y_stride, &pool, &scratch)
-                        .ok());
-        for (int64_t b = 0; b < batch; ++b) {
-          ASSERT_EQ(0, std::memcmp(&y[b * y_stride], &alone[(first + b) * y_stride],
-                                   rows * sizeof(float)))
-              << Label(type, isa, rows, cols, 2) << " batch " << batch << " row " << b << ": "
-              << y[b * y_stride] << " vs " << alone[(first + b) * y_stride];
+    // Legacy types: 288 and 480 are not multiples of 256 (a tail of 1 group
+    // and of 7); float types: 300 leaves a tail after the 16/32-wide loop.
+    std::vector<int64_t> widths = {be == 256 ? 512 : (be == 32 ? 288 : 300)};
+    if (be == 32) widths.push_back(480);
+    for (const int64_t cols : widths) {
+      const int64_t rows = 13;
+      const int64_t x_stride = cols + 3, y_stride = rows + 2;
+      const Matrix m = MakeMatrix(type, rows, cols, 0, 11);
+      const std::vector<float> x = MakeInput(x_stride * kMaxBatch, 17);
+      Scratch scratch(MatVecScratchBytes(type, cols, kMaxBatch));
+      for (Isa isa : SupportedIsas()) {
+        // Each row alone.
+        std::vector<float> alone(y_stride * kMaxBatch, NAN);
+        for (int64_t b = 0; b < kMaxBatch; ++b) {
+          ASSERT_TRUE(MatMulOnIsa(isa, m.view(), x.data() + b * x_stride, x_stride, 1,
+                                  alone.data() + b * y_stride, y_stride, &pool, &scratch)
+                          .ok());
+        }
+        for (int64_t batch : {1, 2, 3, 4, 5, 7, 8, 33, 64}) {
+          // Start at a different row each time, so a row is not always first.
+          const int64_t first = (batch * 5) % (kMaxBatch - batch + 1);
+          std::vector<float> y(y_stride * batch, NAN);
+          ASSERT_TRUE(MatMulOnIsa(isa, m.view(), x.data() + first * x_stride, x_stride, batch,
+                                  y.data(), y_stride, &pool, &scratch)
+                          .ok());
+          for (int64_t b = 0; b < batch; ++b) {
+            ASSERT_EQ(0, std::memcmp(&y[b * y_stride], &alone[(first + b) * y_stride],
+                                     rows * sizeof(float)))
+                << Label(type, isa, rows, cols, 2) << " batch " << batch << " row " << b << ": "
+                << y[b * y_stride] << " vs " << alone[(first + b) * y_stride];
+          }
         }
       }
     }

@@ -469,9 +469,10 @@ void QuantizeRow(WeightType type, const float* src, void* dst, int64_t n) {
 }
 
 size_t ActsScratchBytes(int64_t cols) {
-  return 2 * Align64(cols) + 2 * Align64(cols / 32 * sizeof(float)) +
-         Align64(cols / 16 * sizeof(float)) + Align64(cols / 256 * 32 * sizeof(float)) +
-         Align64(cols / 16 * sizeof(int32_t));
+  const size_t units = static_cast<size_t>(cols + 255) / 256;
+  return Align64(cols) + 2 * Align64(cols / 32 * sizeof(float)) +
+         Align64(cols / 16 * sizeof(float)) + 256 * units + Align64(units * 32 * sizeof(float)) +
+         Align64(std::max<size_t>(cols / 16, 8 * units) * sizeof(int32_t));
 }
 
 QuantizedActs LayoutActs(void* buf, int64_t cols) {
@@ -486,10 +487,11 @@ QuantizedActs LayoutActs(void* buf, int64_t cols) {
   p += Align64(cols / 32 * sizeof(float));
   a.s16 = reinterpret_cast<float*>(p);
   p += Align64(cols / 16 * sizeof(float));
+  const size_t units = static_cast<size_t>(cols + 255) / 256;
   a.qp = reinterpret_cast<int8_t*>(p);
-  p += Align64(cols);
+  p += 256 * units;
   a.ds = reinterpret_cast<float*>(p);
-  p += Align64(cols / 256 * 32 * sizeof(float));
+  p += Align64(units * 32 * sizeof(float));
   a.zs = reinterpret_cast<int32_t*>(p);
   return a;
 }

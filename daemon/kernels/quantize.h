@@ -60,13 +60,17 @@ struct QuantizedActs {
   // qs reordered per 256 elements so that weight bytes feed vpdpbusd as
   // they lie in memory (the activation moves once per call, the weights never),
   // and per 256 elements the 8 d then the 8 s32, one zmm load per unit
-  // (Q2_K, Q3_K: 32 floats per 256, see ActOrder::kLane16).
-  int8_t* qp = nullptr;  // [cols / 256 * 256], 64-byte aligned.
-  float* ds = nullptr;   // [cols / 256 * 32], 64-byte aligned.
+  // (Q2_K, Q3_K: 32 floats per 256, see ActOrder::kLane16). The groups of 32
+  // past the last whole 256 (rows of the 32-element-block types) make one
+  // more unit there, zero-padded, which those loops (and the tiled ones,
+  // below) run as a partial unit.
+  int8_t* qp = nullptr;  // [ceil(cols / 256) * 256], 64-byte aligned.
+  float* ds = nullptr;   // [ceil(cols / 256) * 32], 64-byte aligned.
   // Filled by the tiled quantizer only (matmul_avx2.cc), in its lane order
   // (qp and ds too): a weight type's zero point times the int sum of each
-  // block's qs, so that the integer dot comes out exact without a float bias.
-  int32_t* zs = nullptr;  // [cols / 16], 64-byte aligned.
+  // block's qs, so that the integer dot comes out exact without a float bias
+  // (0 in a padded last unit's absent blocks).
+  int32_t* zs = nullptr;  // [max(cols / 16, ceil(cols / 256) * 8)], 64-byte aligned.
 };
 
 // Bytes of scratch for one quantized activation vector of `cols` elements,
