@@ -197,16 +197,10 @@ struct Q4K {
   // wsc and mcoef from the super-block's header (d, dmin, scales).
   static void LoadScales(const uint8_t* p, TileUnit* u) {
     const BlockQ4_K* b = reinterpret_cast<const BlockQ4_K*>(p);
-    // The 6-bit scales and mins in 64-bit integer arithmetic: [sc0-3 | m0-3]
-    // and [sc4-7 | m4-7].
-    uint64_t w01;
-    std::memcpy(&w01, b->scales, 8);
-    const uint64_t w2 = LoadU32(b->scales + 8);
-    const uint64_t lo = w01 & 0x3F3F3F3F3F3F3F3F;
-    const uint64_t hi =
-        ((w2 | ((w2 >> 4) << 32)) & 0x0F0F0F0F0F0F0F0F) | (((w01 >> 6) & 0x0303030303030303) << 4);
-    const __m128i scm =
-        _mm_shuffle_epi32(_mm_set_epi64x(static_cast<int64_t>(hi), static_cast<int64_t>(lo)), 0xD8);
+    // [sc0-3 | m0-3] and [sc4-7 | m4-7], then [sc0-7 | m0-7].
+    const KScaleWords w = UnpackQ4KScales(b->scales);
+    const __m128i scm = _mm_shuffle_epi32(
+        _mm_set_epi64x(static_cast<int64_t>(w.hi), static_cast<int64_t>(w.lo)), 0xD8);
     const __m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(scm));
     const __m256 mn = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(scm, 8)));
     const __m256 ws = _mm256_mul_ps(sc, _mm256_set1_ps(F16ToF32(b->d)));
@@ -282,7 +276,7 @@ struct Q23K {
     __m128i sc;
     const float d = F16ToF32(b->d);
     if constexpr (kQ3) {
-      const Q3KScaleWords w = UnpackQ3KScales(b->scales);
+      const KScaleWords w = UnpackQ3KScales(b->scales);
       sc = _mm_sub_epi8(_mm_set_epi64x(static_cast<int64_t>(w.hi), static_cast<int64_t>(w.lo)),
                         _mm_set1_epi8(32));
       // x = d sc (q - 4): the -4 goes to the 16-sums.

@@ -539,7 +539,7 @@ struct Q5K {
   };
   [[gnu::always_inline]] static Prep Prepare(const uint8_t* p) {
     const auto* b = reinterpret_cast<const BlockQ5_K*>(p);
-    const Q4KScaleWords w = UnpackQ4KScales(b->scales);
+    const KScaleWords w = UnpackQ4KScales(b->scales);
     // [sc0-7 | m0-7].
     const __m128i scm = _mm_shuffle_epi32(
         _mm_set_epi64x(static_cast<int64_t>(w.hi), static_cast<int64_t>(w.lo)), 0xD8);

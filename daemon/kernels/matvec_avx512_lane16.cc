@@ -216,7 +216,7 @@ struct Q23K {
     u->codes[3] = Codes<3>(c, qs, qs2, hmask, hmask2);
     if constexpr (kQ3) {
       // Zero-extended into lane order by one vpermb.
-      const Q3KScaleWords w = UnpackQ3KScales(b->scales);
+      const KScaleWords w = UnpackQ3KScales(b->scales);
       const __m512i sc =
           _mm512_sub_epi32(_mm512_maskz_permutexvar_epi8(
                                0x1111111111111111, c.scale_index,

@@ -50,40 +50,33 @@ inline constexpr int kQ4KHeaderBytes = 16;
 inline constexpr int Q4KLaneGroup(int j) { return j < 4 ? 2 * j : 2 * (j - 4) + 1; }
 inline constexpr int Q4KLaneElem(int i, int j, int b) { return 4 * (j < 4 ? i : (i + 4) % 8) + b; }
 
-// Q3_K's 16 6-bit scales, unsigned (before the -32), as bytes: word 0 holds
-// scales 0-7, word 1 scales 8-15. Scale j is the low (j < 8) or high nibble
-// of byte j % 8, with bits 2 (j / 4), +1 of byte 8 + j % 4 as bits 4-5;
+// The 12 packed scale bytes of a K-type super-block (Q3_K, Q4_K, Q5_K),
 // unpacked in 64-bit integer registers, two scales' worth of bits per op and
-// off the vector ports.
-struct Q3KScaleWords {
+// off the vector ports, into two words of 8 bytes each.
+struct KScaleWords {
   uint64_t lo, hi;
 };
-inline Q3KScaleWords UnpackQ3KScales(const uint8_t* scales) {
+inline KScaleWords UnpackKScales(const uint8_t* scales, bool q3) {
   uint64_t w01;
   std::memcpy(&w01, scales, 8);
   uint32_t w2_32;
   std::memcpy(&w2_32, scales + 8, 4);
   const uint64_t w2 = w2_32;
   constexpr uint64_t kNib = 0x0F0F0F0F0F0F0F0F, kTwo = 0x0303030303030303;
-  return {(w01 & kNib) | (((w2 | ((w2 >> 2) << 32)) & kTwo) << 4),
-          ((w01 >> 4) & kNib) | ((((w2 >> 4) | ((w2 >> 6) << 32)) & kTwo) << 4)};
+  if (q3) {
+    return {(w01 & kNib) | (((w2 | ((w2 >> 2) << 32)) & kTwo) << 4),
+            ((w01 >> 4) & kNib) | ((((w2 >> 4) | ((w2 >> 6) << 32)) & kTwo) << 4)};
+  }
+  return {w01 & 0x3F3F3F3F3F3F3F3F, ((w2 | ((w2 >> 4) << 32)) & kNib) | (((w01 >> 6) & kTwo) << 4)};
 }
+// Q3_K's 16 6-bit scales, unsigned (before the -32), as bytes: word 0 holds
+// scales 0-7, word 1 scales 8-15. Scale j is the low (j < 8) or high nibble
+// of byte j % 8, with bits 2 (j / 4), +1 of byte 8 + j % 4 as bits 4-5.
+inline KScaleWords UnpackQ3KScales(const uint8_t* scales) { return UnpackKScales(scales, true); }
+// Q4_K's and Q5_K's 8 6-bit scales and 8 6-bit mins: lo holds the bytes
+// sc0-3 then m0-3, hi sc4-7 then m4-7.
+inline KScaleWords UnpackQ4KScales(const uint8_t* scales) { return UnpackKScales(scales, false); }
 
-// Q4_K's and Q5_K's 8 6-bit scales and 8 6-bit mins, unpacked in 64-bit
-// integer arithmetic (off the vector ports): lo holds the bytes sc0-3 then
-// m0-3, hi sc4-7 then m4-7.
-struct Q4KScaleWords {
-  uint64_t lo, hi;
-};
-inline Q4KScaleWords UnpackQ4KScales(const uint8_t* scales) {
-  uint64_t w01;
-  std::memcpy(&w01, scales, 8);
-  uint32_t w2_32;
-  std::memcpy(&w2_32, scales + 8, 4);
-  const uint64_t w2 = w2_32;
-  return {w01 & 0x3F3F3F3F3F3F3F3F, ((w2 | ((w2 >> 4) << 32)) & 0x0F0F0F0F0F0F0F0F) |
-                                        (((w01 >> 6) & 0x0303030303030303) << 4)};
-}
 // The file bytes of a unit of a grouped row (UnitBytes(type) of them), read
 // back from `layout`: the reference decode of the interleaved layouts.
 void UninterleaveUnit(WeightType type, WeightLayout layout, const uint8_t* unit,
