@@ -194,22 +194,18 @@ struct Table4 {
 using Iq4Nl = Table4<BlockIQ4_NL, kIq4NlValues>;
 using Mxfp4 = Table4<BlockMXFP4, kMxfp4Values>;
 
-// Lane j < kGroups of the result: the sum of the 8 int32 lanes of dots[j]
-// (exact: the order of integer sums does not matter); the other lanes 0.
+// Lane j < kGroups of the result: the sum of the 8 int32 lanes of group j's
+// dot (exact: the order of integer sums does not matter), the other lanes 0;
+// from quads[h], the vphaddd of groups 4h .. 4h + 3's pair sums: their
+// sums over the elements' low 128 bits, then over the high 128.
 template <int kGroups>
-[[gnu::always_inline]] inline __m256i GroupTotals(const __m256i dots[8]) {
-  // q0: groups 0-3 of the elements' low 128 bits, then of the high 128; q1
-  // groups 4-7.
-  const __m256i q0 =
-      _mm256_hadd_epi32(_mm256_hadd_epi32(dots[0], dots[1]), _mm256_hadd_epi32(dots[2], dots[3]));
+[[gnu::always_inline]] inline __m256i GroupTotals(const __m256i quads[2]) {
   if constexpr (kGroups <= 4) {
     return _mm256_zextsi128_si256(
-        _mm_add_epi32(_mm256_castsi256_si128(q0), _mm256_extracti128_si256(q0, 1)));
+        _mm_add_epi32(_mm256_castsi256_si128(quads[0]), _mm256_extracti128_si256(quads[0], 1)));
   }
-  const __m256i q1 =
-      _mm256_hadd_epi32(_mm256_hadd_epi32(dots[4], dots[5]), _mm256_hadd_epi32(dots[6], dots[7]));
-  return _mm256_add_epi32(_mm256_permute2x128_si256(q0, q1, 0x20),
-                          _mm256_permute2x128_si256(q0, q1, 0x31));
+  return _mm256_add_epi32(_mm256_permute2x128_si256(quads[0], quads[1], 0x20),
+                          _mm256_permute2x128_si256(quads[0], quads[1], 0x31));
 }
 
 // Groups g .. g + kGroups - 1 of a row (kGroups < 8: the groups that end it)
@@ -227,22 +223,38 @@ template <typename Dec, int NB, int kGroups>
                                                    __m256* bias) {
   constexpr bool kPartial = kGroups < 8;
   const ChunkScales sc = Dec::template Scales<kPartial>(row, g, kGroups);
-  __m256i codes[kGroups];
+  // Groups two at a time (their codes made once for the NB vectors), each
+  // pair's dots folded by vphaddd as they come: few registers live at NB 4.
+  __m256i quads[NB][2];
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h) {
+    if (4 * h >= kGroups) break;
+    __m256i pairs[NB][2];
+#pragma GCC unroll 2
+    for (int p = 0; p < 2; ++p) {
+      const int j = 4 * h + 2 * p;
+      const bool second = j + 1 < kGroups;
+      const __m256i c0 = j < kGroups ? Dec::Codes(row, g + j) : _mm256_setzero_si256();
+      const __m256i c1 = second ? Dec::Codes(row, g + j + 1) : _mm256_setzero_si256();
 #pragma GCC unroll 8
-  for (int j = 0; j < kGroups; ++j) codes[j] = Dec::Codes(row, g + j);
+      for (int k = 0; k < NB; ++k) {
+        // An absent group's activation is not read (it may lie past the vector).
+        auto dot = [&](__m256i codes, int jj) {
+          return IntDot<Dec::kSigned>(
+              codes,
+              _mm256_load_si256(reinterpret_cast<const __m256i*>(acts[k].qs + 32 * (g + jj))));
+        };
+        pairs[k][p] = j >= kGroups ? _mm256_setzero_si256()
+                                   : _mm256_hadd_epi32(dot(c0, j), second ? dot(c1, j + 1)
+                                                                          : _mm256_setzero_si256());
+      }
+    }
+#pragma GCC unroll 8
+    for (int k = 0; k < NB; ++k) quads[k][h] = _mm256_hadd_epi32(pairs[k][0], pairs[k][1]);
+  }
 #pragma GCC unroll 8
   for (int k = 0; k < NB; ++k) {
     const QuantizedActs& a = acts[k];
-    __m256i dots[8];
-#pragma GCC unroll 8
-    for (int j = 0; j < 8; ++j) {
-      // An absent group's activation is not read (it may lie past the vector).
-      dots[j] = j < kGroups
-                    ? IntDot<Dec::kSigned>(
-                          codes[j],
-                          _mm256_load_si256(reinterpret_cast<const __m256i*>(a.qs + 32 * (g + j))))
-                    : _mm256_setzero_si256();
-    }
     __m256 ad, s32;
     if constexpr (kPartial) {
       ad = _mm256_maskload_ps(a.d + g, PresentLanes(kGroups));
@@ -251,7 +263,7 @@ template <typename Dec, int NB, int kGroups>
       ad = _mm256_loadu_ps(a.d + g);
       s32 = _mm256_loadu_ps(a.s32 + g);
     }
-    acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(GroupTotals<kGroups>(dots)),
+    acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(GroupTotals<kGroups>(quads[k])),
                              _mm256_mul_ps(sc.wscale, ad), acc[k]);
     if constexpr (!Dec::kSigned) bias[k] = _mm256_fmadd_ps(sc.coef, s32, bias[k]);
   }
