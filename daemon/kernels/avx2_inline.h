@@ -19,20 +19,9 @@
 #include <utility>
 
 #include "daemon/kernels/avx2_variant.h"
+#include "daemon/kernels/quant_blocks.h"
 
 namespace waste::kernels::internal::WASTE_AVX2_NS {
-
-inline uint16_t LoadU16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-
-inline uint32_t LoadU32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
 
 // (x0 + x2) + (x1 + x3) of lo128 + hi128.
 inline float HorizontalSum(__m256 v) {
