@@ -9,6 +9,12 @@
 namespace waste::kernels {
 namespace {
 
+uint32_t LoadU32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
 void DequantQ4_0(const BlockQ4_0* b, int64_t nb, float* y) {
   for (int64_t i = 0; i < nb; ++i, y += kQK32) {
     const float d = F16ToF32(b[i].d);

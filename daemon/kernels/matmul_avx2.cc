@@ -30,7 +30,7 @@
 #include <utility>
 
 #include "common/logging.h"
-#include "daemon/kernels/avx2_inline.h"
+#include "daemon/kernels/avx2_sums.h"
 #include "daemon/kernels/fp16.h"
 #include "daemon/kernels/matvec_avx2_internal.h"
 #include "daemon/kernels/matvec_internal.h"
@@ -39,6 +39,67 @@ namespace waste::kernels::internal::WASTE_AVX2_NS::tiled {
 namespace {
 
 constexpr int kTile = 8;
+
+inline uint16_t LoadU16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+inline uint32_t LoadU32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+// Calls f(std::integral_constant<int, i>()) for i < 8 (immediate operands).
+// Forced inline: GCC otherwise kept Q23K::Load's loop body out of line,
+// with its 8 code vectors going through memory (2x slower).
+template <typename F, int... I>
+[[gnu::always_inline]] inline void UnrollImpl(F&& f, std::integer_sequence<int, I...>) {
+  (f(std::integral_constant<int, I>()), ...);
+}
+template <typename F>
+[[gnu::always_inline]] inline void Unroll8(F&& f) {
+  UnrollImpl(f, std::make_integer_sequence<int, 8>());
+}
+
+// 8 f16 at p + kStride * i as f32. Each f16 comes in with a dword
+// broadcast from memory (a load, no shuffle), f16 i in half i % 2 of the
+// dword (for odd i the dword starts 2 bytes before it), then blends put word
+// i in place: 7 blends where scalar loads, shifts and inserts took ~25
+// instructions.
+template <int kStride>
+[[gnu::always_inline]] inline __m256 GatherHalves(const uint8_t* p) {
+  static_assert(kStride >= 2);
+  auto dword = [&](int offset) {
+    return _mm_castps_si128(_mm_broadcast_ss(reinterpret_cast<const float*>(p + offset)));
+  };
+  // Dword m of pair m: f16 2m in its low half, 2m + 1 in its high half.
+  auto pair = [&](auto m) {
+    constexpr int kM = decltype(m)::value;
+    return _mm_blend_epi16(dword(2 * kM * kStride), dword((2 * kM + 1) * kStride - 2), 0xAA);
+  };
+  const __m128i h = _mm_blend_epi32(_mm_blend_epi32(pair(std::integral_constant<int, 0>()),
+                                                    pair(std::integral_constant<int, 1>()), 0x2),
+                                    _mm_blend_epi32(pair(std::integral_constant<int, 2>()),
+                                                    pair(std::integral_constant<int, 3>()), 0x8),
+                                    0xC);
+  return _mm256_cvtph_ps(h);
+}
+
+// In-lane 4x4 transpose of dwords: out[i] = [in0.i, in1.i, in2.i, in3.i |
+// in0.(4+i), in1.(4+i), in2.(4+i), in3.(4+i)].
+inline void Transpose4(const __m256i in[4], __m256i out[4]) {
+  const __m256i t0 = _mm256_unpacklo_epi32(in[0], in[1]);
+  const __m256i t1 = _mm256_unpackhi_epi32(in[0], in[1]);
+  const __m256i t2 = _mm256_unpacklo_epi32(in[2], in[3]);
+  const __m256i t3 = _mm256_unpackhi_epi32(in[2], in[3]);
+  out[0] = _mm256_unpacklo_epi64(t0, t2);
+  out[1] = _mm256_unpackhi_epi64(t0, t2);
+  out[2] = _mm256_unpacklo_epi64(t1, t3);
+  out[3] = _mm256_unpackhi_epi64(t1, t3);
+}
 
 // 256 weights decoded: lane j of codes[i] holds 4 codes of block G(j)
 // (elements 4 Qd(i, j) ..), u8; wsc the weight scale of lane j's block; Q4_K:
@@ -337,7 +398,23 @@ inline void DotTile16(const uint8_t* row, int64_t cols, const QuantizedActs* act
 template <typename Dec>
 [[gnu::always_inline]] inline void AccumulateTileUnit(const TileUnit& u, const QuantizedActs& a,
                                                       int64_t un, __m256* acc, __m256* bias) {
-  __m256i dot = DotBytes8x4Bit(u.codes, a.qp + 256 * un);
+  const int8_t* q = a.qp + 256 * un;
+  auto act = [q](int i) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 32 * i)); };
+#ifdef __AVXVNNI__
+  // Two chains of vpdpbusd, each step waiting on the last.
+  __m256i even = DotBytes(u.codes[0], act(0)), odd = DotBytes(u.codes[1], act(1));
+#pragma GCC unroll 8
+  for (int i = 2; i < 8; i += 2) {
+    even = AddDotBytes(even, u.codes[i], act(i));
+    odd = AddDotBytes(odd, u.codes[i + 1], act(i + 1));
+  }
+  __m256i dot = _mm256_add_epi32(even, odd);
+#else
+  __m256i s16 = _mm256_maddubs_epi16(u.codes[0], act(0));
+#pragma GCC unroll 8
+  for (int i = 1; i < 8; ++i) s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(u.codes[i], act(i)));
+  __m256i dot = _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
+#endif
   if constexpr (Dec::kZeroPoint != 0) {
     dot = _mm256_add_epi32(dot, _mm256_load_si256(reinterpret_cast<const __m256i*>(a.zs + 8 * un)));
   }
@@ -349,7 +426,8 @@ template <typename Dec>
 }
 
 // Whether Dec has a LoadTail(p, blocks, u) (Q4_0) or a PrepareTail(p,
-// blocks) (IQ4_NL, MXFP4); the other types' rows are whole units.
+// blocks) (the table types with blocks of 32) for the groups of a row past
+// its last whole unit; the other types' rows are whole units.
 template <typename Dec>
 inline constexpr bool kLoadsTail = requires(const uint8_t* p, TileUnit* u) {
   Dec::LoadTail(p, 0, u);
@@ -361,8 +439,9 @@ inline constexpr bool kPreparesTail = requires(const uint8_t* p) {
 
 // The blocks of a row of `cols` past its last whole unit (p: the first),
 // prefetched, or 0 for none. The loops run them as one more unit, partial,
-// through a whole unit's step on the activation's zero-padded last unit,
-// into the row's own sums (not a group loop's of their own, as before).
+// through the same step as a whole unit's on the activation's zero-padded
+// last unit, into the row's own sums. (They went through a group loop of
+// their own, a float sum per row apart, before.)
 template <typename Dec>
 [[gnu::always_inline]] inline int TailBlocks(const uint8_t* p, int64_t cols) {
   if constexpr (kLoadsTail<Dec> || kPreparesTail<Dec>) {

@@ -1,20 +1,20 @@
 // AVX2 + FMA + F16C loops (compiled with -mavx2 -mfma -mf16c; run only when
 // DetectIsa() says the CPU has them). The small fixed loops are forced
 // unrolled: GCC -O2 leaves them rolled, which keeps accumulators and decoded
-// groups in stack memory. Each 32-element group's codes as 32 u8 in a ymm,
-// vpmaddubsw + vpmaddwd against the int8 activations (one vpdpbusd in the
-// AVX-VNNI build of these loops: avx2_variant.h); the legacy types then
-// reduce 8 groups' dots to a lane each and scale them in f32 together
-// (AccumulateChunk).
+// groups in stack memory. One 32-element group per step: codes
+// as 32 u8 in a ymm, vpmaddubsw + vpmaddwd against the int8 activations
+// (one vpdpbusd in the AVX-VNNI build of these loops: avx2_variant.h),
+// scaled in f32 per 4-element lane.
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include "common/logging.h"
-#include "daemon/kernels/avx2_inline.h"
+#include "daemon/kernels/avx2_sums.h"
 #include "daemon/kernels/dequantize.h"
 #include "daemon/kernels/fp16.h"
 #include "daemon/kernels/matvec_avx2_internal.h"
@@ -81,14 +81,20 @@ inline void Accumulate(const GroupV& g, int64_t gi, const QuantizedActs* acts, _
   }
 }
 
-// The legacy decoders: Codes(row, gi), a group's 32 codes; Scales(row, g),
-// groups g .. g + 7's weight scales and, for the unsigned ones, the
-// coefficients of their activation sums (see Group in matvec_scalar.cc),
-// lane j group g + j; Scale(row, gi) and Coef(row, gi, scale) the same for
-// one group (a row's last n < 8).
+// The legacy decoders: Codes(row, gi), a group's 32 codes; Scales<kPartial>
+// (row, g, n), groups g .. g + 7's weight scales and, for the unsigned ones,
+// the coefficients of their activation sums (see Group in
+// matvec_scalar.cc), lane j group g + j; a partial chunk (kPartial: the n < 8
+// groups that end a row) reads only its n groups' and leaves the other lanes
+// 0.
 struct ChunkScales {
   __m256 wscale, coef;
 };
+
+// All ones in int32 lanes j < n.
+inline __m256i PresentLanes(int n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
 
 // Q4_0, Q4_1, Q5_0, Q5_1: d (and m) at the block's start; the zero point of
 // the types without m (-8, -16) times d is their coefficient.
@@ -96,24 +102,17 @@ template <typename Block, bool kFifthBit, bool kMin>
 struct Nibbles {
   static constexpr int kBlockBytes = sizeof(Block);
   static constexpr bool kSigned = false;
-  static constexpr float kZeroPoint = kFifthBit ? -16.0f : -8.0f;
   static __m256i Codes(const uint8_t* row, int64_t gi) {
     const auto* b = reinterpret_cast<const Block*>(row) + gi;
     if constexpr (kFifthBit) return _mm256_or_si256(LowHighNibbles(b->qs), FifthBitBytes(b->qh));
     return LowHighNibbles(b->qs);
   }
-  static ChunkScales Scales(const uint8_t* row, int64_t g) {
+  template <bool kPartial>
+  static ChunkScales Scales(const uint8_t* row, int64_t g, int n) {
     const uint8_t* p = row + g * kBlockBytes;
-    const __m256 d = GatherF16x8<kBlockBytes, false>(p, 8);
-    if constexpr (kMin) return {d, GatherF16x8<kBlockBytes, false>(p + offsetof(Block, m), 8)};
-    return {d, _mm256_mul_ps(d, _mm256_set1_ps(kZeroPoint))};
-  }
-  static float Scale(const uint8_t* row, int64_t gi) {
-    return F16ToF32((reinterpret_cast<const Block*>(row) + gi)->d);
-  }
-  static float Coef(const uint8_t* row, int64_t gi, float d) {
-    if constexpr (kMin) return F16ToF32((reinterpret_cast<const Block*>(row) + gi)->m);
-    return kZeroPoint * d;
+    const __m256 d = GatherF16x8<kBlockBytes, kPartial>(p, n);
+    if constexpr (kMin) return {d, GatherF16x8<kBlockBytes, kPartial>(p + offsetof(Block, m), n)};
+    return {d, _mm256_mul_ps(d, _mm256_set1_ps(kFifthBit ? -16.0f : -8.0f))};
   }
 };
 using Q4_0 = Nibbles<BlockQ4_0, false, false>;
@@ -128,17 +127,15 @@ struct Q8_0 {
     const auto* b = reinterpret_cast<const BlockQ8_0*>(row) + gi;
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs));
   }
-  static ChunkScales Scales(const uint8_t* row, int64_t g) {
-    return {GatherF16x8<kBlockBytes, false>(row + g * kBlockBytes, 8), _mm256_setzero_ps()};
-  }
-  static float Scale(const uint8_t* row, int64_t gi) {
-    return F16ToF32((reinterpret_cast<const BlockQ8_0*>(row) + gi)->d);
+  template <bool kPartial>
+  static ChunkScales Scales(const uint8_t* row, int64_t g, int n) {
+    return {GatherF16x8<kBlockBytes, kPartial>(row + g * kBlockBytes, n), _mm256_setzero_ps()};
   }
 };
 
 // Q8_0 in the kInterleaved layout (a grouped row; `row` is its first
 // unit): group gi's scale and quants sit in unit gi / 8, whose 8 scales
-// are one load (its rows are whole units).
+// are one load (its rows are whole units: never partial).
 struct InterleavedQ8_0 {
   static constexpr int kUnitStride = kInterleaveRows * 8 * sizeof(BlockQ8_0);
   static constexpr bool kSigned = true;
@@ -146,84 +143,122 @@ struct InterleavedQ8_0 {
     const uint8_t* qs = row + gi / 8 * kUnitStride + kUnitScaleBytes + kQK32 * (gi % 8);
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs));
   }
-  static ChunkScales Scales(const uint8_t* row, int64_t g) {
+  template <bool kPartial>
+  static ChunkScales Scales(const uint8_t* row, int64_t g, int n) {
+    static_assert(!kPartial);
     const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + g / 8 * kUnitStride));
     return {_mm256_cvtph_ps(d), _mm256_setzero_ps()};
   }
 };
 
-// Groups g .. g + 7 of a row against NB activation vectors: each group's
-// integer dot summed into lane j of one vector (exact: the order of integer
-// sums does not matter), then one cvt and fma per 8 groups with the scales
-// converted 8 at a time, and one fma for their zero-point terms against the
-// activation's block sums, where each group had its own scalar f16
-// conversion, broadcast, cvt and fma and its own scalar fma for the zero
-// point (AccumulateGroup, which a row's last n < 8 groups still take: as a
-// partial chunk they measured no faster at batch 1 and 15-25 % slower at 4).
-// In cache, Zen 5, batch 1, 4224 columns: Q8_0 24 -> 33 GB/s, Q4_1 13.5 ->
-// 17.7, Q5_0 and Q5_1 12 -> 15.
-template <typename Dec, int NB>
+// IQ4_NL and MXFP4: nibbles placed as Q4_0's, each indexing the type's table
+// of 16 signed values.
+template <typename Block, const int8_t* kTable>
+struct Table4 {
+  static constexpr int kBlockBytes = sizeof(Block);
+  static constexpr bool kSigned = true;
+  static __m256i Codes(const uint8_t* row, int64_t gi) {
+    const auto* b = reinterpret_cast<const Block*>(row) + gi;
+    const __m256i table =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kTable)));
+    return _mm256_shuffle_epi8(table, LowHighNibbles(b->qs));
+  }
+  template <bool kPartial>
+  static ChunkScales Scales(const uint8_t* row, int64_t g, int n) {
+    const uint8_t* p = row + g * kBlockBytes;
+    if constexpr (std::is_same_v<Block, BlockMXFP4>) {
+      // The 8 exponents as 2^(e - 128) (E8M0HalfToF32, 8 at once). An
+      // absent group's lane is 0, not the subnormal 2^-128 of e = 0 (every
+      // multiply with a subnormal takes a slow assist).
+      uint64_t bytes = 0;
+#pragma GCC unroll 8
+      for (int j = 0; j < 8; ++j) {
+        if (!kPartial || j < n) bytes |= uint64_t{p[kBlockBytes * j]} << (8 * j);
+      }
+      const __m256i e = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(bytes)));
+      const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+      const __m256i sub = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+      __m256i bits = _mm256_blendv_epi8(normal, sub, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e));
+      if constexpr (kPartial) bits = _mm256_and_si256(bits, PresentLanes(n));
+      return {_mm256_castsi256_ps(bits), _mm256_setzero_ps()};
+    } else {
+      return {GatherF16x8<kBlockBytes, kPartial>(p, n), _mm256_setzero_ps()};
+    }
+  }
+};
+using Iq4Nl = Table4<BlockIQ4_NL, kIq4NlValues>;
+using Mxfp4 = Table4<BlockMXFP4, kMxfp4Values>;
+
+// Lane j < kGroups of the result: the sum of the 8 int32 lanes of dots[j]
+// (exact: the order of integer sums does not matter); the other lanes 0.
+template <int kGroups>
+[[gnu::always_inline]] inline __m256i GroupTotals(const __m256i dots[8]) {
+  // q0: groups 0-3 of the elements' low 128 bits, then of the high 128; q1
+  // groups 4-7.
+  const __m256i q0 =
+      _mm256_hadd_epi32(_mm256_hadd_epi32(dots[0], dots[1]), _mm256_hadd_epi32(dots[2], dots[3]));
+  if constexpr (kGroups <= 4) {
+    return _mm256_zextsi128_si256(
+        _mm_add_epi32(_mm256_castsi256_si128(q0), _mm256_extracti128_si256(q0, 1)));
+  }
+  const __m256i q1 =
+      _mm256_hadd_epi32(_mm256_hadd_epi32(dots[4], dots[5]), _mm256_hadd_epi32(dots[6], dots[7]));
+  return _mm256_add_epi32(_mm256_permute2x128_si256(q0, q1, 0x20),
+                          _mm256_permute2x128_si256(q0, q1, 0x31));
+}
+
+// Groups g .. g + kGroups - 1 of a row (kGroups < 8: the groups that end it)
+// against NB activation vectors: each group's integer dot reduced to lane j
+// of one vector (GroupTotals), then one cvt and fma per 8 groups with the
+// scales converted 8 at a time, and one fma for their zero-point terms
+// against the activation's block sums, where each group had its own scalar
+// f16 conversion, broadcast, cvt and fma, and a scalar fma chain for its
+// zero point: in cache, Zen 5, batch 1, 4224 columns Q8_0 25 -> 34 GB/s,
+// Q4_1 13 -> 17, Q5_0 and Q5_1 12 -> 14; 128-224 columns (a partial chunk
+// only, its group count a template argument) within a few % either way.
+template <typename Dec, int NB, int kGroups>
 [[gnu::always_inline]] inline void AccumulateChunk(const uint8_t* row, int64_t g,
                                                    const QuantizedActs* acts, __m256* acc,
                                                    __m256* bias) {
-  const ChunkScales sc = Dec::Scales(row, g);
-  // Groups two at a time (their codes made once for the NB vectors), each
-  // pair's dots folded by vphaddd as they come (few registers live at NB 4);
-  // quads[k][h]: groups 4 h .. 4 h + 3, over the elements' low 128 bits,
-  // then over the high 128.
-  __m256i quads[NB][2];
-#pragma GCC unroll 2
-  for (int h = 0; h < 2; ++h) {
-    __m256i pairs[NB][2];
-#pragma GCC unroll 2
-    for (int p = 0; p < 2; ++p) {
-      const int64_t j = g + 4 * h + 2 * p;
-      const __m256i c0 = Dec::Codes(row, j), c1 = Dec::Codes(row, j + 1);
+  constexpr bool kPartial = kGroups < 8;
+  const ChunkScales sc = Dec::template Scales<kPartial>(row, g, kGroups);
+  __m256i codes[kGroups];
 #pragma GCC unroll 8
-      for (int k = 0; k < NB; ++k) {
-        const int8_t* q = acts[k].qs + 32 * j;
-        pairs[k][p] = _mm256_hadd_epi32(
-            IntDot<Dec::kSigned>(c0, _mm256_load_si256(reinterpret_cast<const __m256i*>(q))),
-            IntDot<Dec::kSigned>(c1, _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 32))));
-      }
-    }
-#pragma GCC unroll 8
-    for (int k = 0; k < NB; ++k) quads[k][h] = _mm256_hadd_epi32(pairs[k][0], pairs[k][1]);
-  }
+  for (int j = 0; j < kGroups; ++j) codes[j] = Dec::Codes(row, g + j);
 #pragma GCC unroll 8
   for (int k = 0; k < NB; ++k) {
     const QuantizedActs& a = acts[k];
-    const __m256i totals =
-        _mm256_add_epi32(_mm256_permute2x128_si256(quads[k][0], quads[k][1], 0x20),
-                         _mm256_permute2x128_si256(quads[k][0], quads[k][1], 0x31));
-    acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(totals),
-                             _mm256_mul_ps(sc.wscale, _mm256_loadu_ps(a.d + g)), acc[k]);
-    if constexpr (!Dec::kSigned)
-      bias[k] = _mm256_fmadd_ps(sc.coef, _mm256_loadu_ps(a.s32 + g), bias[k]);
+    __m256i dots[8];
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) {
+      // An absent group's activation is not read (it may lie past the vector).
+      dots[j] = j < kGroups
+                    ? IntDot<Dec::kSigned>(
+                          codes[j],
+                          _mm256_load_si256(reinterpret_cast<const __m256i*>(a.qs + 32 * (g + j))))
+                    : _mm256_setzero_si256();
+    }
+    __m256 ad, s32;
+    if constexpr (kPartial) {
+      ad = _mm256_maskload_ps(a.d + g, PresentLanes(kGroups));
+      s32 = _mm256_maskload_ps(a.s32 + g, PresentLanes(kGroups));
+    } else {
+      ad = _mm256_loadu_ps(a.d + g);
+      s32 = _mm256_loadu_ps(a.s32 + g);
+    }
+    acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(GroupTotals<kGroups>(dots)),
+                             _mm256_mul_ps(sc.wscale, ad), acc[k]);
+    if constexpr (!Dec::kSigned) bias[k] = _mm256_fmadd_ps(sc.coef, s32, bias[k]);
   }
 }
 
-// Group gi of a row against NB activation vectors, on its own (the last
-// n < 8 of a row): its dot's 8 lanes into acc, its zero-point term into bias.
-template <typename Dec, int NB>
-[[gnu::always_inline]] inline void AccumulateGroup(const uint8_t* row, int64_t gi,
-                                                   const QuantizedActs* acts, __m256* acc,
-                                                   float* bias) {
-  const __m256i codes = Dec::Codes(row, gi);
-  const float d = Dec::Scale(row, gi);
-  [[maybe_unused]] float coef;
-  if constexpr (!Dec::kSigned) coef = Dec::Coef(row, gi, d);
-#pragma GCC unroll 8
-  for (int k = 0; k < NB; ++k) {
-    const QuantizedActs& a = acts[k];
-    const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i*>(a.qs + 32 * gi));
-    acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(IntDot<Dec::kSigned>(codes, q)),
-                             _mm256_set1_ps(d * a.d[gi]), acc[k]);
-    // An explicit fma: left to -ffp-contract, GCC rounded such a term
-    // differently when it vectorized across k (NB > 1) than for one vector,
-    // and a row must not depend on its batch.
-    if constexpr (!Dec::kSigned) bias[k] = std::fma(coef, a.s32[gi], bias[k]);
-  }
+// AccumulateChunk<Dec, NB, n> for the n < 8 groups that end a row.
+template <typename Dec, int NB, int... kN>
+[[gnu::always_inline]] inline void AccumulateLastChunk(int n, const uint8_t* row, int64_t g,
+                                                       const QuantizedActs* acts, __m256* acc,
+                                                       __m256* bias,
+                                                       std::integer_sequence<int, kN...>) {
+  ((n == kN + 1 ? (AccumulateChunk<Dec, NB, kN + 1>(row, g, acts, acc, bias), 0) : 0), ...);
 }
 
 // Finishes the rows of a Sum* loop: out[k] = HorizontalSum(acc[k]) + bias[k].
@@ -233,37 +268,41 @@ template <int NB>
   for (int k = 0; k < NB; ++k) out[k] = HorizontalSum(acc[k]) + bias[k];
 }
 
-// Groups [g_begin, g_end) of a row of 32-element blocks into acc (the
-// chunks' zero-point terms added in) and bias (the last groups'), 8 groups
-// at a time (AccumulateChunk), the last n < 8 one by one (Finish makes the
-// dots).
+// Groups [g_begin, g_end) of a row of 32-element blocks, into acc (its
+// zero-point terms added in; bias 0), 8 groups at a time (AccumulateChunk),
+// the last n < 8 as a partial chunk (Finish makes the dots).
 template <typename Dec, int NB>
 [[gnu::always_inline]] inline void SumLegacy(const uint8_t* row, int64_t g_begin, int64_t g_end,
                                              const QuantizedActs* acts, __m256* acc_out,
                                              float* bias_out) {
   // Local until the end: in the callers' arrays, the loop kept them in memory.
   __m256 acc[NB], bias[NB];
-  float group_bias[NB];
 #pragma GCC unroll 8
-  for (int k = 0; k < NB; ++k) acc[k] = bias[k] = _mm256_setzero_ps(), group_bias[k] = 0;
-  int64_t g = g_begin;
-  for (; g + 8 <= g_end; g += 8) {
+  for (int k = 0; k < NB; ++k) acc[k] = bias[k] = _mm256_setzero_ps();
+  auto prefetch = [&](int64_t g) {
     if constexpr (requires { Dec::kUnitStride; }) {
       PrefetchAhead<8 * sizeof(BlockQ8_0)>(row + g / 8 * Dec::kUnitStride);
     } else {
       PrefetchAhead<8 * Dec::kBlockBytes>(row + g * Dec::kBlockBytes);
     }
-    AccumulateChunk<Dec, NB>(row, g, acts, acc, bias);
+  };
+  int64_t g = g_begin;
+  for (; g + 8 <= g_end; g += 8) {
+    prefetch(g);
+    AccumulateChunk<Dec, NB, 8>(row, g, acts, acc, bias);
   }
   // (A kInterleaved row is whole units.)
   if constexpr (!requires { Dec::kUnitStride; }) {
-    if (g < g_end) PrefetchAhead<8 * Dec::kBlockBytes>(row + g * Dec::kBlockBytes);
-    for (; g < g_end; ++g) AccumulateGroup<Dec, NB>(row, g, acts, acc, group_bias);
+    if (g < g_end) {
+      prefetch(g);
+      AccumulateLastChunk<Dec, NB>(static_cast<int>(g_end - g), row, g, acts, acc, bias,
+                                   std::make_integer_sequence<int, 7>());
+    }
   }
 #pragma GCC unroll 8
   for (int k = 0; k < NB; ++k) {
     acc_out[k] = Dec::kSigned ? acc[k] : _mm256_add_ps(acc[k], bias[k]);
-    bias_out[k] = group_bias[k];
+    bias_out[k] = 0;
   }
 }
 
@@ -290,7 +329,7 @@ void DotQ8_0Group(const uint8_t* group, int64_t cols, const QuantizedActs& a, fl
     for (int i = 0; i < kInterleaveRows; ++i) {
       // A unit's worth of prefetch per row and unit (spread, as in DotQuantizedGroup).
       PrefetchAhead<kUnitBytes>(group + g / 8 * InterleavedQ8_0::kUnitStride + i * kUnitBytes);
-      AccumulateChunk<InterleavedQ8_0, 1>(group + i * kUnitBytes, g, &a, &acc[i], &bias[i]);
+      AccumulateChunk<InterleavedQ8_0, 1, 8>(group + i * kUnitBytes, g, &a, &acc[i], &bias[i]);
     }
   }
 #pragma GCC unroll 8

@@ -40,6 +40,12 @@
 namespace waste::kernels::internal::avx512 {
 namespace {
 
+inline uint64_t LoadU64(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
 // The codes re-paired (PairCodes): kHalves32 (a scale per 32) puts in lane L
 // of pair v's zmm group 4 v + L / 4; kPairs16 sub-block 8 v + L / 2.
 inline constexpr SlotTable kHalves32Slots = [] {

@@ -23,6 +23,12 @@ struct Group {
   float coef[2];
 };
 
+uint32_t LoadU32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
 void SetScale(Group* g, float wscale, float coef) {
   g->wscale[0] = g->wscale[1] = wscale;
   g->coef[0] = g->coef[1] = coef;

@@ -11,21 +11,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <string_view>
 
 namespace waste::kernels {
-
-// Little-endian loads of the blocks' unaligned 16-, 32- and 64-bit fields.
-template <typename T>
-inline T LoadUnaligned(const uint8_t* p) {
-  T v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-inline uint16_t LoadU16(const uint8_t* p) { return LoadUnaligned<uint16_t>(p); }
-inline uint32_t LoadU32(const uint8_t* p) { return LoadUnaligned<uint32_t>(p); }
-inline uint64_t LoadU64(const uint8_t* p) { return LoadUnaligned<uint64_t>(p); }
 
 // Element types the kernels understand. Numeric ids are ggml's (ggml.h,
 // storage/ggml_types.h GgmlType), so a GGUF type id converts with a cast after
