@@ -9,14 +9,17 @@
 #   1. bazel test //...: every unit and end-to-end test (gcc), including the
 #      short soak, fault-storm and crash tests (tests/soak/) and each fuzz
 #      target over its committed seeds (tests/fuzz/*_fuzzer_test).
-#   2. The engine, cache, storage, text, config, HTTP, common and end-to-end
+#   2. The kernels' inlining check in an optimized build (--config=opt,
+#      daemon/kernels/inlining_check.sh): the ISA libraries keep nothing but
+#      loops out of line.
+#   3. The engine, cache, storage, text, config, HTTP, common and end-to-end
 #      tests again under ASan + UBSan (--config=asan; a UBSan report fails).
-#   3. Each fuzzer (tests/fuzz/run_fuzzer.sh --list) with clang, libFuzzer,
+#   4. Each fuzzer (tests/fuzz/run_fuzzer.sh --list) with clang, libFuzzer,
 #      ASan and UBSan for WASTE_FUZZ_SECONDS (default 60; 0 skips them)
 #      from its committed seed corpus.
-#   4. When nvcc exists, the CUDA backend compiles (its tests SKIP without
+#   5. When nvcc exists, the CUDA backend compiles (its tests SKIP without
 #      a GPU; tests/gpu/run_device_check.sh runs them on one).
-# WASTE_QUICK=1 runs stages 1 and 4 only: the quick check for a developer.
+# WASTE_QUICK=1 runs stages 1 and 5 only: the quick check for a developer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -50,6 +53,8 @@ stage() {
 stage "bazel test //..." bazel test //... --test_env=WASTE_TEST_MODELS="$models" "$@"
 
 if [[ "${WASTE_QUICK:-0}" != 1 ]]; then
+  stage "kernel inlining (opt)" bazel test --config=opt "$@" //daemon/kernels:inlining_check
+
   stage "asan+ubsan" bazel test --config=asan --test_env=WASTE_TEST_MODELS="$models" "$@" -- \
     //daemon/engine/... //daemon/cache/... //storage/... //daemon/text/... \
     //daemon/config/... //daemon/http/... //common/... //tests/...

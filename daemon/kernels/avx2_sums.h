@@ -21,7 +21,7 @@
 namespace waste::kernels::internal::WASTE_AVX2_NS {
 
 // (x0 + x2) + (x1 + x3) of lo128 + hi128.
-inline float HorizontalSum(__m256 v) {
+[[gnu::always_inline]] inline float HorizontalSum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
@@ -30,7 +30,7 @@ inline float HorizontalSum(__m256 v) {
 
 // HorizontalSum of 4 vectors: each step of its additions for the 4 at once,
 // so lane r is HorizontalSum(v[r]) to the bit.
-inline __m128 HorizontalSums4(const __m256 v[4]) {
+[[gnu::always_inline]] inline __m128 HorizontalSums4(const __m256 v[4]) {
   // [lo + hi of v0 | of v1], [of v2 | of v3].
   const __m256 p01 = _mm256_add_ps(_mm256_permute2f128_ps(v[0], v[1], 0x31),
                                    _mm256_permute2f128_ps(v[0], v[1], 0x20));
@@ -77,7 +77,7 @@ inline constexpr bool kVnni = false;
 // the callers' codes (at most 15 with any activation, or magnitudes at most
 // 128 with |act| <= 127) make sure of; so the two builds give the same
 // results to the bit.
-inline __m256i DotBytes(__m256i codes, __m256i acts) {
+[[gnu::always_inline]] inline __m256i DotBytes(__m256i codes, __m256i acts) {
 #ifdef __AVXVNNI__
   return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), codes, acts);
 #else
@@ -86,7 +86,7 @@ inline __m256i DotBytes(__m256i codes, __m256i acts) {
 }
 
 // acc + DotBytes(codes, acts).
-inline __m256i AddDotBytes(__m256i acc, __m256i codes, __m256i acts) {
+[[gnu::always_inline]] inline __m256i AddDotBytes(__m256i acc, __m256i codes, __m256i acts) {
 #ifdef __AVXVNNI__
   return _mm256_dpbusd_avx_epi32(acc, codes, acts);
 #else

@@ -40,13 +40,13 @@ namespace {
 
 constexpr int kTile = 8;
 
-inline uint16_t LoadU16(const uint8_t* p) {
+[[gnu::always_inline]] inline uint16_t LoadU16(const uint8_t* p) {
   uint16_t v;
   std::memcpy(&v, p, sizeof(v));
   return v;
 }
 
-inline uint32_t LoadU32(const uint8_t* p) {
+[[gnu::always_inline]] inline uint32_t LoadU32(const uint8_t* p) {
   uint32_t v;
   std::memcpy(&v, p, sizeof(v));
   return v;
@@ -90,7 +90,7 @@ template <int kStride>
 
 // In-lane 4x4 transpose of dwords: out[i] = [in0.i, in1.i, in2.i, in3.i |
 // in0.(4+i), in1.(4+i), in2.(4+i), in3.(4+i)].
-inline void Transpose4(const __m256i in[4], __m256i out[4]) {
+[[gnu::always_inline]] inline void Transpose4(const __m256i in[4], __m256i out[4]) {
   const __m256i t0 = _mm256_unpacklo_epi32(in[0], in[1]);
   const __m256i t1 = _mm256_unpackhi_epi32(in[0], in[1]);
   const __m256i t2 = _mm256_unpacklo_epi32(in[2], in[3]);
@@ -114,7 +114,9 @@ struct Q4_0 {
   static constexpr int kUnitBytes = 8 * sizeof(BlockQ4_0);
   static constexpr int kZeroPoint = kQ4_0ZeroPoint;
   static constexpr bool kMin = false;
-  static void Load(const uint8_t* p, TileUnit* u) { LoadBlocks<false>(p, 8, u); }
+  [[gnu::always_inline]] static void Load(const uint8_t* p, TileUnit* u) {
+    LoadBlocks<false>(p, 8, u);
+  }
   // A row's groups past its last whole unit, as a unit whose absent blocks
   // are zeros (the activation's are too: see QuantizeActsTiled).
   [[gnu::always_inline]] static void LoadTail(const uint8_t* p, int blocks, TileUnit* u) {
@@ -152,7 +154,7 @@ struct InterleavedQ4_0 {
   static constexpr int kUnitStride = kInterleaveRows * kUnitBytes;
   static constexpr int kZeroPoint = Q4_0::kZeroPoint;
   static constexpr bool kMin = false;
-  static void Load(const uint8_t* p, TileUnit* u) {
+  [[gnu::always_inline]] static void Load(const uint8_t* p, TileUnit* u) {
     const uint8_t* qs = p + kUnitScaleBytes;
     __m256i g[4], e[4];
 #pragma GCC unroll 4
@@ -176,7 +178,7 @@ struct Q4K {
   static constexpr int kUnitBytes = sizeof(BlockQ4_K);
   static constexpr int kZeroPoint = 0;
   static constexpr bool kMin = true;
-  static void Load(const uint8_t* p, TileUnit* u) {
+  [[gnu::always_inline]] static void Load(const uint8_t* p, TileUnit* u) {
     const BlockQ4_K* b = reinterpret_cast<const BlockQ4_K*>(p);
     __m256i c[4], e[4];
 #pragma GCC unroll 4
@@ -195,7 +197,7 @@ struct Q4K {
   }
 
   // wsc and mcoef from the super-block's header (d, dmin, scales).
-  static void LoadScales(const uint8_t* p, TileUnit* u) {
+  [[gnu::always_inline]] static void LoadScales(const uint8_t* p, TileUnit* u) {
     const BlockQ4_K* b = reinterpret_cast<const BlockQ4_K*>(p);
     // [sc0-3 | m0-3] and [sc4-7 | m4-7], then [sc0-7 | m0-7].
     const KScaleWords w = UnpackQ4KScales(b->scales);
@@ -219,7 +221,7 @@ struct InterleavedQ4K : Q4K {
 // shift; the same codes and scales as Q4K.
 struct LanesQ4K : Q4K {
   static constexpr int kUnitStride = kInterleaveRows * kUnitBytes;
-  static void Load(const uint8_t* p, TileUnit* u) {
+  [[gnu::always_inline]] static void Load(const uint8_t* p, TileUnit* u) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
 #pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) {

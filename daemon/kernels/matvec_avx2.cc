@@ -25,14 +25,14 @@ namespace {
 
 constexpr int kMaxNb = kRowTile;
 
-inline __m256i LowHighNibbles(const uint8_t* qs) {
+[[gnu::always_inline]] inline __m256i LowHighNibbles(const uint8_t* qs) {
   const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
   const __m128i m = _mm_set1_epi8(0x0F);
   return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
 }
 
 // Byte j of the result is 0x10 if bit j of qh is set, else 0.
-inline __m256i FifthBitBytes(const uint8_t* qh_bytes) {
+[[gnu::always_inline]] inline __m256i FifthBitBytes(const uint8_t* qh_bytes) {
   uint32_t qh;
   std::memcpy(&qh, qh_bytes, 4);
   const __m256i shuf =
@@ -55,7 +55,7 @@ struct GroupV {
 // Q8_0's codes are signed int8; vpmaddubsw needs one u8 operand and would
 // saturate on q + 128, so it takes |q| and moves q's sign onto the activation.
 template <bool kSigned>
-inline __m256i IntDot(__m256i codes, __m256i act) {
+[[gnu::always_inline]] inline __m256i IntDot(__m256i codes, __m256i act) {
   if constexpr (kSigned) {
     return DotBytes(_mm256_sign_epi8(codes, codes), _mm256_sign_epi8(act, codes));
   } else {
@@ -64,8 +64,8 @@ inline __m256i IntDot(__m256i codes, __m256i act) {
 }
 
 template <bool kSigned, int NB>
-inline void Accumulate(const GroupV& g, int64_t gi, const QuantizedActs* acts, __m256* acc,
-                       float* bias) {
+[[gnu::always_inline]] inline void Accumulate(const GroupV& g, int64_t gi,
+                                              const QuantizedActs* acts, __m256* acc, float* bias) {
 #pragma GCC unroll 8
   for (int k = 0; k < NB; ++k) {
     const __m256i a = _mm256_load_si256(reinterpret_cast<const __m256i*>(acts[k].qs + 32 * gi));
@@ -92,7 +92,7 @@ struct ChunkScales {
 };
 
 // All ones in int32 lanes j < n.
-inline __m256i PresentLanes(int n) {
+[[gnu::always_inline]] inline __m256i PresentLanes(int n) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
@@ -102,13 +102,13 @@ template <typename Block, bool kFifthBit, bool kMin>
 struct Nibbles {
   static constexpr int kBlockBytes = sizeof(Block);
   static constexpr bool kSigned = false;
-  static __m256i Codes(const uint8_t* row, int64_t gi) {
+  [[gnu::always_inline]] static __m256i Codes(const uint8_t* row, int64_t gi) {
     const auto* b = reinterpret_cast<const Block*>(row) + gi;
     if constexpr (kFifthBit) return _mm256_or_si256(LowHighNibbles(b->qs), FifthBitBytes(b->qh));
     return LowHighNibbles(b->qs);
   }
   template <bool kPartial>
-  static ChunkScales Scales(const uint8_t* row, int64_t g, int n) {
+  [[gnu::always_inline]] static ChunkScales Scales(const uint8_t* row, int64_t g, int n) {
     const uint8_t* p = row + g * kBlockBytes;
     const __m256 d = GatherF16x8<kBlockBytes, kPartial>(p, n);
     if constexpr (kMin) return {d, GatherF16x8<kBlockBytes, kPartial>(p + offsetof(Block, m), n)};
@@ -123,12 +123,12 @@ using Q5_1 = Nibbles<BlockQ5_1, true, true>;
 struct Q8_0 {
   static constexpr int kBlockBytes = sizeof(BlockQ8_0);
   static constexpr bool kSigned = true;
-  static __m256i Codes(const uint8_t* row, int64_t gi) {
+  [[gnu::always_inline]] static __m256i Codes(const uint8_t* row, int64_t gi) {
     const auto* b = reinterpret_cast<const BlockQ8_0*>(row) + gi;
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs));
   }
   template <bool kPartial>
-  static ChunkScales Scales(const uint8_t* row, int64_t g, int n) {
+  [[gnu::always_inline]] static ChunkScales Scales(const uint8_t* row, int64_t g, int n) {
     return {GatherF16x8<kBlockBytes, kPartial>(row + g * kBlockBytes, n), _mm256_setzero_ps()};
   }
 };
@@ -139,12 +139,12 @@ struct Q8_0 {
 struct InterleavedQ8_0 {
   static constexpr int kUnitStride = kInterleaveRows * 8 * sizeof(BlockQ8_0);
   static constexpr bool kSigned = true;
-  static __m256i Codes(const uint8_t* row, int64_t gi) {
+  [[gnu::always_inline]] static __m256i Codes(const uint8_t* row, int64_t gi) {
     const uint8_t* qs = row + gi / 8 * kUnitStride + kUnitScaleBytes + kQK32 * (gi % 8);
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs));
   }
   template <bool kPartial>
-  static ChunkScales Scales(const uint8_t* row, int64_t g, int n) {
+  [[gnu::always_inline]] static ChunkScales Scales(const uint8_t* row, int64_t g, int n) {
     static_assert(!kPartial);
     const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + g / 8 * kUnitStride));
     return {_mm256_cvtph_ps(d), _mm256_setzero_ps()};
@@ -157,14 +157,14 @@ template <typename Block, const int8_t* kTable>
 struct Table4 {
   static constexpr int kBlockBytes = sizeof(Block);
   static constexpr bool kSigned = true;
-  static __m256i Codes(const uint8_t* row, int64_t gi) {
+  [[gnu::always_inline]] static __m256i Codes(const uint8_t* row, int64_t gi) {
     const auto* b = reinterpret_cast<const Block*>(row) + gi;
     const __m256i table =
         _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kTable)));
     return _mm256_shuffle_epi8(table, LowHighNibbles(b->qs));
   }
   template <bool kPartial>
-  static ChunkScales Scales(const uint8_t* row, int64_t g, int n) {
+  [[gnu::always_inline]] static ChunkScales Scales(const uint8_t* row, int64_t g, int n) {
     const uint8_t* p = row + g * kBlockBytes;
     if constexpr (std::is_same_v<Block, BlockMXFP4>) {
       // The 8 exponents as 2^(e - 128) (E8M0HalfToF32, 8 at once). An
@@ -338,7 +338,7 @@ void DotQ8_0Group(const uint8_t* group, int64_t cols, const QuantizedActs& a, fl
 
 // 8 weights of a float type as f32.
 template <WeightType T>
-inline __m256 Load8(const uint8_t* p) {
+[[gnu::always_inline]] inline __m256 Load8(const uint8_t* p) {
   if constexpr (T == WeightType::kF32) return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
   if constexpr (T == WeightType::kF16) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));

@@ -47,48 +47,49 @@ namespace waste::kernels::internal::WASTE_AVX2_NS {
 namespace {
 
 template <typename F, int... J>
-inline void UnrollImpl(F&& f, std::integer_sequence<int, J...>) {
+[[gnu::always_inline]] inline void UnrollImpl(F&& f, std::integer_sequence<int, J...>) {
   (f(std::integral_constant<int, J>()), ...);
 }
 // Calls f(std::integral_constant<int, j>()) for j < N, so that j is a
 // compile-time constant in f's body (immediate shifts, constant shuffles).
 template <int N, typename F>
-inline void Unroll(F&& f) {
+[[gnu::always_inline]] inline void Unroll(F&& f) {
   UnrollImpl(f, std::make_integer_sequence<int, N>());
 }
 
-inline uint16_t LoadU16(const uint8_t* p) {
+[[gnu::always_inline]] inline uint16_t LoadU16(const uint8_t* p) {
   uint16_t v;
   std::memcpy(&v, p, sizeof(v));
   return v;
 }
 
-inline uint32_t LoadU32(const uint8_t* p) {
+[[gnu::always_inline]] inline uint32_t LoadU32(const uint8_t* p) {
   uint32_t v;
   std::memcpy(&v, p, sizeof(v));
   return v;
 }
 
-inline __m256i Load256(const void* p) {
+[[gnu::always_inline]] inline __m256i Load256(const void* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
 
 // Codebook entries i0..i3 (8 bytes each), in order.
-inline __m128i Lookup2x64(const uint64_t* t, uint32_t i0, uint32_t i1) {
+[[gnu::always_inline]] inline __m128i Lookup2x64(const uint64_t* t, uint32_t i0, uint32_t i1) {
   const __m128d lo = _mm_castsi128_pd(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(t + i0)));
   return _mm_castpd_si128(_mm_loadh_pd(lo, reinterpret_cast<const double*>(t + i1)));
 }
-inline __m256i Lookup4x64(const uint64_t* t, uint32_t i0, uint32_t i1, uint32_t i2, uint32_t i3) {
+[[gnu::always_inline]] inline __m256i Lookup4x64(const uint64_t* t, uint32_t i0, uint32_t i1,
+                                                 uint32_t i2, uint32_t i3) {
   return _mm256_set_m128i(Lookup2x64(t, i2, i3), Lookup2x64(t, i0, i1));
 }
 // The entries at the four 16-bit indices packed in w (lowest first).
-inline __m256i Lookup4x64(const uint64_t* t, uint64_t w) {
+[[gnu::always_inline]] inline __m256i Lookup4x64(const uint64_t* t, uint64_t w) {
   return Lookup4x64(t, w & 0xFFFF, (w >> 16) & 0xFFFF, (w >> 32) & 0xFFFF, w >> 48);
 }
 
 // 64-bit lane J of v.
 template <int J>
-inline uint64_t Qword(__m256i v) {
+[[gnu::always_inline]] inline uint64_t Qword(__m256i v) {
   const __m128i h = J / 2 ? _mm256_extracti128_si256(v, 1) : _mm256_castsi256_si128(v);
   return static_cast<uint64_t>(J % 2 ? _mm_extract_epi64(h, 1) : _mm_cvtsi128_si64(h));
 }
@@ -99,7 +100,7 @@ inline uint64_t Qword(__m256i v) {
 // faster with the first, IQ3_S (indices in 64-bit words) ~40% with the
 // second.
 template <bool kBlend, typename Index>
-inline __m256i Lookup8x32(const uint32_t* t, Index index) {
+[[gnu::always_inline]] inline __m256i Lookup8x32(const uint32_t* t, Index index) {
   if constexpr (kBlend) {
     auto at = [&](int k) { return _mm256_set1_epi32(static_cast<int>(t[index(k)])); };
     const __m256i lo = _mm256_blend_epi32(_mm256_blend_epi32(at(0), at(1), 0x02),
@@ -123,7 +124,7 @@ inline __m256i Lookup8x32(const uint32_t* t, Index index) {
 // in-lane vpshufb serves a group: the low 128 bits hold pieces 0 and 1 of
 // groups 0..7 (byte 2g + l), the high 128 bits pieces 2 and 3 (byte 2g + l - 2),
 // matching the elements' halves of the activation's ymm.
-inline __m256i SignLayout(__m256i group_major) {
+[[gnu::always_inline]] inline __m256i SignLayout(__m256i group_major) {
   const __m256i even_words_first =
       _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15,  //
                        0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
@@ -133,7 +134,7 @@ inline __m256i SignLayout(__m256i group_major) {
 // Group J's signs from SignLayout's vector as vpsignb's operand: -1 bytes
 // where the element is negative, +1 elsewhere.
 template <int J>
-inline __m256i SignsOfGroup(__m256i layout) {
+[[gnu::always_inline]] inline __m256i SignsOfGroup(__m256i layout) {
   const __m256i spread =
       _mm256_setr_epi8(2 * J, 2 * J, 2 * J, 2 * J, 2 * J, 2 * J, 2 * J, 2 * J, 2 * J + 1, 2 * J + 1,
                        2 * J + 1, 2 * J + 1, 2 * J + 1, 2 * J + 1, 2 * J + 1, 2 * J + 1, 2 * J,
@@ -146,7 +147,7 @@ inline __m256i SignsOfGroup(__m256i layout) {
 
 // 7-bit sign indices (bytes 0..127) to ggml's sign bytes: bit 7 makes the
 // count of set bits even (kIqSigns7), from two 16-entry parity lookups.
-inline __m256i SignsFrom7(__m256i idx7) {
+[[gnu::always_inline]] inline __m256i SignsFrom7(__m256i idx7) {
   constexpr char kOdd = static_cast<char>(0x80);
   const __m256i parity =
       _mm256_setr_epi8(0, kOdd, kOdd, 0, kOdd, 0, 0, kOdd, kOdd, 0, 0, kOdd, 0, kOdd, kOdd, 0, 0,
@@ -159,7 +160,7 @@ inline __m256i SignsFrom7(__m256i idx7) {
 }
 
 // Per int32 lane: its four 7-bit fields at bits 0, 7, 14, 21 as bytes.
-inline __m256i Fields7(__m256i w) {
+[[gnu::always_inline]] inline __m256i Fields7(__m256i w) {
   const __m256i two =
       _mm256_or_si256(_mm256_and_si256(w, _mm256_set1_epi32(0x3FFF)),
                       _mm256_and_si256(_mm256_slli_epi32(w, 2), _mm256_set1_epi32(0x3FFF0000)));
@@ -170,7 +171,7 @@ inline __m256i Fields7(__m256i w) {
 // Group J's multipliers for vpmaddwd from 16 scale bytes (byte k: elements
 // 16k .. 16k+15): int16 lanes 0-7 scale 2J, lanes 8-15 scale 2J + 1.
 template <int J, bool kSignedScale>
-inline __m256i Scales16(__m128i scales) {
+[[gnu::always_inline]] inline __m256i Scales16(__m128i scales) {
   const __m128i spread =
       _mm_setr_epi8(2 * J, 2 * J, 2 * J, 2 * J, 2 * J, 2 * J, 2 * J, 2 * J, 2 * J + 1, 2 * J + 1,
                     2 * J + 1, 2 * J + 1, 2 * J + 1, 2 * J + 1, 2 * J + 1, 2 * J + 1);
@@ -179,14 +180,14 @@ inline __m256i Scales16(__m128i scales) {
 }
 
 // (2s + 1) * mult for 8 int32 scale codes.
-inline __m256 OddScales(__m256i s, float mult) {
+[[gnu::always_inline]] inline __m256 OddScales(__m256i s, float mult) {
   return _mm256_mul_ps(
       _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_add_epi32(s, s), _mm256_set1_epi32(1))),
       _mm256_set1_ps(mult));
 }
 
 // The two nibbles of 8 scale bytes, in order, as 2s + 1 (IQ2_XS, IQ2_S).
-inline __m128i OddNibbleScales(const uint8_t* p) {
+[[gnu::always_inline]] inline __m128i OddNibbleScales(const uint8_t* p) {
   const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
   const __m128i m4 = _mm_set1_epi8(0x0F);
   const __m128i s =
@@ -227,7 +228,7 @@ struct Iq2Xxs {
             OddScales(_mm256_srli_epi32(aux, 28), d * 0.125f)};
   }
   template <int J>
-  static GroupCodes Group(const uint8_t* p, const Prep& r) {
+  [[gnu::always_inline]] static GroupCodes Group(const uint8_t* p, const Prep& r) {
     const uint8_t* q = p + 2 + 8 * J;
     return {Lookup4x64(kIq2XxsGrid, q[0], q[1], q[2], q[3]), SignsOfGroup<J>(r.signs),
             _mm256_setzero_si256()};
@@ -255,7 +256,7 @@ struct Iq2Xs {
             _mm256_set1_ps(F16ToF32(LoadU16(p)) * 0.125f)};
   }
   template <int J>
-  static GroupCodes Group(const uint8_t* p, const Prep& r) {
+  [[gnu::always_inline]] static GroupCodes Group(const uint8_t* p, const Prep& r) {
     const uint8_t* q = p + 2 + 8 * J;
     return {Lookup4x64(kIq2XsGrid, LoadU16(q) & 511, LoadU16(q + 2) & 511, LoadU16(q + 4) & 511,
                        LoadU16(q + 6) & 511),
@@ -312,7 +313,7 @@ struct Iq2S {
     return r;
   }
   template <int J>
-  static GroupCodes Group(const uint8_t*, const Prep& r) {
+  [[gnu::always_inline]] static GroupCodes Group(const uint8_t*, const Prep& r) {
     return {Lookup4x64(kIq2SGrid, Qword<J % 4>(r.idx[J / 4])), SignsOfGroup<J>(r.signs),
             Scales16<J, false>(r.scales)};
   }
@@ -335,7 +336,7 @@ struct Iq3Xxs {
     return {SignLayout(SignsFrom7(Fields7(aux))), OddScales(_mm256_srli_epi32(aux, 28), d * 0.25f)};
   }
   template <int J>
-  static GroupCodes Group(const uint8_t* p, const Prep& r) {
+  [[gnu::always_inline]] static GroupCodes Group(const uint8_t* p, const Prep& r) {
     const uint8_t* q = p + 2 + 8 * J;
     return {Lookup8x32<false>(kIq3XxsGrid, [q](int k) { return q[k]; }), SignsOfGroup<J>(r.signs),
             _mm256_setzero_si256()};
@@ -380,7 +381,7 @@ struct Iq3S {
     return r;
   }
   template <int J>
-  static GroupCodes Group(const uint8_t*, const Prep& r) {
+  [[gnu::always_inline]] static GroupCodes Group(const uint8_t*, const Prep& r) {
     const uint64_t w[2] = {Qword<2 * (J % 2)>(r.idx[J / 2]), Qword<2 * (J % 2) + 1>(r.idx[J / 2])};
     return {
         Lookup8x32<true>(kIq3SGrid, [&w](int k) { return (w[k / 4] >> (16 * (k % 4))) & 0xFFFF; }),
@@ -411,7 +412,7 @@ struct Iq1S {
     return {ws, _mm256_xor_ps(_mm256_mul_ps(ws, _mm256_set1_ps(0.125f)), sign)};
   }
   template <int J>
-  static GroupCodes Group(const uint8_t* p, const Prep&) {
+  [[gnu::always_inline]] static GroupCodes Group(const uint8_t* p, const Prep&) {
     const uint8_t* q = p + 2 + 4 * J;
     const uint32_t qh = LoadU16(p + offsetof(BlockIQ1_S, qh) + 2 * J);
     const __m256i grid =
@@ -459,7 +460,7 @@ struct Iq1M {
     return {_mm_add_epi8(_mm_add_epi8(s8, s8), _mm_set1_epi8(1)), _mm256_set1_ps(d * 0.125f)};
   }
   template <int J>
-  static GroupCodes Group(const uint8_t* p, const Prep& r) {
+  [[gnu::always_inline]] static GroupCodes Group(const uint8_t* p, const Prep& r) {
     const auto* b = reinterpret_cast<const BlockIQ1_M*>(p);
     const uint8_t* q = b->qs + 4 * J;
     const uint32_t qh = LoadU16(b->qh + 2 * J);  // Nibble l: piece l.
@@ -509,7 +510,7 @@ struct Q6K {
                            minus32d)}};
   }
   template <int J>
-  static GroupCodes Group(const uint8_t* p, const Prep& r) {
+  [[gnu::always_inline]] static GroupCodes Group(const uint8_t* p, const Prep& r) {
     constexpr int n = J / 4, m = J % 4;
     const auto* b = reinterpret_cast<const BlockQ6_K*>(p);
     const __m256i ql = Load256(b->ql + 64 * n + 32 * (m % 2));
@@ -549,7 +550,7 @@ struct Q5K {
             _mm256_mul_ps(mn, _mm256_set1_ps(-F16ToF32(b->dmin)))};
   }
   template <int J>
-  static GroupCodes Group(const uint8_t* p, const Prep& r) {
+  [[gnu::always_inline]] static GroupCodes Group(const uint8_t* p, const Prep& r) {
     const auto* b = reinterpret_cast<const BlockQ5_K*>(p);
     const __m256i q = Load256(b->qs + 32 * (J / 2));
     const __m256i low =
@@ -565,7 +566,7 @@ struct Q5K {
 // Per 128-bit half, lane i: the sum of that half's 4 int32 lanes of g[i]
 // (what two levels of vphaddd give), by unpacks and adds, which issue on any
 // of Zen 5's 4 vector pipes.
-inline __m256i SumsOf4(const __m256i g[4]) {
+[[gnu::always_inline]] inline __m256i SumsOf4(const __m256i g[4]) {
   const __m256i s01 =
       _mm256_add_epi32(_mm256_unpacklo_epi32(g[0], g[1]), _mm256_unpackhi_epi32(g[0], g[1]));
   const __m256i s23 =

@@ -41,18 +41,18 @@ namespace {
 // A 16-entry code table (IQ4's grid, MXFP4's doubled E2M1 values) + kOffset
 // as u8 (vpdpbusd's unsigned operand), in each 128-bit lane for vpshufb.
 template <const int8_t* kTable, int kOffset>
-inline __m512i CodeTable() {
+[[gnu::always_inline]] inline __m512i CodeTable() {
   return _mm512_add_epi8(
       _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kTable))),
       _mm512_set1_epi8(static_cast<char>(kOffset)));
 }
-inline __m512i Iq4Table() { return CodeTable<kIq4NlValues, 128>(); }
+[[gnu::always_inline]] inline __m512i Iq4Table() { return CodeTable<kIq4NlValues, 128>(); }
 
 // The 16-bit words at p + kStride * i, i < 8, put together in integer
 // registers (off the vector ports, which the dot products keep busy). A
 // partial unit (kPartial) reads only its first `blocks` words, 0 for the rest.
 template <int kStride, bool kPartial = false>
-inline __m128i GatherU16x8(const uint8_t* p, int blocks = 8) {
+[[gnu::always_inline]] inline __m128i GatherU16x8(const uint8_t* p, int blocks = 8) {
   auto word = [&](int i) -> uint64_t {
     return !kPartial || i < blocks ? LoadU16(p + kStride * i) : 0;
   };
@@ -67,7 +67,7 @@ inline __m128i GatherU16x8(const uint8_t* p, int blocks = 8) {
 
 // As GatherU16x8 for 32-bit words.
 template <int kStride, bool kPartial = false>
-inline __m256i GatherU32x8(const uint8_t* p, int blocks = 8) {
+[[gnu::always_inline]] inline __m256i GatherU32x8(const uint8_t* p, int blocks = 8) {
   auto word = [&](int i) -> uint64_t {
     return !kPartial || i < blocks ? LoadU32(p + kStride * i) : 0;
   };
@@ -90,7 +90,7 @@ template <bool kPartial>
 
 // [d0..d7, d0..d7] from 8 f16 scales: the weight scales and, for a type whose
 // zero point is a constant (kSumScale), the coefficients of the group sums.
-inline __m512 ScaleTwice(__m128i halves) {
+[[gnu::always_inline]] inline __m512 ScaleTwice(__m128i halves) {
   return _mm512_cvtph_ps(_mm256_broadcastsi128_si256(halves));
 }
 
@@ -136,7 +136,7 @@ struct Nibble32 {
     return t;
   }();
 
-  static void Load(const uint8_t* p, Unit* u) { LoadBlocks<false>(p, 8, u); }
+  [[gnu::always_inline]] static void Load(const uint8_t* p, Unit* u) { LoadBlocks<false>(p, 8, u); }
 
   // A half's bytes past its first 64, for vpermt2b's second table: bytes
   // kSecond + 32 ... 4 kBlock - 1 of the half, where kQsIndex looks (its
@@ -254,7 +254,7 @@ struct IQ4XS {
   static constexpr bool kPer16 = false;
   static constexpr float kSumScale = -128;
   static constexpr SlotTable kSlots = Q4_0::kSlots;
-  static void Load(const uint8_t* p, Unit* u) {
+  [[gnu::always_inline]] static void Load(const uint8_t* p, Unit* u) {
     const BlockIQ4_XS* b = reinterpret_cast<const BlockIQ4_XS*>(p);
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     const __m512i table = Iq4Table();
@@ -299,7 +299,7 @@ struct Q8_0 {
       for (int l = 0; l < 16; ++l) t[v][l] = 4 * v + l / 4;
     return t;
   }();
-  static void Load(const uint8_t* p, Unit* u) { LoadBlocks<false>(p, 8, u); }
+  [[gnu::always_inline]] static void Load(const uint8_t* p, Unit* u) { LoadBlocks<false>(p, 8, u); }
   // As Nibble32::LoadTail.
   [[gnu::always_inline]] static void LoadTail(const uint8_t* p, int blocks, Unit* u) {
     LoadBlocks<true>(p, blocks, u);
@@ -334,7 +334,7 @@ struct Q8_0 {
 // (the same codes and scales, so the same results).
 // Each takes its file layout's constants and replaces only Load.
 struct InterleavedQ4_0 : Q4_0 {
-  static void Load(const uint8_t* p, Unit* u) {
+  [[gnu::always_inline]] static void Load(const uint8_t* p, Unit* u) {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
 #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
@@ -347,7 +347,7 @@ struct InterleavedQ4_0 : Q4_0 {
 };
 
 struct InterleavedQ8_0 : Q8_0 {
-  static void Load(const uint8_t* p, Unit* u) {
+  [[gnu::always_inline]] static void Load(const uint8_t* p, Unit* u) {
     const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
 #pragma GCC unroll 4
     for (int z = 0; z < 4; ++z)
@@ -391,7 +391,7 @@ struct Q45K {
       for (int l = 0; l < 16; ++l) t[h][l] = 8 * (l / 4) + 4 * h + l % 4;
     return t;
   }();
-  static void Load(const uint8_t* p, Unit* u) {
+  [[gnu::always_inline]] static void Load(const uint8_t* p, Unit* u) {
     const Block* b = reinterpret_cast<const Block*>(p);
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     const __m512i q0 = _mm512_loadu_si512(b->qs), q1 = _mm512_loadu_si512(b->qs + 64);
@@ -421,7 +421,7 @@ struct Q45K {
   }
 
   // wsc from the super-block's header (d, dmin, scales), which Q5_K shares.
-  static void LoadScales(const uint8_t* p, Unit* u) {
+  [[gnu::always_inline]] static void LoadScales(const uint8_t* p, Unit* u) {
     const BlockQ4_K* b = reinterpret_cast<const BlockQ4_K*>(p);
     // In 64-bit integer arithmetic (two groups' worth per op, and kept off the
     // vector ports): [sc0-3 | m0-3] and [sc4-7 | m4-7].
@@ -465,7 +465,7 @@ struct InterleavedQ4K : Q45K<false> {
     }
     return t;
   }();
-  static void Load(const uint8_t* p, Unit* u) {
+  [[gnu::always_inline]] static void Load(const uint8_t* p, Unit* u) {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     const __m512i lo = _mm512_loadu_si512(p + kQ4KHeaderBytes);
     const __m512i hi = _mm512_loadu_si512(p + kQ4KHeaderBytes + 64);
@@ -498,7 +498,7 @@ struct Q6K {
       for (int l = 0; l < 16; ++l) t[v][l] = 8 * v + l / 2;
     return t;
   }();
-  static void Load(const uint8_t* p, Unit* u) {
+  [[gnu::always_inline]] static void Load(const uint8_t* p, Unit* u) {
     const BlockQ6_K* b = reinterpret_cast<const BlockQ6_K*>(p);
     const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x03);
 #pragma GCC unroll 16
@@ -528,7 +528,7 @@ struct Q6K {
 };
 
 template <WeightType T>
-inline __m512 Load16(const uint8_t* p) {
+[[gnu::always_inline]] inline __m512 Load16(const uint8_t* p) {
   if constexpr (T == WeightType::kF32) return _mm512_loadu_ps(p);
   if constexpr (T == WeightType::kF16) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));

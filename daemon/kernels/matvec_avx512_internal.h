@@ -77,13 +77,13 @@ inline constexpr bool kOwnCoef = requires {
   requires Dec::kOwnCoef;
 };
 
-inline uint16_t LoadU16(const uint8_t* p) {
+[[gnu::always_inline]] inline uint16_t LoadU16(const uint8_t* p) {
   uint16_t v;
   std::memcpy(&v, p, sizeof(v));
   return v;
 }
 
-inline uint32_t LoadU32(const uint8_t* p) {
+[[gnu::always_inline]] inline uint32_t LoadU32(const uint8_t* p) {
   uint32_t v;
   std::memcpy(&v, p, sizeof(v));
   return v;
@@ -93,14 +93,14 @@ inline uint32_t LoadU32(const uint8_t* p) {
 using SlotTable = std::array<std::array<int32_t, 16>, 4>;
 
 // Repeats each of 8 floats twice: per 32-element group -> per 16 elements.
-inline __m512 Dup8To16(__m256 v) {
+[[gnu::always_inline]] inline __m512 Dup8To16(__m256 v) {
   return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7),
                                _mm512_castps256_ps512(v));
 }
 
 // kPairs16 (Q6_K, the codebook types with a scale per 16): of 128 bytes in two zmm, zmm h takes
 // dwords 4 (L / 2) + 2 h + L % 2 (the 4 + 4 bytes of sub-block L / 2 that half h of each 16 holds).
-inline __m512i Pairs16Index(int h) {
+[[gnu::always_inline]] inline __m512i Pairs16Index(int h) {
   alignas(64) static constexpr auto kIndex = [] {
     std::array<std::array<int32_t, 16>, 2> t{};
     for (int i = 0; i < 2; ++i)
@@ -112,7 +112,7 @@ inline __m512i Pairs16Index(int h) {
 
 // kHalves32 (Q8_0, the codebook types with a scale per 32): of two zmm holding blocks 0-1 and 2-3
 // of 32 bytes, zmm h takes bytes 16 h .. 16 h + 15 of each of the 4 (one vpermt2q each).
-inline void PairHalves32(__m512i* first, __m512i* second) {
+[[gnu::always_inline]] inline void PairHalves32(__m512i* first, __m512i* second) {
   const __m512i x = *first, y = *second;
   *first = _mm512_permutex2var_epi64(x, _mm512_setr_epi64(0, 1, 4, 5, 8, 9, 12, 13), y);
   *second = _mm512_permutex2var_epi64(x, _mm512_setr_epi64(2, 3, 6, 7, 10, 11, 14, 15), y);

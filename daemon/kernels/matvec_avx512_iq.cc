@@ -40,7 +40,7 @@
 namespace waste::kernels::internal::avx512 {
 namespace {
 
-inline uint64_t LoadU64(const uint8_t* p) {
+[[gnu::always_inline]] inline uint64_t LoadU64(const uint8_t* p) {
   uint64_t v;
   std::memcpy(&v, p, sizeof(v));
   return v;
@@ -86,10 +86,12 @@ struct GridDecoder {
 };
 
 // [v | v]: a per-32 type's weight scales as Unit::wsc.
-inline __m512 Twice(__m256 v) { return _mm512_insertf32x8(_mm512_castps256_ps512(v), v, 1); }
+[[gnu::always_inline]] inline __m512 Twice(__m256 v) {
+  return _mm512_insertf32x8(_mm512_castps256_ps512(v), v, 1);
+}
 
 // 7-bit sign indices (low 7 bits of each byte) to sign bytes.
-inline __m512i SignBytes7(__m512i idx7) {
+[[gnu::always_inline]] inline __m512i SignBytes7(__m512i idx7) {
   return _mm512_permutex2var_epi8(_mm512_loadu_si512(kIqSigns7.data()), idx7,
                                   _mm512_loadu_si512(kIqSigns7.data() + 64));
 }
@@ -102,7 +104,7 @@ constexpr int SignByte(int piece) { return 8 * (piece % 8) + piece / 8; }
 // 8z + i) from sign bytes in SignByte order: one vpshufbitqmb, where moving
 // each 64-bit mask out through memory or a general register cost a long
 // dependency chain.
-inline __mmask64 SignMask(__m512i signs, int z) {
+[[gnu::always_inline]] inline __mmask64 SignMask(__m512i signs, int z) {
   return _mm512_bitshuffle_epi64_mask(
       signs, _mm512_set1_epi64(static_cast<int64_t>(0x0706050403020100 + 0x0808080808080808 * z)));
 }
@@ -111,7 +113,8 @@ inline __mmask64 SignMask(__m512i signs, int z) {
 // in the top nibble of dword `dword_of_group`[g] of `words`: w = (2s + 1) *
 // d * mult, the f16 d at `d`. All in vector lanes: a scalar f16 and the
 // narrowing of the nibbles made a long chain per block.
-inline __m512 TopNibbleScales(__m512i words, __m512i dword_of_group, const uint8_t* d, float mult) {
+[[gnu::always_inline]] inline __m512 TopNibbleScales(__m512i words, __m512i dword_of_group,
+                                                     const uint8_t* d, float mult) {
   // Bit 27 is not the scale's, but | 1 sets bit 0 either way.
   const __m512i odd = _mm512_or_si512(
       _mm512_srli_epi32(_mm512_permutexvar_epi32(dword_of_group, words), 27), _mm512_set1_epi32(1));
@@ -121,12 +124,12 @@ inline __m512 TopNibbleScales(__m512i words, __m512i dword_of_group, const uint8
 }
 
 // (2s + 1) * mult for 8 or 16 small integer scale codes s.
-inline __m256 OddScales8(__m256i s, float mult) {
+[[gnu::always_inline]] inline __m256 OddScales8(__m256i s, float mult) {
   return _mm256_mul_ps(
       _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_slli_epi32(s, 1), _mm256_set1_epi32(1))),
       _mm256_set1_ps(mult));
 }
-inline __m512 OddScales16(__m512i s, float mult) {
+[[gnu::always_inline]] inline __m512 OddScales16(__m512i s, float mult) {
   return _mm512_mul_ps(
       _mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_slli_epi32(s, 1), _mm512_set1_epi32(1))),
       _mm512_set1_ps(mult));
@@ -143,8 +146,9 @@ constexpr std::array<int32_t, 16> NibbleControl(std::array<int32_t, 16> nibble) 
 // (2s + 1) * mult * d (mult a power of 2: the same to the bit as (2s + 1) *
 // (d * mult)) for the nibbles s of `word` that `control` (NibbleControl)
 // picks, the f16 d at `d`; all in vector lanes.
-inline __m512 OddNibbleScales(uint64_t word, const std::array<int32_t, 16>& control,
-                              const uint8_t* d, float mult) {
+[[gnu::always_inline]] inline __m512 OddNibbleScales(uint64_t word,
+                                                     const std::array<int32_t, 16>& control,
+                                                     const uint8_t* d, float mult) {
   const __m512i x = _mm512_multishift_epi64_epi8(_mm512_loadu_si512(control.data()),
                                                  _mm512_set1_epi64(static_cast<int64_t>(word)));
   // (x & 0x1E) | 1: 2s + 1.
@@ -157,7 +161,7 @@ inline __m512 OddNibbleScales(uint64_t word, const std::array<int32_t, 16>& cont
 
 // IQ2_XS / IQ2_S scales: the two nibbles of 8 bytes, one per 16 elements
 // (nibble k for elements 16k ..), block d at `d`.
-inline __m512 Iq2Scales(const uint8_t* scales, const uint8_t* d) {
+[[gnu::always_inline]] inline __m512 Iq2Scales(const uint8_t* scales, const uint8_t* d) {
   alignas(64) static constexpr std::array<int32_t, 16> kControl =
       NibbleControl({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15});
   return OddNibbleScales(LoadU64(scales), kControl, d, 0.125f);
@@ -233,8 +237,8 @@ alignas(64) constexpr std::array<uint8_t, 64> kIq3STable = LevelTable(kIq3SLevel
 // Per 16 bits of entries, half the permutes and masks of a vpermi2w per 64
 // words (32 indices) and blends.
 template <size_t kEntries>
-inline __m512i Lookup64(const std::array<uint8_t, kEntries>& table, __m512i idx, __mmask64 bit7,
-                        __mmask64 bit8) {
+[[gnu::always_inline]] inline __m512i Lookup64(const std::array<uint8_t, kEntries>& table,
+                                               __m512i idx, __mmask64 bit7, __mmask64 bit8) {
   static_assert(kEntries == 256 || kEntries == 512);
   __m512i r[kEntries / 128];
 #pragma GCC unroll 4
@@ -257,7 +261,7 @@ constexpr int Iq2Word(int piece) { return 4 * (piece % 8) + piece / 8; }
 
 // Codes (+ 128) of elements 64z .. 64z+63 from an IQ2 block's 32 packed
 // entries in Iq2Word order, negated where `negative` has a bit.
-inline __m512i ExpandIq2(__m512i entries, int z, __mmask64 negative) {
+[[gnu::always_inline]] inline __m512i ExpandIq2(__m512i entries, int z, __mmask64 negative) {
   // Byte j of qword i: the code at bits 2j of word z (entry 8z + i).
   const __m512i codes = _mm512_multishift_epi64_epi8(
       _mm512_set1_epi64(static_cast<int64_t>(0x0E0C0A0806040200 + 0x1010101010101010 * z)),
@@ -312,9 +316,10 @@ alignas(64) constexpr std::array<uint8_t, 64> kIq3Entries = [] {
 // Iq2PairByte (a pair of IQ2 blocks); bit 8 of the index (IQ3_S) in `bit8`:
 // the first 32 in entries[0], the other 32 in entries[1].
 template <size_t kEntries>
-inline void ByteLookupEntries(const std::array<uint8_t, kEntries>& low,
-                              const std::array<uint8_t, kEntries>& high, __m512i idx,
-                              __mmask64 bit8, __m512i entries[2]) {
+[[gnu::always_inline]] inline void ByteLookupEntries(const std::array<uint8_t, kEntries>& low,
+                                                     const std::array<uint8_t, kEntries>& high,
+                                                     __m512i idx, __mmask64 bit8,
+                                                     __m512i entries[2]) {
   const __mmask64 bit7 = _mm512_movepi8_mask(idx);
   const __m512i lo = Lookup64(low, idx, bit7, bit8);
   const __m512i hi = Lookup64(high, idx, bit7, bit8);
@@ -323,8 +328,8 @@ inline void ByteLookupEntries(const std::array<uint8_t, kEntries>& low,
 }
 
 // As ExpandIq2 for IQ3's entries in Iq3Word order and its level table.
-inline __m512i ExpandIq3(const __m512i entries[2], int z, __mmask64 negative,
-                         const std::array<uint8_t, 64>& table) {
+[[gnu::always_inline]] inline __m512i ExpandIq3(const __m512i entries[2], int z, __mmask64 negative,
+                                                const std::array<uint8_t, 64>& table) {
   // Bytes 0-3: the codes at bits 3e of word 2 (z % 2); bytes 4-7 of the next.
   const __m512i codes = _mm512_multishift_epi64_epi8(
       _mm512_set1_epi64(static_cast<int64_t>(0x1916131009060300 + 0x2020202020202020 * (z % 2))),
@@ -338,13 +343,13 @@ inline __m512i ExpandIq3(const __m512i entries[2], int z, __mmask64 negative,
 // the 16-bit fields of w[0], w[1] (piece 0 lowest): scalar-indexed 8-byte
 // loads into xmm halves. The indices come as whole words: GCC's own
 // extraction of each 32-bit lane (vpextrd, valignd) cost more.
-inline __m128i Entries2(const uint64_t* table, uint64_t w) {
+[[gnu::always_inline]] inline __m128i Entries2(const uint64_t* table, uint64_t w) {
   const __m128d lo =
       _mm_castsi128_pd(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(table + (w & 0xFFFF))));
   return _mm_castpd_si128(
       _mm_loadh_pd(lo, reinterpret_cast<const double*>(table + ((w >> 16) & 0xFFFF))));
 }
-inline __m512i Entries8(const uint64_t* table, const uint64_t w[2]) {
+[[gnu::always_inline]] inline __m512i Entries8(const uint64_t* table, const uint64_t w[2]) {
   const __m256i lo = _mm256_set_m128i(Entries2(table, w[0] >> 32), Entries2(table, w[0]));
   const __m256i hi = _mm256_set_m128i(Entries2(table, w[1] >> 32), Entries2(table, w[1]));
   return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
@@ -387,7 +392,7 @@ struct Iq2Xxs : GridDecoder<WeightType::kIQ2_XXS, true> {
     }
   }
 
-  static __m512 Scales(__m512i q, const uint8_t* p) {
+  [[gnu::always_inline]] static __m512 Scales(__m512i q, const uint8_t* p) {
     return TopNibbleScales(
         q, _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 1, 3, 5, 7, 9, 11, 13, 15), p, 0.125f);
   }
@@ -531,7 +536,7 @@ const std::array<uint64_t, 2048> kIq1Codes = Iq1CodeTable(128);
 
 // A block's codes (+ 128) from its 32 piece indices (16-bit lanes, piece p
 // in lane p) and the pieces whose shift is negative (bit p).
-inline void Iq1Units(__m512i idx, uint32_t negative, Unit* u) {
+[[gnu::always_inline]] inline void Iq1Units(__m512i idx, uint32_t negative, Unit* u) {
   alignas(64) uint64_t words[8];
   _mm512_store_si512(words, idx);
 #pragma GCC unroll 4

@@ -171,11 +171,11 @@ struct Q23K {
       }
       Pin(scale_index);
     }
-    static void Pin(__m512i& x) { asm("" : "+v"(x)); }
+    [[gnu::always_inline]] static void Pin(__m512i& x) { asm("" : "+v"(x)); }
   };
 
   template <int kV>
-  static __m512i Swap(__m512i x) {
+  [[gnu::always_inline]] static __m512i Swap(__m512i x) {
     if constexpr (kV == 0) return x;
     // A constexpr variable: without optimization GCC evaluates the array
     // access at run time, and the intrinsic needs an immediate.
@@ -185,7 +185,8 @@ struct Q23K {
   // Zmm kV of codes; Q3_K: qs2 and hmask2 are qs and hmask with their
   // qwords swapped.
   template <int kV>
-  static __m512i Codes(const Consts& c, __m512i qs, __m512i qs2, __m512i hmask, __m512i hmask2) {
+  [[gnu::always_inline]] static __m512i Codes(const Consts& c, __m512i qs, __m512i qs2,
+                                              __m512i hmask, __m512i hmask2) {
     if constexpr (kQ3) {
       constexpr int w = kV & 1;
       const __m512i q = _mm512_and_si512(
@@ -198,7 +199,7 @@ struct Q23K {
     }
   }
 
-  static void Load(const uint8_t* p, const Consts& c, Lane16Unit* u) {
+  [[gnu::always_inline]] static void Load(const uint8_t* p, const Consts& c, Lane16Unit* u) {
     const Block* b = reinterpret_cast<const Block*>(p);
     __m512i qs = _mm512_loadu_si512(b->qs);
     // In a register: as a memory operand of each vpshufd it is loaded 4 times.

@@ -56,7 +56,7 @@ inline constexpr int Q4KLaneElem(int i, int j, int b) { return 4 * (j < 4 ? i : 
 struct KScaleWords {
   uint64_t lo, hi;
 };
-inline KScaleWords UnpackKScales(const uint8_t* scales, bool q3) {
+[[gnu::always_inline]] inline KScaleWords UnpackKScales(const uint8_t* scales, bool q3) {
   uint64_t w01;
   std::memcpy(&w01, scales, 8);
   uint32_t w2_32;
@@ -72,10 +72,14 @@ inline KScaleWords UnpackKScales(const uint8_t* scales, bool q3) {
 // Q3_K's 16 6-bit scales, unsigned (before the -32), as bytes: word 0 holds
 // scales 0-7, word 1 scales 8-15. Scale j is the low (j < 8) or high nibble
 // of byte j % 8, with bits 2 (j / 4), +1 of byte 8 + j % 4 as bits 4-5.
-inline KScaleWords UnpackQ3KScales(const uint8_t* scales) { return UnpackKScales(scales, true); }
+[[gnu::always_inline]] inline KScaleWords UnpackQ3KScales(const uint8_t* scales) {
+  return UnpackKScales(scales, true);
+}
 // Q4_K's and Q5_K's 8 6-bit scales and 8 6-bit mins: lo holds the bytes
 // sc0-3 then m0-3, hi sc4-7 then m4-7.
-inline KScaleWords UnpackQ4KScales(const uint8_t* scales) { return UnpackKScales(scales, false); }
+[[gnu::always_inline]] inline KScaleWords UnpackQ4KScales(const uint8_t* scales) {
+  return UnpackKScales(scales, false);
+}
 
 // The file bytes of a unit of a grouped row (UnitBytes(type) of them), read
 // back from `layout`: the reference decode of the interleaved layouts.
@@ -83,21 +87,23 @@ void UninterleaveUnit(WeightType type, WeightLayout layout, const uint8_t* unit,
                       uint8_t* file_bytes);
 
 // Rows [0, InterleavedRows(w)) sit in groups; the rest as kRows.
-inline int64_t InterleavedRows(const WeightView& w) {
+[[gnu::always_inline]] inline int64_t InterleavedRows(const WeightView& w) {
   return w.layout != WeightLayout::kRows ? w.rows / kInterleaveRows * kInterleaveRows : 0;
 }
 
 // Bytes of one row's unit of 256 columns, in either layout.
-inline int64_t UnitBytes(WeightType type) {
+[[gnu::always_inline]] inline int64_t UnitBytes(WeightType type) {
   const WeightTypeInfo info = GetWeightTypeInfo(type);
   return 256 / info.block_elems * info.block_bytes;
 }
 
 // Bytes from one unit of a grouped row to its next.
-inline int64_t InterleavedUnitStride(WeightType type) { return kInterleaveRows * UnitBytes(type); }
+[[gnu::always_inline]] inline int64_t InterleavedUnitStride(WeightType type) {
+  return kInterleaveRows * UnitBytes(type);
+}
 
 // Where row r starts: its first unit in a group, or the kRows row.
-inline const uint8_t* RowStart(const WeightView& w, int64_t r) {
+[[gnu::always_inline]] inline const uint8_t* RowStart(const WeightView& w, int64_t r) {
   const auto* base = static_cast<const uint8_t*>(w.data);
   if (r >= InterleavedRows(w)) return base + r * w.row_stride_bytes;
   return base + (r - r % kInterleaveRows) * w.row_stride_bytes +
@@ -204,7 +210,7 @@ inline constexpr int kPrefetchBytes = WASTE_MATVEC_PREFETCH;
 // Asks for the lines kPrefetchBytes past the kBytes at p (prefetcht0 in every
 // ISA's build, so one definition serves them all).
 template <int kBytes>
-inline void PrefetchAhead(const void* p) {
+[[gnu::always_inline]] inline void PrefetchAhead(const void* p) {
   if constexpr (kPrefetchBytes > 0) {
 #pragma GCC unroll 8
     for (int l = 0; l < (kBytes + 63) / 64; ++l)

@@ -283,7 +283,11 @@ constexpr bool IsSupportedWeightType(uint32_t id) {
   return false;
 }
 
-constexpr WeightTypeInfo GetWeightTypeInfo(WeightType type) {
+// Forced inline, as every helper the ISA libraries share: their translation
+// units compile this header with their own -m flags, and of the out-of-line
+// copies they would each keep the linker picks one for every caller, a
+// scalar one included (see inlining_check.sh).
+[[gnu::always_inline]] constexpr WeightTypeInfo GetWeightTypeInfo(WeightType type) {
   switch (type) {
     case WeightType::kF32:
       return {"F32", 1, 4};
@@ -336,13 +340,13 @@ constexpr WeightTypeInfo GetWeightTypeInfo(WeightType type) {
 }
 
 // Bytes of a row of `cols` elements; cols must be a multiple of block_elems.
-constexpr int64_t RowBytes(WeightType type, int64_t cols) {
+[[gnu::always_inline]] constexpr int64_t RowBytes(WeightType type, int64_t cols) {
   const WeightTypeInfo info = GetWeightTypeInfo(type);
   return cols / info.block_elems * info.block_bytes;
 }
 
 // True for the codebook types (see BlockIQ2_XXS).
-constexpr bool IsGridType(WeightType type) {
+[[gnu::always_inline]] constexpr bool IsGridType(WeightType type) {
   switch (type) {
     case WeightType::kIQ2_XXS:
     case WeightType::kIQ2_XS:
@@ -358,7 +362,7 @@ constexpr bool IsGridType(WeightType type) {
 }
 
 // True for the types whose dot products quantize the activation to int8.
-constexpr bool UsesQuantizedActivations(WeightType type) {
+[[gnu::always_inline]] constexpr bool UsesQuantizedActivations(WeightType type) {
   return GetWeightTypeInfo(type).block_elems > 1;
 }
 
