@@ -1,6 +1,6 @@
 // The AVX2 loops are compiled twice (BUILD.bazel): with AVX2_COPTS for
 // Isa::kAvx2, and with AVXVNNI_COPTS for Isa::kAvxVnni, where the 4-byte
-// dots take one vpdpbusd (avx2_sums.h: DotBytes). WASTE_AVX2_NS names the
+// dots take one vpdpbusd (avx2_inline.h: DotBytes). WASTE_AVX2_NS names the
 // namespace of the build a translation unit belongs to, so that the two
 // builds' functions (and inline helpers) never share a symbol. Every other
 // translation unit (the AVX-512 files, which call the AVX2 tail loops) is

@@ -15,14 +15,13 @@
 // through the block sums (zs).
 //
 // Q2_K/Q3_K (a scale per 16) and IQ4_NL/IQ4_XS/MXFP4 (table lookups) keep the
-// lane layout but make each code vector just before it is used (Q23K,
-// TableNibbles, below): see there for how their sums stay within int16.
+// lane layout but make each code vector just before it is used (Q23K below,
+// TableNibbles in matmul_avx2_table.cc): see there for how their sums stay within int16.
 //
 // Every activation vector runs the same instructions in the same order
 // whatever its batch, so a row's result does not depend on its batch.
 #include <immintrin.h>
 
-#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstring>
@@ -30,85 +29,14 @@
 #include <utility>
 
 #include "common/logging.h"
-#include "daemon/kernels/avx2_sums.h"
+#include "daemon/kernels/avx2_inline.h"
 #include "daemon/kernels/fp16.h"
+#include "daemon/kernels/matmul_avx2_internal.h"
 #include "daemon/kernels/matvec_avx2_internal.h"
 #include "daemon/kernels/matvec_internal.h"
 
 namespace waste::kernels::internal::WASTE_AVX2_NS::tiled {
 namespace {
-
-constexpr int kTile = 8;
-
-[[gnu::always_inline]] inline uint16_t LoadU16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-
-[[gnu::always_inline]] inline uint32_t LoadU32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-
-// Calls f(std::integral_constant<int, i>()) for i < 8 (immediate operands).
-// Forced inline: GCC otherwise kept Q23K::Load's loop body out of line,
-// with its 8 code vectors going through memory (2x slower).
-template <typename F, int... I>
-[[gnu::always_inline]] inline void UnrollImpl(F&& f, std::integer_sequence<int, I...>) {
-  (f(std::integral_constant<int, I>()), ...);
-}
-template <typename F>
-[[gnu::always_inline]] inline void Unroll8(F&& f) {
-  UnrollImpl(f, std::make_integer_sequence<int, 8>());
-}
-
-// 8 f16 at p + kStride * i as f32. Each f16 comes in with a dword
-// broadcast from memory (a load, no shuffle), f16 i in half i % 2 of the
-// dword (for odd i the dword starts 2 bytes before it), then blends put word
-// i in place: 7 blends where scalar loads, shifts and inserts took ~25
-// instructions.
-template <int kStride>
-[[gnu::always_inline]] inline __m256 GatherHalves(const uint8_t* p) {
-  static_assert(kStride >= 2);
-  auto dword = [&](int offset) {
-    return _mm_castps_si128(_mm_broadcast_ss(reinterpret_cast<const float*>(p + offset)));
-  };
-  // Dword m of pair m: f16 2m in its low half, 2m + 1 in its high half.
-  auto pair = [&](auto m) {
-    constexpr int kM = decltype(m)::value;
-    return _mm_blend_epi16(dword(2 * kM * kStride), dword((2 * kM + 1) * kStride - 2), 0xAA);
-  };
-  const __m128i h = _mm_blend_epi32(_mm_blend_epi32(pair(std::integral_constant<int, 0>()),
-                                                    pair(std::integral_constant<int, 1>()), 0x2),
-                                    _mm_blend_epi32(pair(std::integral_constant<int, 2>()),
-                                                    pair(std::integral_constant<int, 3>()), 0x8),
-                                    0xC);
-  return _mm256_cvtph_ps(h);
-}
-
-// In-lane 4x4 transpose of dwords: out[i] = [in0.i, in1.i, in2.i, in3.i |
-// in0.(4+i), in1.(4+i), in2.(4+i), in3.(4+i)].
-[[gnu::always_inline]] inline void Transpose4(const __m256i in[4], __m256i out[4]) {
-  const __m256i t0 = _mm256_unpacklo_epi32(in[0], in[1]);
-  const __m256i t1 = _mm256_unpackhi_epi32(in[0], in[1]);
-  const __m256i t2 = _mm256_unpacklo_epi32(in[2], in[3]);
-  const __m256i t3 = _mm256_unpackhi_epi32(in[2], in[3]);
-  out[0] = _mm256_unpacklo_epi64(t0, t2);
-  out[1] = _mm256_unpackhi_epi64(t0, t2);
-  out[2] = _mm256_unpacklo_epi64(t1, t3);
-  out[3] = _mm256_unpackhi_epi64(t1, t3);
-}
-
-// 256 weights decoded: lane j of codes[i] holds 4 codes of block G(j)
-// (elements 4 Qd(i, j) ..), u8; wsc the weight scale of lane j's block; Q4_K:
-// mcoef the min coefficient of block j.
-struct TileUnit {
-  __m256i codes[8];
-  __m256 wsc;
-  __m256 mcoef;
-};
 
 struct Q4_0 {
   static constexpr int kUnitBytes = 8 * sizeof(BlockQ4_0);
@@ -337,6 +265,7 @@ struct Q23K {
     return c;
   }
 };
+}  // namespace
 
 // The loop of the kPer16 decoders (Q23K): per unit and half h, each code
 // vector is multiplied into every activation vector of the tile as it is
@@ -354,7 +283,7 @@ template <typename Dec, int NB>
   for (int64_t un = 0; un < units; ++un) {
     const typename Dec::Prep prep = Dec::Prepare(row + un * Dec::kUnitBytes);
     __m256i half[NB], dot[NB];
-    Unroll8([&](auto ii) [[gnu::always_inline]] {
+    Unroll<8>([&](auto ii) [[gnu::always_inline]] {
       constexpr int i = decltype(ii)::value;
       const __m256i code = Dec::template Code<i>(prep);
 #pragma GCC unroll 8
@@ -425,36 +354,6 @@ template <typename Dec>
   if constexpr (Dec::kMin) {
     *bias = _mm256_fmadd_ps(u.mcoef, _mm256_loadu_ps(a.s32 + 8 * un), *bias);
   }
-}
-
-// Whether Dec has a LoadTail(p, blocks, u) (Q4_0) or a PrepareTail(p,
-// blocks) (the table types with blocks of 32) for the groups of a row past
-// its last whole unit; the other types' rows are whole units.
-template <typename Dec>
-inline constexpr bool kLoadsTail = requires(const uint8_t* p, TileUnit* u) {
-  Dec::LoadTail(p, 0, u);
-};
-template <typename Dec>
-inline constexpr bool kPreparesTail = requires(const uint8_t* p) {
-  Dec::PrepareTail(p, 0);
-};
-
-// The blocks of a row of `cols` past its last whole unit (p: the first),
-// prefetched, or 0 for none. The loops run them as one more unit, partial,
-// through the same step as a whole unit's on the activation's zero-padded
-// last unit, into the row's own sums. (They went through a group loop of
-// their own, a float sum per row apart, before.)
-template <typename Dec>
-[[gnu::always_inline]] inline int TailBlocks(const uint8_t* p, int64_t cols) {
-  if constexpr (kLoadsTail<Dec> || kPreparesTail<Dec>) {
-    const int blocks = static_cast<int>(cols / 32 % 8);
-    if (blocks != 0) {
-      PrefetchAhead<Dec::kUnitBytes / 2>(p);
-      if (blocks > 4) PrefetchAhead<Dec::kUnitBytes / 2>(p + Dec::kUnitBytes / 2);
-    }
-    return blocks;
-  }
-  return 0;
 }
 
 template <typename Dec>
@@ -528,283 +427,7 @@ inline void DotTileGroup(const uint8_t* group, int64_t cols, const QuantizedActs
   for (int i = 0; i < kInterleaveRows; ++i) out[i] = FinishTileRow<Dec>(acc[i], bias[i]);
 }
 
-// IQ4_NL, IQ4_XS and MXFP4: a 4-bit code per element looked up in a 16-entry table,
-// Q4_0's nibble placement per group of 32 (IQ4_XS: the super-block's 8 groups of 16 qs bytes, each
-// with its 6-bit scale; it was in matvec_avx2_lowbit.cc's loop, 65% -> 69% of Q4_K here at batch
-// 1, 64% -> 70% at batch 8). The qs dwords of the unit's 8 groups are transposed once
-// (lane j: group j, the natural map); code vector i is then one and (or shift and and) and one
-// vpshufb. MXFP4 (kSigned false) looks up its values + 12 as u8: 4 products sum in int16 (|4 x 2 x
-// 24 x 127| < 2^15) and the 12 comes back out through the activation's block sums (zs). IQ4's
-// values reach -127, so they take Q8_0's signed form (|v| and the sign moved onto the activation),
-// a vpmaddwd per code vector. Prepare reads the 8 blocks at constant offsets from the unit: an
-// array of their 8 qs pointers, which it once filled, GCC built in a loop through memory each unit
-// (AVX2 in cache, Zen 5, batch 1, as % of Q4_K's GB/s: IQ4_NL 66% -> 74%, MXFP4 66% -> 91%).
-// With AVX-VNNI no int16 sum limits the codes, so IQ4 takes the unsigned form
-// too, its values + 128 (TableCodeOffset): the same integer dots, one
-// vpdpbusd per code vector and activation.
-template <WeightType T>
-struct TableNibbles {
-  static constexpr bool kSigned = T != WeightType::kMXFP4 && !kVnni;
-  static constexpr int kZeroPoint = kSigned ? 0 : -TableCodeOffset(T);
-  static constexpr int kUnitBytes =
-      T == WeightType::kIQ4_XS
-          ? sizeof(BlockIQ4_XS)
-          : 8 * (T == WeightType::kMXFP4 ? sizeof(BlockMXFP4) : sizeof(BlockIQ4_NL));
-  struct Prep {
-    __m256i e[4];  // e[i] lane j: qs dword i of group j.
-    __m256i table;
-    __m256 wsc;
-  };
-
-  [[gnu::always_inline]] static Prep Prepare(const uint8_t* p) {
-    return PrepareBlocks<false>(p, 8);
-  }
-  // IQ4_NL, MXFP4: a row's groups past its last whole unit, as a unit whose
-  // absent blocks are zeros (the activation's are too: see
-  // QuantizeActsTiled).
-  [[gnu::always_inline]] static Prep PrepareTail(const uint8_t* p,
-                                                 int blocks) requires(T != WeightType::kIQ4_XS) {
-    return PrepareBlocks<true>(p, blocks);
-  }
-
-  template <bool kPartial>
-  [[gnu::always_inline]] static Prep PrepareBlocks(const uint8_t* p, int blocks) {
-    Prep r;
-    // Group j's 16 qs bytes at p + kQsOffset + kGroupStride j: constant
-    // offsets (an array of the 8 pointers was built in a loop through memory,
-    // ~40 instructions a unit).
-    constexpr int kGroupStride = T == WeightType::kIQ4_XS ? 16 : kUnitBytes / 8;
-    constexpr int kQsOffset = T == WeightType::kMXFP4    ? offsetof(BlockMXFP4, qs)
-                              : T == WeightType::kIQ4_XS ? offsetof(BlockIQ4_XS, qs)
-                                                         : offsetof(BlockIQ4_NL, qs);
-    if constexpr (T == WeightType::kIQ4_XS) {
-      // Group j's scale: nibble j of the scales_l word, bits 2j, 2j + 1 of
-      // scales_h, less 32, times d.
-      const BlockIQ4_XS* b = reinterpret_cast<const BlockIQ4_XS*>(p);
-      const __m256i low = _mm256_and_si256(
-          _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(LoadU32(b->scales_l))),
-                            _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
-          _mm256_set1_epi32(0xF));
-      const __m256i high =
-          _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(b->scales_h),
-                                             _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
-                           _mm256_set1_epi32(3));
-      const __m256i ls =
-          _mm256_sub_epi32(_mm256_or_si256(low, _mm256_slli_epi32(high, 4)), _mm256_set1_epi32(32));
-      r.wsc = _mm256_mul_ps(_mm256_cvtepi32_ps(ls), _mm256_set1_ps(F16ToF32(b->d)));
-    } else if constexpr (T == WeightType::kMXFP4) {
-      // The 8 exponents as 2^(e - 128) (E8M0HalfToF32, 8 at once).
-      uint64_t bytes = 0;
-#pragma GCC unroll 8
-      for (int j = 0; j < 8; ++j) {
-        if (!kPartial || j < blocks) bytes |= uint64_t{p[sizeof(BlockMXFP4) * j]} << (8 * j);
-      }
-      const __m256i e = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(bytes)));
-      const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
-      const __m256i sub = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
-      __m256i bits = _mm256_blendv_epi8(normal, sub, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e));
-      if constexpr (kPartial) {
-        // An absent block's lane 0, not the subnormal 2^-128 of e = 0, which
-        // every multiply would take a slow assist for.
-        bits =
-            _mm256_and_si256(bits, _mm256_cmpgt_epi32(_mm256_set1_epi32(blocks),
-                                                      _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
-      }
-      r.wsc = _mm256_castsi256_ps(bits);
-    } else if constexpr (kPartial) {
-      r.wsc = GatherF16x8<sizeof(BlockIQ4_NL), true>(p, blocks);
-    } else {
-      r.wsc = GatherHalves<sizeof(BlockIQ4_NL)>(p);
-    }
-    auto qs = [&](int k) {
-      if (kPartial && k >= blocks) return _mm_setzero_si128();
-      return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kQsOffset + kGroupStride * k));
-    };
-    __m256i g[4];
-#pragma GCC unroll 4
-    for (int k = 0; k < 4; ++k)
-      g[k] = _mm256_inserti128_si256(_mm256_castsi128_si256(qs(k)), qs(k + 4), 1);
-    Transpose4(g, r.e);
-    const int8_t* values = T == WeightType::kMXFP4 ? kMxfp4Values : kIq4NlValues;
-    r.table =
-        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(values)));
-    if constexpr (!kSigned) {
-      r.table = _mm256_add_epi8(r.table, _mm256_set1_epi8(static_cast<char>(TableCodeOffset(T))));
-    }
-    return r;
-  }
-
-  template <int I>
-  [[gnu::always_inline]] static __m256i Code(const Prep& r) {
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
-    const __m256i nib = I < 4 ? _mm256_and_si256(r.e[I % 4], m4)
-                              : _mm256_and_si256(_mm256_srli_epi16(r.e[I % 4], 4), m4);
-    return _mm256_shuffle_epi8(r.table, nib);
-  }
-};
-
-// Unit `un` of a row, prepared in prep, times NB activation vectors into
-// acc: the step of TableNibbles' loop, as DotTile16's with one scale per
-// lane.
-template <typename Dec, int NB>
-[[gnu::always_inline]] inline void AccumulateTableUnit(const typename Dec::Prep& prep,
-                                                       const QuantizedActs* acts, int64_t un,
-                                                       __m256* acc) {
-  const __m256i ones = _mm256_set1_epi16(1);
-  __m256i half[NB], dot[NB];
-  Unroll8([&](auto ii) [[gnu::always_inline]] {
-    constexpr int i = decltype(ii)::value;
-    const __m256i code = Dec::template Code<i>(prep);
-    [[maybe_unused]] __m256i magnitude;
-    if constexpr (Dec::kSigned) magnitude = _mm256_abs_epi8(code);
-#pragma GCC unroll 8
-    for (int k = 0; k < NB; ++k) {
-      const __m256i a =
-          _mm256_load_si256(reinterpret_cast<const __m256i*>(acts[k].qp + 256 * un + 32 * i));
-      if constexpr (Dec::kSigned) {
-        const __m256i signed_a = _mm256_sign_epi8(a, code);
-        dot[k] = i == 0 ? DotBytes(magnitude, signed_a) : AddDotBytes(dot[k], magnitude, signed_a);
-      } else if constexpr (kVnni) {
-        dot[k] = i == 0 ? DotBytes(code, a) : AddDotBytes(dot[k], code, a);
-      } else {
-        const __m256i p = _mm256_maddubs_epi16(code, a);
-        half[k] = i % 4 == 0 ? p : _mm256_add_epi16(half[k], p);
-        if constexpr (i % 4 == 3) {
-          const __m256i m = _mm256_madd_epi16(half[k], ones);
-          dot[k] = i == 3 ? m : _mm256_add_epi32(dot[k], m);
-        }
-      }
-    }
-  });
-#pragma GCC unroll 8
-  for (int k = 0; k < NB; ++k) {
-    const QuantizedActs& a = acts[k];
-    if constexpr (Dec::kZeroPoint != 0) {
-      dot[k] = _mm256_add_epi32(dot[k],
-                                _mm256_load_si256(reinterpret_cast<const __m256i*>(a.zs + 8 * un)));
-    }
-    acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[k]),
-                             _mm256_mul_ps(prep.wsc, _mm256_load_ps(a.ds + 8 * un)), acc[k]);
-  }
-}
-
-// The loop of TableNibbles.
-template <typename Dec, int NB>
-[[gnu::always_inline]] inline void SumTileTable(const uint8_t* row, int64_t cols,
-                                                const QuantizedActs* acts, __m256* acc_out) {
-  const int64_t units = cols / 256;
-  __m256 acc[NB];  // Local until the end (a caller's array went through memory).
-#pragma GCC unroll 8
-  for (int k = 0; k < NB; ++k) acc[k] = _mm256_setzero_ps();
-  for (int64_t un = 0; un < units; ++un)
-    AccumulateTableUnit<Dec, NB>(Dec::Prepare(row + un * Dec::kUnitBytes), acts, un, acc);
-  if constexpr (kPreparesTail<Dec>) {
-    const uint8_t* p = row + units * Dec::kUnitBytes;
-    if (const int blocks = TailBlocks<Dec>(p, cols); blocks != 0)
-      AccumulateTableUnit<Dec, NB>(Dec::PrepareTail(p, blocks), acts, units, acc);
-  }
-#pragma GCC unroll 8
-  for (int k = 0; k < NB; ++k) acc_out[k] = acc[k];
-}
-
-template <typename Dec, int NB>
-inline void DotTileTable(const uint8_t* row, int64_t cols, const QuantizedActs* acts, float* out) {
-  __m256 acc[NB];
-  SumTileTable<Dec, NB>(row, cols, acts, acc);
-#pragma GCC unroll 8
-  for (int k = 0; k < NB; ++k) out[k] = HorizontalSum(acc[k]);
-}
-
-template <typename Dec, int NB>
-inline void DotAny(const uint8_t* row, int64_t cols, const QuantizedActs* acts, float* out) {
-  if constexpr (requires { Dec::kSigned; }) {
-    DotTileTable<Dec, NB>(row, cols, acts, out);
-  } else if constexpr (requires { typename Dec::Prep; }) {
-    DotTile16<Dec, NB>(row, cols, acts, out);
-  } else {
-    DotTile<Dec, NB>(row, cols, acts, out);
-  }
-}
-
-// Loop order: a block of weight rows small enough to stay in L2 is run
-// against each tile of activation vectors in turn, and the tile is as many
-// vectors as fit in about half of L1 (their qp, ds, zs and s32 are read once
-// per weight row), so that neither stream spills to the next cache level.
-// The order changes which vector is computed when, never how.
-constexpr int64_t kRowBlockBytes = 96 << 10;
-constexpr int64_t kActTileBytes = 24 << 10;
-
-// A decode step's rows of a kRows view, 4 at a time: each row's sums as
-// DotAny<Dec, 1> makes them, then one HorizontalSums4 per accumulator for the
-// 4 (short rows, a MoE expert's few hundred columns, spent much of their time
-// in a row's own reductions and calls); each row to the bit DotAny<Dec, 1>'s.
-template <typename Dec>
-void RowQuads(const RowsTask& t, int64_t begin, int64_t end) {
-  constexpr bool kTable = requires { Dec::kSigned; };
-  constexpr bool kPer16 = !kTable && requires { typename Dec::Prep; };
-  const int64_t cols = t.w.cols;
-  int64_t r = begin;
-  for (; r + 4 <= end; r += 4) {
-    __m256 acc[4], bias[4];
-    for (int i = 0; i < 4; ++i) {
-      const uint8_t* row = RowStart(t.w, r + i);
-      if constexpr (kTable) {
-        SumTileTable<Dec, 1>(row, cols, t.acts, &acc[i]);
-      } else if constexpr (kPer16) {
-        SumTile16<Dec, 1>(row, cols, t.acts, &acc[i], &bias[i]);
-      } else {
-        SumTile<Dec, 1>(row, cols, t.acts, &acc[i], &bias[i]);
-      }
-    }
-    __m128 sums = HorizontalSums4(acc);
-    if constexpr (kPer16) {
-      sums = _mm_add_ps(sums, HorizontalSums4(bias));
-    } else if constexpr (!kTable) {
-      if constexpr (Dec::kMin) sums = _mm_sub_ps(sums, HorizontalSums4(bias));
-    }
-    _mm_storeu_ps(t.y + r, sums);
-  }
-  for (; r < end; ++r) DotAny<Dec, 1>(RowStart(t.w, r), cols, t.acts, t.y + r);
-}
-
-template <typename Dec>
-void RowsOf(const RowsTask& t, int64_t begin, int64_t end) {
-  if constexpr (!requires { Dec::kUnitStride; }) {
-    if (t.batch == 1) return RowQuads<Dec>(t, begin, end);
-  }
-  float out[kTile];
-  const int64_t units = std::max<int64_t>(1, t.w.cols / 256);
-  const int64_t tile = std::clamp<int64_t>(kActTileBytes / (units * 416), 2, kTile);
-  const int64_t block_rows = std::max<int64_t>(1, kRowBlockBytes / t.w.row_stride_bytes);
-  for (int64_t r0 = begin; r0 < end; r0 += block_rows) {
-    const int64_t r1 = std::min(end, r0 + block_rows);
-    for (int64_t b0 = 0; b0 < t.batch; b0 += tile) {
-      const int nb = static_cast<int>(std::min<int64_t>(tile, t.batch - b0));
-      const QuantizedActs* a = t.acts + b0;
-      for (int64_t r = r0; r < r1; ++r) {
-        const uint8_t* row = RowStart(t.w, r);
-        switch (nb) {
-#define WASTE_TILE_CASE(N)                 \
-  case N:                                  \
-    DotAny<Dec, N>(row, t.w.cols, a, out); \
-    break;
-          WASTE_TILE_CASE(1)
-          WASTE_TILE_CASE(2)
-          WASTE_TILE_CASE(3)
-          WASTE_TILE_CASE(4)
-          WASTE_TILE_CASE(5)
-          WASTE_TILE_CASE(6)
-          WASTE_TILE_CASE(7)
-          default:
-            DotAny<Dec, 8>(row, t.w.cols, a, out);
-            break;
-#undef WASTE_TILE_CASE
-        }
-        for (int k = 0; k < nb; ++k) t.y[(b0 + k) * t.y_stride + r] = out[k];
-      }
-    }
-  }
-}
+namespace {
 
 // A type with a kInterleaved layout: its grouped rows through Grouped (whole
 // groups at once for a decode step's few vectors), the rest through Plain.
@@ -840,11 +463,9 @@ void RowsTiled(const RowsTask& t, int64_t begin, int64_t end) {
     case WeightType::kQ3_K:
       return RowsOf<Q23K<true>>(t, begin, end);
     case WeightType::kIQ4_NL:
-      return RowsOf<TableNibbles<WeightType::kIQ4_NL>>(t, begin, end);
     case WeightType::kIQ4_XS:
-      return RowsOf<TableNibbles<WeightType::kIQ4_XS>>(t, begin, end);
     case WeightType::kMXFP4:
-      return RowsOf<TableNibbles<WeightType::kMXFP4>>(t, begin, end);
+      return RowsTable(t, begin, end);
     default:
       WCHECK(false) << "no tiled AVX2 kernel for type " << static_cast<uint32_t>(t.w.type);
   }

@@ -14,7 +14,7 @@
 #include <utility>
 
 #include "common/logging.h"
-#include "daemon/kernels/avx2_sums.h"
+#include "daemon/kernels/avx2_inline.h"
 #include "daemon/kernels/dequantize.h"
 #include "daemon/kernels/fp16.h"
 #include "daemon/kernels/matvec_avx2_internal.h"

@@ -37,7 +37,7 @@
 #include <cstring>
 #include <utility>
 
-#include "daemon/kernels/avx2_sums.h"
+#include "daemon/kernels/avx2_inline.h"
 #include "daemon/kernels/fp16.h"
 #include "daemon/kernels/iq_grids.h"
 #include "daemon/kernels/matvec_avx2_internal.h"
@@ -45,29 +45,6 @@
 
 namespace waste::kernels::internal::WASTE_AVX2_NS {
 namespace {
-
-template <typename F, int... J>
-[[gnu::always_inline]] inline void UnrollImpl(F&& f, std::integer_sequence<int, J...>) {
-  (f(std::integral_constant<int, J>()), ...);
-}
-// Calls f(std::integral_constant<int, j>()) for j < N, so that j is a
-// compile-time constant in f's body (immediate shifts, constant shuffles).
-template <int N, typename F>
-[[gnu::always_inline]] inline void Unroll(F&& f) {
-  UnrollImpl(f, std::make_integer_sequence<int, N>());
-}
-
-[[gnu::always_inline]] inline uint16_t LoadU16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-
-[[gnu::always_inline]] inline uint32_t LoadU32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
 
 [[gnu::always_inline]] inline __m256i Load256(const void* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));

@@ -1,24 +1,87 @@
-// Horizontal sums, 4-byte dots and the f16 scale gather of the AVX2 loops,
-// inline. Only for translation units compiled with AVX2_COPTS or
+// The AVX2 loops' shared inline helpers: unaligned field loads, unrolling,
+// horizontal sums, 4-byte dots, the f16 scale gather and the dword transpose
+// (forced inline: see inlining_check.sh). Only for translation units compiled with AVX2_COPTS or
 // AVXVNNI_COPTS (exactly): every copy of these inline functions must be the
 // same code, so an AVX-512 file must not take one, and each of the two AVX2
 // builds has its own (avx2_variant.h).
 // Internal to daemon/kernels.
-#ifndef WASTE_DAEMON_KERNELS_AVX2_SUMS_H_
-#define WASTE_DAEMON_KERNELS_AVX2_SUMS_H_
+#ifndef WASTE_DAEMON_KERNELS_AVX2_INLINE_H_
+#define WASTE_DAEMON_KERNELS_AVX2_INLINE_H_
 
 #if !defined(__AVX2__) || defined(__AVX512F__)
-#error "avx2_sums.h is for the AVX2_COPTS translation units only"
+#error "avx2_inline.h is for the AVX2_COPTS translation units only"
 #endif
 
 #include <immintrin.h>
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+#include <utility>
 
 #include "daemon/kernels/avx2_variant.h"
 
 namespace waste::kernels::internal::WASTE_AVX2_NS {
+
+template <typename F, int... J>
+[[gnu::always_inline]] inline void UnrollImpl(F&& f, std::integer_sequence<int, J...>) {
+  (f(std::integral_constant<int, J>()), ...);
+}
+// Calls f(std::integral_constant<int, j>()) for j < N, so that j is a
+// compile-time constant in f's body (immediate shifts, constant shuffles).
+template <int N, typename F>
+[[gnu::always_inline]] inline void Unroll(F&& f) {
+  UnrollImpl(f, std::make_integer_sequence<int, N>());
+}
+
+[[gnu::always_inline]] inline uint16_t LoadU16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+[[gnu::always_inline]] inline uint32_t LoadU32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+// 8 f16 at p + kStride * i as f32. Each f16 comes in with a dword
+// broadcast from memory (a load, no shuffle), f16 i in half i % 2 of the
+// dword (for odd i the dword starts 2 bytes before it), then blends put word
+// i in place: 7 blends where scalar loads, shifts and inserts took ~25
+// instructions.
+template <int kStride>
+[[gnu::always_inline]] inline __m256 GatherHalves(const uint8_t* p) {
+  static_assert(kStride >= 2);
+  auto dword = [&](int offset) {
+    return _mm_castps_si128(_mm_broadcast_ss(reinterpret_cast<const float*>(p + offset)));
+  };
+  // Dword m of pair m: f16 2m in its low half, 2m + 1 in its high half.
+  auto pair = [&](auto m) {
+    constexpr int kM = decltype(m)::value;
+    return _mm_blend_epi16(dword(2 * kM * kStride), dword((2 * kM + 1) * kStride - 2), 0xAA);
+  };
+  const __m128i h = _mm_blend_epi32(_mm_blend_epi32(pair(std::integral_constant<int, 0>()),
+                                                    pair(std::integral_constant<int, 1>()), 0x2),
+                                    _mm_blend_epi32(pair(std::integral_constant<int, 2>()),
+                                                    pair(std::integral_constant<int, 3>()), 0x8),
+                                    0xC);
+  return _mm256_cvtph_ps(h);
+}
+
+// In-lane 4x4 transpose of dwords: out[i] = [in0.i, in1.i, in2.i, in3.i |
+// in0.(4+i), in1.(4+i), in2.(4+i), in3.(4+i)].
+[[gnu::always_inline]] inline void Transpose4(const __m256i in[4], __m256i out[4]) {
+  const __m256i t0 = _mm256_unpacklo_epi32(in[0], in[1]);
+  const __m256i t1 = _mm256_unpackhi_epi32(in[0], in[1]);
+  const __m256i t2 = _mm256_unpacklo_epi32(in[2], in[3]);
+  const __m256i t3 = _mm256_unpackhi_epi32(in[2], in[3]);
+  out[0] = _mm256_unpacklo_epi64(t0, t2);
+  out[1] = _mm256_unpackhi_epi64(t0, t2);
+  out[2] = _mm256_unpacklo_epi64(t1, t3);
+  out[3] = _mm256_unpackhi_epi64(t1, t3);
+}
 
 // (x0 + x2) + (x1 + x3) of lo128 + hi128.
 [[gnu::always_inline]] inline float HorizontalSum(__m256 v) {
@@ -96,4 +159,4 @@ inline constexpr bool kVnni = false;
 
 }  // namespace waste::kernels::internal::WASTE_AVX2_NS
 
-#endif  // WASTE_DAEMON_KERNELS_AVX2_SUMS_H_
+#endif  // WASTE_DAEMON_KERNELS_AVX2_INLINE_H_
