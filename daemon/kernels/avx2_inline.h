@@ -34,18 +34,6 @@ template <int N, typename F>
   UnrollImpl(f, std::make_integer_sequence<int, N>());
 }
 
-[[gnu::always_inline]] inline uint16_t LoadU16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-
-[[gnu::always_inline]] inline uint32_t LoadU32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-
 // 8 f16 at p + kStride * i as f32. Each f16 comes in with a dword
 // broadcast from memory (a load, no shuffle), f16 i in half i % 2 of the
 // dword (for odd i the dword starts 2 bytes before it), then blends put word

@@ -5,15 +5,10 @@
 #include "common/logging.h"
 #include "daemon/kernels/fp16.h"
 #include "daemon/kernels/iq_decode.h"
+#include "daemon/kernels/quant_blocks.h"
 
 namespace waste::kernels {
 namespace {
-
-uint32_t LoadU32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
 
 void DequantQ4_0(const BlockQ4_0* b, int64_t nb, float* y) {
   for (int64_t i = 0; i < nb; ++i, y += kQK32) {

@@ -46,18 +46,6 @@ struct IqGroup {
   float scale[2];  // Per 16 elements.
 };
 
-inline uint32_t IqLoadU32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-
-inline uint16_t IqLoadU16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-
 // Negates the bytes of `grid` (all in 1..127) whose bit is set in `signs`.
 inline uint64_t WithSigns(uint64_t grid, uint8_t signs) {
   const uint64_t m = kIqSignBytes[signs];
@@ -83,7 +71,7 @@ inline void SetScales(IqGroup* r, float a, float b) {
 inline IqGroup DecodeIq2Xxs(const uint8_t* block, int g) {
   const auto* b = reinterpret_cast<const BlockIQ2_XXS*>(block);
   const uint8_t* qs = reinterpret_cast<const uint8_t*>(b->qs) + 8 * g;
-  const uint32_t aux = IqLoadU32(qs + 4);
+  const uint32_t aux = LoadU32(qs + 4);
   IqGroup r;
   for (int l = 0; l < 4; ++l)
     r.q[l] = WithSigns(kIq2XxsGrid[qs[l]], kIqSigns7[(aux >> (7 * l)) & 127]);
@@ -104,7 +92,7 @@ inline IqGroup DecodeIq2Xs(const uint8_t* block, int g) {
   const uint8_t* qs = reinterpret_cast<const uint8_t*>(b->qs) + 8 * g;
   IqGroup r;
   for (int l = 0; l < 4; ++l) {
-    const uint16_t v = IqLoadU16(qs + 2 * l);
+    const uint16_t v = LoadU16(qs + 2 * l);
     r.q[l] = WithSigns(kIq2XsGrid[v & 511], kIqSigns7[v >> 9]);
   }
   SetIq2Scales(F16ToF32(b->d), b->scales[g], &r);
@@ -131,7 +119,7 @@ inline IqGroup DecodeIq2S(const uint8_t* block, int g) {
 inline IqGroup DecodeIq3Xxs(const uint8_t* block, int g) {
   const auto* b = reinterpret_cast<const BlockIQ3_XXS*>(block);
   const uint8_t* qs = b->qs + 8 * g;
-  const uint32_t aux = IqLoadU32(b->qs + kQK_K / 4 + 4 * g);
+  const uint32_t aux = LoadU32(b->qs + kQK_K / 4 + 4 * g);
   IqGroup r;
   for (int l = 0; l < 4; ++l) {
     const uint64_t grid = kIq3XxsGrid[qs[2 * l]] | (uint64_t{kIq3XxsGrid[qs[2 * l + 1]]} << 32);
@@ -165,7 +153,7 @@ inline IqGroup DecodeIq3S(const uint8_t* block, int g) {
 inline IqGroup DecodeIq1S(const uint8_t* block, int g) {
   const auto* b = reinterpret_cast<const BlockIQ1_S*>(block);
   const uint8_t* qs = b->qs + 4 * g;
-  const uint16_t qh = IqLoadU16(reinterpret_cast<const uint8_t*>(b->qh) + 2 * g);
+  const uint16_t qh = LoadU16(reinterpret_cast<const uint8_t*>(b->qh) + 2 * g);
   IqGroup r;
   for (int l = 0; l < 4; ++l) {
     r.q[l] = Iq1Codes(kIq1SGrid[qs[l] | (((qh >> (3 * l)) & 7) << 8)], qh & 0x8000);
@@ -177,7 +165,7 @@ inline IqGroup DecodeIq1S(const uint8_t* block, int g) {
 
 // The f16 block scale of IQ1_M: the top nibbles of its 4 scale words.
 inline float Iq1MScale(const BlockIQ1_M* b, uint16_t sc[4]) {
-  for (int i = 0; i < 4; ++i) sc[i] = IqLoadU16(b->scales + 2 * i);
+  for (int i = 0; i < 4; ++i) sc[i] = LoadU16(b->scales + 2 * i);
   const uint16_t h =
       (sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) | ((sc[2] >> 4) & 0x0F00) | (sc[3] & 0xF000);
   return F16ToF32(h);

@@ -14,6 +14,7 @@
 #include "daemon/kernels/matmul_avx2_internal.h"
 #include "daemon/kernels/matvec_avx2_internal.h"
 #include "daemon/kernels/matvec_internal.h"
+#include "daemon/kernels/quant_blocks.h"
 
 namespace waste::kernels::internal::WASTE_AVX2_NS::tiled {
 namespace {

@@ -42,6 +42,7 @@
 #include "daemon/kernels/iq_grids.h"
 #include "daemon/kernels/matvec_avx2_internal.h"
 #include "daemon/kernels/matvec_internal.h"
+#include "daemon/kernels/quant_blocks.h"
 
 namespace waste::kernels::internal::WASTE_AVX2_NS {
 namespace {

@@ -77,18 +77,6 @@ inline constexpr bool kOwnCoef = requires {
   requires Dec::kOwnCoef;
 };
 
-[[gnu::always_inline]] inline uint16_t LoadU16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-
-[[gnu::always_inline]] inline uint32_t LoadU32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-
 // Lane l of lane vector v takes scale slot kSlots[v][l].
 using SlotTable = std::array<std::array<int32_t, 16>, 4>;
 

@@ -36,15 +36,10 @@
 #include "daemon/kernels/fp16.h"
 #include "daemon/kernels/iq_grids.h"
 #include "daemon/kernels/matvec_avx512_internal.h"
+#include "daemon/kernels/quant_blocks.h"
 
 namespace waste::kernels::internal::avx512 {
 namespace {
-
-[[gnu::always_inline]] inline uint64_t LoadU64(const uint8_t* p) {
-  uint64_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
 
 // The codes re-paired (PairCodes): kHalves32 (a scale per 32) puts in lane L
 // of pair v's zmm group 4 v + L / 4; kPairs16 sub-block 8 v + L / 2.

@@ -10,6 +10,7 @@
 
 #include "daemon/kernels/matvec_avx512_internal.h"
 #include "daemon/kernels/matvec_internal.h"
+#include "daemon/kernels/quant_blocks.h"
 
 namespace waste::kernels::internal::avx512 {
 namespace {

@@ -6,6 +6,7 @@
 #include "daemon/kernels/fp16.h"
 #include "daemon/kernels/iq_decode.h"
 #include "daemon/kernels/matvec_internal.h"
+#include "daemon/kernels/quant_blocks.h"
 
 namespace waste::kernels::internal {
 namespace {
@@ -22,12 +23,6 @@ struct Group {
   float wscale[2];
   float coef[2];
 };
-
-uint32_t LoadU32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
 
 void SetScale(Group* g, float wscale, float coef) {
   g->wscale[0] = g->wscale[1] = wscale;

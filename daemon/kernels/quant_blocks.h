@@ -11,9 +11,32 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 
 namespace waste::kernels {
+
+// A block's unaligned little-endian fields (f16 scales, qh words, grid
+// indices), for every ISA's loops and the reference code. Forced inline: a
+// copy kept out of line would be one symbol that objects compiled for
+// different ISAs share (see inlining_check.sh).
+[[gnu::always_inline]] inline uint16_t LoadU16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+[[gnu::always_inline]] inline uint32_t LoadU32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+[[gnu::always_inline]] inline uint64_t LoadU64(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
 
 // Element types the kernels understand. Numeric ids are ggml's (ggml.h,
 // storage/ggml_types.h GgmlType), so a GGUF type id converts with a cast after
