@@ -12,7 +12,9 @@ set -euo pipefail
 
 # Loop-level functions: a row's or a tile's loop and the dispatch around it,
 # the activation quantizers, the kernel tables, static initializers.
-allowed='^(Dot[A-Za-z0-9]*|Rows[A-Za-z0-9]*|RowQuads|DecodeRowQuads|RunRowTiles|RunGroups|Quantize[A-Za-z0-9]*|ReorderLane16|[A-Za-z0-9]*Kernels|_GLOBAL__sub_I_.*)$'
+# (The lambdas of drivers: their per-tile and per-chunk callbacks.)
+drivers='Rows[A-Za-z0-9]*|RowQuads|DecodeRowQuads|RunRowTiles|RunGroups|GroupedOrRows'
+allowed="^(Dot[A-Za-z0-9]*|$drivers|Quantize[A-Za-z0-9]*|ReorderLane16|[A-Za-z0-9]*Kernels|_GLOBAL__sub_I_.*|lambda_in_($drivers))\$"
 
 files=()
 for f in "$@"; do
@@ -24,12 +26,23 @@ if [ ${#files[@]} -eq 0 ]; then
 fi
 
 # Each function's own name: demangled without parameters, anonymous
-# namespaces and template arguments dropped, a lambda named by the function
-# it is in, then the last scope component.
-names=$(for a in "${files[@]}"; do nm --defined-only "$a"; done |
+# namespaces and template arguments dropped, then the last scope component.
+# A lambda is "lambda_in_F" (F the function it is in): only a driver's (a
+# task's rows, a pool's chunks) may stay out of line, never one inside a
+# row's loop (GCC ignores [[gnu::always_inline]] after a lambda's parameters,
+# and AVX-512 Q4_K's unit step ran out of line, half as fast, that way).
+names=$(for f in "${files[@]}"; do nm --defined-only "$f"; done |
   awk '$2 ~ /^[tTwW]$/ { print $3 }' | c++filt -p |
   sed -e 's/(anonymous namespace):://g' -e ':a' -e 's/<[^<>]*>//g' -e 'ta' |
-  sed -E -e 's/\(.*//' -e 's/^.* //' -e 's/.*:://' | sort | uniq -c)
+  awk '{
+    lambda = index($0, "::{lambda")
+    s = lambda ? substr($0, 1, lambda - 1) : $0
+    paren = index(s, "(")
+    if (paren) s = substr(s, 1, paren - 1)
+    sub(/.* /, "", s)     # The return type.
+    sub(/.*::/, "", s)    # The scopes.
+    print (lambda ? "lambda_in_" : "") s
+  }' | sort | uniq -c)
 
 count=$(echo "$names" | awk '{ n += $1 } END { print n + 0 }')
 if [ "$count" -lt 50 ]; then

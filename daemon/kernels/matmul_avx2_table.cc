@@ -145,7 +145,7 @@ template <typename Dec, int NB>
                                                        __m256* acc) {
   const __m256i ones = _mm256_set1_epi16(1);
   __m256i half[NB], dot[NB];
-  Unroll<8>([&](auto ii) [[gnu::always_inline]] {
+  Unroll<8>([&](auto ii) __attribute__((always_inline)) {
     constexpr int i = decltype(ii)::value;
     const __m256i code = Dec::template Code<i>(prep);
     [[maybe_unused]] __m256i magnitude;

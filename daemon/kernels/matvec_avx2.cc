@@ -397,7 +397,7 @@ struct LegacyLoop {
 template <int NB, typename SumFn>
 [[gnu::always_inline]] inline bool WithSumLoop(const RowsTask& t, SumFn sum) {
   const int64_t g = t.w.cols / 32;
-  auto run = [&](auto loop) {
+  auto run = [&](auto loop) __attribute__((always_inline)) {
     sum(loop);
     return true;
   };
@@ -441,12 +441,13 @@ template <int NB>
 void DotRow(const RowsTask& t, const uint8_t* row, int64_t b0, float* out) {
   const QuantizedActs* a = t.acts + b0;
   const float* x = t.x + b0 * t.x_stride;
-  const bool summed = WithSumLoop<NB>(t, [&](auto loop) {
-    __m256 acc[NB];
-    float bias[NB];
-    loop(row, a, acc, bias);
-    Finish<NB>(acc, bias, out);
-  });
+  const bool summed = WithSumLoop<NB>(
+      t, [&](auto loop) __attribute__((always_inline)) {
+        __m256 acc[NB];
+        float bias[NB];
+        loop(row, a, acc, bias);
+        Finish<NB>(acc, bias, out);
+      });
   if (summed) return;
   switch (t.w.type) {
     case WeightType::kF32:

@@ -366,7 +366,7 @@ inline void DotQuantizedGroup(const uint8_t* group, int64_t cols, const Quantize
   const Slots<Dec> slots;
   for (int64_t un = 0; un < cols / 256; ++un) {
     const uint8_t* p = group + un * kStream;
-    auto step = [&](int i, RowSums<Dec>* sums) [[gnu::always_inline]] {
+    auto step = [&](int i, RowSums<Dec>* sums) __attribute__((always_inline)) {
       // A unit's worth of prefetch per unit read, as the per-row loop does:
       // the group's 17 lines (Q8_0) asked for at once measured slower.
       PrefetchAhead<Dec::kUnitBytes>(p + i * Dec::kUnitBytes);
