@@ -40,6 +40,7 @@ struct Layout {
   WeightLayout layout;
 };
 constexpr Layout kLayouts[] = {{WeightType::kQ4_0, WeightLayout::kInterleaved},
+                               {WeightType::kQ4_0, WeightLayout::kInterleavedLanes},
                                {WeightType::kQ8_0, WeightLayout::kInterleaved},
                                {WeightType::kQ4_K, WeightLayout::kInterleaved},
                                {WeightType::kQ4_K, WeightLayout::kInterleavedLanes}};
@@ -134,7 +135,8 @@ TEST(InterleaveTest, RejectsWhatCannotBeInterleaved) {
   EXPECT_FALSE(CanInterleave(WeightType::kQ4_0, 288));
   EXPECT_TRUE(CanInterleave(WeightType::kQ4_K, 512));
   EXPECT_TRUE(CanInterleave(WeightType::kQ4_K, 512, WeightLayout::kInterleavedLanes));
-  EXPECT_FALSE(CanInterleave(WeightType::kQ4_0, 512, WeightLayout::kInterleavedLanes));
+  EXPECT_TRUE(CanInterleave(WeightType::kQ4_0, 512, WeightLayout::kInterleavedLanes));
+  EXPECT_FALSE(CanInterleave(WeightType::kQ8_0, 512, WeightLayout::kInterleavedLanes));
   EXPECT_FALSE(CanInterleave(WeightType::kQ5_K, 256));
   EXPECT_FALSE(CanInterleave(WeightType::kF32, 256));
   std::vector<uint8_t> w(RowBytes(WeightType::kQ5_K, 512) * 8 + 64);
@@ -150,7 +152,7 @@ TEST(InterleaveTest, RejectsWhatCannotBeInterleaved) {
   padded.row_stride_bytes += 2;
   EXPECT_EQ(MatVec(padded, x.data(), y.data(), nullptr, &scratch).code(),
             absl::StatusCode::kInvalidArgument);
-  WeightView lanes = DenseWeightView(WeightType::kQ4_0, 4, 512, w.data());
+  WeightView lanes = DenseWeightView(WeightType::kQ8_0, 4, 512, w.data());
   lanes.layout = WeightLayout::kInterleavedLanes;
   EXPECT_EQ(MatVec(lanes, x.data(), y.data(), nullptr, &scratch).code(),
             absl::StatusCode::kInvalidArgument);

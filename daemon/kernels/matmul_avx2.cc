@@ -102,6 +102,23 @@ struct InterleavedQ4_0 {
   }
 };
 
+// Q4_0 in kInterleavedLanes: the quants already as Transpose4 leaves them
+// (Q4_0LaneByte), so each 32 bytes give two code vectors with an and and a
+// shift (in cache, Zen 5, batch 1: 35 -> 46 GB/s, AVX-VNNI 39 -> 49).
+struct LanesQ4_0 : InterleavedQ4_0 {
+  [[gnu::always_inline]] static void Load(const uint8_t* p, TileUnit* u) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+      const __m256i q =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kUnitScaleBytes + 32 * c));
+      u->codes[c] = _mm256_and_si256(q, m4);
+      u->codes[4 + c] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+    }
+    u->wsc = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+};
+
 struct Q4K {
   static constexpr int kUnitBytes = sizeof(BlockQ4_K);
   static constexpr int kZeroPoint = 0;
@@ -453,6 +470,9 @@ void GroupedOrRows(const RowsTask& t, int64_t begin, int64_t end) {
 void RowsTiled(const RowsTask& t, int64_t begin, int64_t end) {
   switch (t.w.type) {
     case WeightType::kQ4_0:
+      if (t.w.layout == WeightLayout::kInterleavedLanes) {
+        return GroupedOrRows<LanesQ4_0, Q4_0>(t, begin, end);
+      }
       return GroupedOrRows<InterleavedQ4_0, Q4_0>(t, begin, end);
     case WeightType::kQ4_K:
       if (t.w.layout == WeightLayout::kInterleavedLanes) {

@@ -347,6 +347,32 @@ struct InterleavedQ4_0 : Q4_0 {
   }
 };
 
+// Q4_0 in kInterleavedLanes (the AVX2 loops' layout, Q4_0LaneByte): each
+// half's 64 quant bytes put back in block order by one vpermt2b of the 128,
+// then InterleavedQ4_0's codes.
+struct LanesQ4_0 : InterleavedQ4_0 {
+  alignas(64) static constexpr std::array<std::array<uint8_t, 64>, 2> kBlockOrder = [] {
+    std::array<std::array<uint8_t, 64>, 2> t{};
+    for (int h = 0; h < 2; ++h)
+      for (int k = 0; k < 4; ++k)
+        for (int i = 0; i < 16; ++i)
+          t[h][16 * k + i] = static_cast<uint8_t>(Q4_0LaneByte(4 * h + k, i) - kUnitScaleBytes);
+    return t;
+  }();
+  [[gnu::always_inline]] static void Load(const uint8_t* p, Unit* u) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const __m512i lo = _mm512_loadu_si512(p + kUnitScaleBytes);
+    const __m512i hi = _mm512_loadu_si512(p + kUnitScaleBytes + 64);
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      const __m512i q = _mm512_permutex2var_epi8(lo, _mm512_load_si512(kBlockOrder[h].data()), hi);
+      u->codes[2 * h] = _mm512_and_si512(q, m4);
+      u->codes[2 * h + 1] = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+    }
+    u->wsc = ScaleTwice(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+};
+
 struct InterleavedQ8_0 : Q8_0 {
   [[gnu::always_inline]] static void Load(const uint8_t* p, Unit* u) {
     const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
@@ -722,7 +748,12 @@ void RowsAvx512(const RowsTask& t, int64_t begin, int64_t end) {
   SplitGroupedRows(
       t.w, begin, end,
       [&](int64_t b, int64_t e) {
-        if (t.w.type == WeightType::kQ4_0) return InterleavedRows<InterleavedQ4_0>(t, b, e);
+        if (t.w.type == WeightType::kQ4_0) {
+          if (t.w.layout == WeightLayout::kInterleavedLanes) {
+            return InterleavedRows<LanesQ4_0>(t, b, e);
+          }
+          return InterleavedRows<InterleavedQ4_0>(t, b, e);
+        }
         if (t.w.layout == WeightLayout::kInterleavedLanes) {
           return InterleavedRows<InterleavedQ4K>(t, b, e);
         }

@@ -272,6 +272,14 @@ void UninterleaveUnit(WeightType type, WeightLayout layout, const uint8_t* unit,
     }
     return;
   }
+  if (type == WeightType::kQ4_0 && layout == WeightLayout::kInterleavedLanes) {
+    for (int j = 0; j < 8; ++j) {
+      uint8_t* block = file_bytes + sizeof(BlockQ4_0) * j;
+      std::memcpy(block, unit + 2 * j, 2);
+      for (int i = 0; i < 16; ++i) block[2 + i] = unit[Q4_0LaneByte(j, i)];
+    }
+    return;
+  }
   // Q4_0, Q8_0: 8 blocks of an f16 scale and their quants.
   const int block_bytes = GetWeightTypeInfo(type).block_bytes;
   const int qs_bytes = block_bytes - kUnitScaleBytes / 8;
