@@ -102,7 +102,8 @@ void InterleaveQ4_0Lanes(int64_t rows, int64_t cols, uint8_t* base) {
         for (int j = 0; j < 8; ++j) {
           const auto* b = reinterpret_cast<const BlockQ4_0*>(blocks) + j;
           std::memcpy(unit + sizeof(Half) * j, &b->d, sizeof(Half));
-          for (int i = 0; i < 16; ++i) unit[internal::Q4_0LaneByte(j, i)] = b->qs[i];
+          for (int c = 0; c < 4; ++c)
+            std::memcpy(unit + internal::Q4_0LaneByte(j, 4 * c), b->qs + 4 * c, 4);
         }
       });
 }
