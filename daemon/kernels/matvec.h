@@ -61,12 +61,17 @@ struct WeightView {
 };
 
 // Whether a dense matrix of `type` and `cols` may take `layout`
-// (kInterleaved: Q4_0, Q8_0 and Q4_K; kInterleavedLanes: Q4_K), cols a
-// multiple of 256.
+// (kInterleaved: Q4_0, Q8_0 and Q4_K; kInterleavedLanes: Q4_0 and Q4_K),
+// cols a multiple of 256.
 bool CanInterleave(WeightType type, int64_t cols, WeightLayout layout = WeightLayout::kInterleaved);
 
 // The interleaved layout the loops of `isa` read fastest for `type`.
 WeightLayout InterleavedLayoutFor(WeightType type, Isa isa);
+
+// The layout a resident dense matrix takes for the loops of `isa`: its
+// InterleavedLayoutFor where it can interleave and that measured faster than
+// the rows as GGUF has them, else kRows (see interleave.cc).
+WeightLayout ResidentLayoutFor(WeightType type, int64_t cols, Isa isa);
 
 // Rewrites a dense kRows matrix (CanInterleave) into `layout` in place; the
 // products of its view in that layout are bit-identical to those of its

@@ -8,7 +8,7 @@
 //                                         in thread CPU time)
 //   bazel-bin/... --cache_kib=262144 --cpu_threads=2   (streaming from DRAM,
 //                                         timed in CPU time: for A/B on a busy machine)
-//   bazel-bin/... --interleave            (Q4_0/Q8_0/Q4_K in the resident interleaved layout)
+//   bazel-bin/... --interleave            (in the layout resident weights take)
 //
 // For each type a ~1 GiB matrix (4096 columns; far larger than the caches,
 // so every call streams from DRAM, as decode does) is multiplied by one
@@ -53,11 +53,9 @@ ABSL_FLAG(int, cache_kib, 0,
           "the weights stay in cache and the figure is the kernel's compute cost");
 ABSL_FLAG(std::string, types, "", "comma-separated types to run (e.g. Q4_0,Q4_K); empty: all");
 ABSL_FLAG(int, calls, 0, "in-cache mode: calls per repetition (0: about 50 ms worth)");
-ABSL_FLAG(
-    bool, interleave, false,
-    "Q4_0, Q8_0 and Q4_K weights in the interleaved layout of the ISA (as resident weights are "
-    "loaded); "
-    "the other types as GGUF has them");
+ABSL_FLAG(bool, interleave, false,
+          "weights in the layout resident weights take on this ISA (ResidentLayoutFor: Q4_0 "
+          "interleaved everywhere, Q8_0 and Q4_K on the AVX2 families); the rest as GGUF has them");
 ABSL_FLAG(int, cpu_threads, 1,
           "in-cache mode: threads of the pool the calls run on; the time is the process's CPU "
           "time divided by this. With a --cache_kib far above the caches (e.g. 262144) the "
@@ -173,9 +171,9 @@ WeightView MakeWeights(WeightType type, int64_t cols, int64_t bytes, std::unique
     std::memcpy(w->data + r * row_bytes, w->data, std::min<int64_t>(64, rows - r) * row_bytes);
   }
   WeightView view = DenseWeightView(type, rows, cols, w->data);
-  if (absl::GetFlag(FLAGS_interleave) && CanInterleave(type, cols)) {
-    view.layout = InterleavedLayoutFor(type, DetectIsa());
-    InterleaveRows(type, rows, cols, w->data, view.layout);
+  if (absl::GetFlag(FLAGS_interleave)) {
+    view.layout = ResidentLayoutFor(type, cols, DetectIsa());
+    if (view.layout != WeightLayout::kRows) InterleaveRows(type, rows, cols, w->data, view.layout);
   }
   *out = std::move(w);
   return view;

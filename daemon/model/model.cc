@@ -80,26 +80,16 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const storage::GgufFile& gg
 }
 
 bool ResidentRepackPays(kernels::WeightType type) {
-  // Q8_0 repacked decoded slower on AVX-512 (1.1B llama, resident, quiet
-  // Zen 5: 38.2 and 39.0 tok/s against 43.6 and 40.1 plain); on AVX2 it
-  // was faster. Q4_0 gained on both (AVX-512 67.0/71.1 against 61.4/67.6).
-  // Q4_K (InterleavedLayoutFor's layout per ISA; 2-core Zen 4 shared with
-  // builds, medians of 10 alternating runs of the 1.1B llama): AVX2 decode
-  // 67.3 against 65.9 tok/s quiet (29.8 against 25.8 loaded), prefill 124
-  // against 120; AVX-512 decode 68.5 against 70.5 (73.1 against 69.5 in
-  // another set), and streaming matvec_bench on 2 threads 41 against 53 GB/s
-  // although in cache on one core it is 24 against 21: kept plain there.
-  if (type == kernels::WeightType::kQ8_0 || type == kernels::WeightType::kQ4_K) {
-    return kernels::DetectIsa() != kernels::Isa::kAvx512;
-  }
-  return true;
+  return kernels::ResidentLayoutFor(type, 256, kernels::DetectIsa()) !=
+         kernels::WeightLayout::kRows;
 }
 
 void Model::MarkInterleaving(Model* model) {
   auto mark = [](TensorRef* t) {
-    t->interleaves = t->present && t->n_mat == 1 && kernels::CanInterleave(t->type, t->cols) &&
-                     ResidentRepackPays(t->type);
-    t->interleaved_layout = kernels::InterleavedLayoutFor(t->type, kernels::DetectIsa());
+    const kernels::WeightLayout layout =
+        kernels::ResidentLayoutFor(t->type, t->cols, kernels::DetectIsa());
+    t->interleaves = t->present && t->n_mat == 1 && layout != kernels::WeightLayout::kRows;
+    if (t->interleaves) t->interleaved_layout = layout;
   };
   // Not token_embd (read by row), nor output when it is token_embd (tied);
   // not wk_b/wv_b (per-head views of 3-D tensors) nor the expert slices.
