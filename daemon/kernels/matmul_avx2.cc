@@ -190,8 +190,9 @@ struct LanesQ4K : Q4K {
 // (vpmaddwd's multiplier). The codes are made one at a time as DotTile16
 // consumes them: all 8 at once with the scales left too few of AVX2's 16
 // registers (spills, ~2x slower).
-template <bool kQ3>
+template <bool kQ3Type>
 struct Q23K {
+  static constexpr bool kQ3 = kQ3Type;
   using Block = std::conditional_t<kQ3, BlockQ3_K, BlockQ2_K>;
   static constexpr int kUnitBytes = sizeof(Block);
   struct Prep {
@@ -199,7 +200,7 @@ struct Q23K {
     __m256i hlo, hhi;  // Q3_K: hmask dwords 0-3 (4-7), both 128-bit lanes.
     __m256i sc16[2];   // Lane j: half h's scale of group j, both words.
     __m256i sc32[2];   // AVX-VNNI: the same as one int32 per lane.
-    __m256 coef16[2];  // Coefficients of s16 (sub-blocks 0-7, 8-15).
+    __m256 coef16[2];  // Q2_K: coefficients of s16 (sub-blocks 0-7, 8-15).
     __m256 wsc;        // d.
   };
 
@@ -224,13 +225,10 @@ struct Q23K {
     const float d = F16ToF32(b->d);
     if constexpr (kQ3) {
       const KScaleWords w = UnpackQ3KScales(b->scales);
+      // x = d sc (q - 4): the -4 comes in with the activation's 16-sums
+      // (zs: see SumTile16), as integers.
       sc = _mm_sub_epi8(_mm_set_epi64x(static_cast<int64_t>(w.hi), static_cast<int64_t>(w.lo)),
                         _mm_set1_epi8(32));
-      // x = d sc (q - 4): the -4 goes to the 16-sums.
-      const __m256 minus4d = _mm256_set1_ps(-4 * d);
-      r.coef16[0] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc)), minus4d);
-      r.coef16[1] = _mm256_mul_ps(
-          _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(sc, sc))), minus4d);
     } else {
       const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->scales));
       sc = _mm_and_si128(s, _mm_set1_epi8(0x0F));
@@ -314,6 +312,13 @@ template <typename Dec, int NB>
           half[k] = i % 4 == 0 ? p : _mm256_add_epi16(half[k], p);
         }
         if constexpr (i % 4 == 3) {
+          if constexpr (Dec::kQ3) {
+            // Q3_K's zero point: 4 x each 16-sum of the activation, in the
+            // lanes (AVX2: the words) the half's sums are in (zs).
+            const __m256i zero = _mm256_load_si256(
+                reinterpret_cast<const __m256i*>(acts[k].zs + 16 * un + 8 * (i / 4)));
+            half[k] = kVnni ? _mm256_sub_epi32(half[k], zero) : _mm256_sub_epi16(half[k], zero);
+          }
           const __m256i m = kVnni ? _mm256_mullo_epi32(half[k], prep.sc32[i / 4])
                                   : _mm256_madd_epi16(half[k], prep.sc16[i / 4]);
           dot[k] = i == 3 ? m : _mm256_add_epi32(dot[k], m);
@@ -325,8 +330,10 @@ template <typename Dec, int NB>
       const QuantizedActs& a = acts[k];
       acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[k]),
                                _mm256_mul_ps(prep.wsc, _mm256_load_ps(a.ds + 8 * un)), acc[k]);
-      bias[k] = _mm256_fmadd_ps(prep.coef16[0], _mm256_loadu_ps(a.s16 + 16 * un), bias[k]);
-      bias[k] = _mm256_fmadd_ps(prep.coef16[1], _mm256_loadu_ps(a.s16 + 16 * un + 8), bias[k]);
+      if constexpr (!Dec::kQ3) {
+        bias[k] = _mm256_fmadd_ps(prep.coef16[0], _mm256_loadu_ps(a.s16 + 16 * un), bias[k]);
+        bias[k] = _mm256_fmadd_ps(prep.coef16[1], _mm256_loadu_ps(a.s16 + 16 * un + 8), bias[k]);
+      }
     }
   }
 #pragma GCC unroll 8

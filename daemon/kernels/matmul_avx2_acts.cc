@@ -3,8 +3,10 @@
 // weight type's code vectors. Compiled with AVX2_COPTS.
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstring>
 
+#include "daemon/kernels/avx2_inline.h"
 #include "daemon/kernels/matvec_avx2_internal.h"
 #include "daemon/kernels/matvec_internal.h"
 
@@ -49,6 +51,25 @@ constexpr LaneMap kQ4KMap = [] {
   return m;
 }();
 
+// Q3_K's zero point (codes are q + 4) as integers: per unit and half h of
+// its 8 groups, 4 x the sum of the activation's 16 qs there, in lane j (AVX2:
+// the low word of lane j, beside the int16 sums of the half's products) of
+// zs + 16 un + 8 h, which SumTile16 subtracts before the half's scales.
+// (Rows of Q3_K are whole units.)
+void Q3KZeroPoints(int64_t cols, const QuantizedActs& out) {
+  for (int64_t un = 0; un < cols / 256; ++un) {
+    for (int h = 0; h < 2; ++h) {
+      for (int j = 0; j < 8; ++j) {
+        const int8_t* q = out.qs + 256 * un + 32 * j + 16 * h;
+        int32_t sum = 0;
+        for (int e = 0; e < 16; ++e) sum += q[e];
+        out.zs[16 * un + 8 * h + j] =
+            kVnni ? 4 * sum : static_cast<uint16_t>(static_cast<int16_t>(4 * sum));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 // The natural arrays as every AVX2 loop has them (QuantizeBlocks), then
@@ -84,6 +105,7 @@ void QuantizeActsTiled(WeightType type, const float* x, int64_t cols, const Quan
       }
     }
   }
+  if (type == WeightType::kQ3_K) Q3KZeroPoints(cols, out);
 }
 
 }  // namespace waste::kernels::internal::WASTE_AVX2_NS::tiled

@@ -69,7 +69,8 @@ struct QuantizedActs {
   // Filled by the tiled quantizer only (matmul_avx2.cc), in its lane order
   // (qp and ds too): a weight type's zero point times the int sum of each
   // block's qs, so that the integer dot comes out exact without a float bias
-  // (0 in a padded last unit's absent blocks).
+  // (0 in a padded last unit's absent blocks); for Q3_K, per 16 qs (see
+  // Q3KZeroPoints in matmul_avx2_acts.cc).
   int32_t* zs = nullptr;  // [max(cols / 16, ceil(cols / 256) * 8)], 64-byte aligned.
 };
 
