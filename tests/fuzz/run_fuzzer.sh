@@ -89,8 +89,10 @@ fi
 
 # One Makefile per target: objects shared between targets, rebuilt from
 # their dependency files when anything they include changes.
+# BOOST_ENABLE_ASSERT_DEBUG_HANDLER: as //daemon/http:boost defines it for
+# every Boost user (its handler, boost_assert.cc, is among their sources).
 flags="-std=c++20 -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined
-       -fno-sanitize-recover=undefined -I$repo -I$gen $cflags"
+       -fno-sanitize-recover=undefined -DBOOST_ENABLE_ASSERT_DEBUG_HANDLER -I$repo -I$gen $cflags"
 objects=()
 rules=""
 for src in "${srcs[@]}"; do
