@@ -93,6 +93,12 @@ fi
 # every Boost user (its handler, boost_assert.cc, is among their sources).
 flags="-std=c++20 -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined
        -fno-sanitize-recover=undefined -DBOOST_ENABLE_ASSERT_DEBUG_HANDLER -I$repo -I$gen $cflags"
+# Objects made with other flags (an older run_fuzzer.sh) are made again: the
+# dependency files only track what the sources include.
+if [[ "$(cat "$obj/flags" 2> /dev/null)" != "$flags" ]]; then
+  rm -f "$obj"/*.o "$obj"/*.d
+  printf '%s' "$flags" > "$obj/flags"
+fi
 objects=()
 rules=""
 for src in "${srcs[@]}"; do
