@@ -151,14 +151,17 @@ struct Q4K {
   [[gnu::always_inline]] static void LoadScales(const uint8_t* p, TileUnit* u) {
     const BlockQ4_K* b = reinterpret_cast<const BlockQ4_K*>(p);
     // [sc0-3 | m0-3] and [sc4-7 | m4-7], then [sc0-7 | m0-7].
+    // The scales in lane order (Q4KLaneGroup: 0, 2, 4, 6, 1, 3, 5, 7), the
+    // mins in group order, by one shuffle; d and dmin converted together.
     const KScaleWords w = UnpackQ4KScales(b->scales);
-    const __m128i scm = _mm_shuffle_epi32(
-        _mm_set_epi64x(static_cast<int64_t>(w.hi), static_cast<int64_t>(w.lo)), 0xD8);
-    const __m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(scm));
-    const __m256 mn = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(scm, 8)));
-    const __m256 ws = _mm256_mul_ps(sc, _mm256_set1_ps(F16ToF32(b->d)));
-    u->wsc = _mm256_permutevar8x32_ps(ws, _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7));
-    u->mcoef = _mm256_mul_ps(mn, _mm256_set1_ps(F16ToF32(b->dmin)));
+    const __m128i scm =
+        _mm_shuffle_epi8(_mm_set_epi64x(static_cast<int64_t>(w.hi), static_cast<int64_t>(w.lo)),
+                         _mm_setr_epi8(0, 2, 8, 10, 1, 3, 9, 11, 4, 5, 6, 7, 12, 13, 14, 15));
+    const __m128 dd = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(LoadU32(p))));
+    u->wsc =
+        _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(scm)), _mm256_broadcastss_ps(dd));
+    u->mcoef = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(scm, 8))),
+                             _mm256_broadcastss_ps(_mm_movehdup_ps(dd)));
   }
 };
 
