@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "daemon/kernels/avx2_variant.h"
+#include "daemon/kernels/quant_blocks.h"
 
 namespace waste::kernels::internal::WASTE_AVX2_NS {
 
@@ -101,11 +102,7 @@ template <int kStride>
 // registers, one conversion for the 8.
 template <int kStride, bool kPartial>
 [[gnu::always_inline]] inline __m256 GatherF16x8(const uint8_t* p, int n) {
-  auto word = [&](int j) -> uint64_t {
-    uint16_t h = 0;
-    if (!kPartial || j < n) std::memcpy(&h, p + kStride * j, sizeof(h));
-    return h;
-  };
+  auto word = [&](int j) -> uint64_t { return !kPartial || j < n ? LoadU16(p + kStride * j) : 0; };
   uint64_t lo = 0, hi = 0;
 #pragma GCC unroll 4
   for (int j = 0; j < 4; ++j) {

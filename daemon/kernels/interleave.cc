@@ -40,7 +40,7 @@ WeightLayout ResidentLayoutFor(WeightType type, int64_t cols, Isa isa) {
   // Zen 5: 38.2 and 39.0 tok/s against 43.6 and 40.1 plain); on AVX2 it
   // was faster. Q4_0 gained on both (AVX-512 67.0/71.1 against 61.4/67.6).
   // Q4_K on AVX-512 (whose group loop then ran its unit step out of line:
-  // since that was fixed, 122-126 against 118-126 tok/s, within noise) stays
+  // since that was fixed, 123-127 against 118-126 tok/s, within noise) stays
   // plain; on AVX2 (2-core Zen 4 shared with builds, medians of 10
   // alternating runs of the 1.1B llama) decode 67.3 against 65.9 tok/s quiet
   // (29.8 against 25.8 loaded), prefill 124 against 120.

@@ -33,8 +33,7 @@ constexpr int kMaxNb = kRowTile;
 
 // Byte j of the result is 0x10 if bit j of qh is set, else 0.
 [[gnu::always_inline]] inline __m256i FifthBitBytes(const uint8_t* qh_bytes) {
-  uint32_t qh;
-  std::memcpy(&qh, qh_bytes, 4);
+  const uint32_t qh = LoadU32(qh_bytes);
   const __m256i shuf =
       _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303);
   __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(qh)), shuf);

@@ -464,16 +464,9 @@ struct Q45K {
   // wsc from the super-block's header (d, dmin, scales), which Q5_K shares.
   [[gnu::always_inline]] static void LoadScales(const uint8_t* p, Unit* u) {
     const BlockQ4_K* b = reinterpret_cast<const BlockQ4_K*>(p);
-    // In 64-bit integer arithmetic (two groups' worth per op, and kept off the
-    // vector ports): [sc0-3 | m0-3] and [sc4-7 | m4-7].
-    uint64_t w01;
-    std::memcpy(&w01, b->scales, 8);
-    const uint64_t w2 = LoadU32(b->scales + 8);
-    const uint64_t lo = w01 & 0x3F3F3F3F3F3F3F3F;
-    const uint64_t hi =
-        ((w2 | ((w2 >> 4) << 32)) & 0x0F0F0F0F0F0F0F0F) | (((w01 >> 6) & 0x0303030303030303) << 4);
-    const __m128i scm =
-        _mm_shuffle_epi32(_mm_set_epi64x(static_cast<int64_t>(hi), static_cast<int64_t>(lo)), 0xD8);
+    const KScaleWords w = UnpackQ4KScales(b->scales);  // [sc0-3 | m0-3], [sc4-7 | m4-7].
+    const __m128i scm = _mm_shuffle_epi32(
+        _mm_set_epi64x(static_cast<int64_t>(w.hi), static_cast<int64_t>(w.lo)), 0xD8);
     const __m512 f = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(scm));  // [sc0-7, m0-7]
     // [d x8, dmin x8]; the min term is subtracted (kSumScale).
     const __m512 mult = _mm512_permutexvar_ps(

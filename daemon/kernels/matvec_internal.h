@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "daemon/kernels/matvec.h"
+#include "daemon/kernels/quant_blocks.h"
 #include "daemon/kernels/quantize.h"
 
 namespace waste::kernels::internal {
@@ -64,11 +65,8 @@ struct KScaleWords {
   uint64_t lo, hi;
 };
 [[gnu::always_inline]] inline KScaleWords UnpackKScales(const uint8_t* scales, bool q3) {
-  uint64_t w01;
-  std::memcpy(&w01, scales, 8);
-  uint32_t w2_32;
-  std::memcpy(&w2_32, scales + 8, 4);
-  const uint64_t w2 = w2_32;
+  const uint64_t w01 = LoadU64(scales);
+  const uint64_t w2 = LoadU32(scales + 8);
   constexpr uint64_t kNib = 0x0F0F0F0F0F0F0F0F, kTwo = 0x0303030303030303;
   if (q3) {
     return {(w01 & kNib) | (((w2 | ((w2 >> 2) << 32)) & kTwo) << 4),

@@ -79,11 +79,6 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const storage::GgufFile& gg
   return model;
 }
 
-bool ResidentRepackPays(kernels::WeightType type) {
-  return kernels::ResidentLayoutFor(type, 256, kernels::DetectIsa()) !=
-         kernels::WeightLayout::kRows;
-}
-
 void Model::MarkInterleaving(Model* model) {
   auto mark = [](TensorRef* t) {
     const kernels::WeightLayout layout =

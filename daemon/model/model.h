@@ -130,11 +130,6 @@ class Model {
 // are slices in the expert chunks). Absent tensors are skipped.
 void ForEachTensor(const Model& model, absl::FunctionRef<void(const TensorRef&)> fn);
 
-// Whether resident matrices of `type` are worth repacking on the kernels
-// this machine runs (kernels::CanInterleave says which can be): measured,
-// see model.cc.
-bool ResidentRepackPays(kernels::WeightType type);
-
 // Rewrites the matrices of chunk `id` that interleave (TensorRef::interleaves)
 // into the kInterleaved layout, in place in `slot`: what a store's
 // repack_pinned does to a resident chunk, once, at load. The chunk's products
