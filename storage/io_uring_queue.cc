@@ -61,6 +61,8 @@ absl::StatusOr<std::unique_ptr<ReadQueue>> IoUringReadQueue::Create(
                         depth, strerror(-rc), -rc));
   }
   queue->ring_ready_ = true;
+  // Hard links came with 5.5, as did IORING_FEAT_NODROP.
+  queue->can_link_ = (queue->ring_.features & IORING_FEAT_NODROP) != 0;
   return std::unique_ptr<ReadQueue>(std::move(queue));
 }
 
@@ -83,6 +85,9 @@ IoUringReadQueue::~IoUringReadQueue() {
 absl::Status IoUringReadQueue::Submit(std::span<const ReadRequest> requests) {
   const uint64_t size = file_->Size();
   const bool direct = file_->Direct();
+  // Ops of one chain must be neighbours in the ring: this call's ops go to
+  // the backlog unchained first, then chain by chain.
+  const size_t first_new = pending_.size();
   for (const ReadRequest& request : requests) {
     ++outstanding_;
     if (request.offset > size || request.length > size - request.offset) {
@@ -120,11 +125,18 @@ absl::Status IoUringReadQueue::Submit(std::span<const ReadRequest> requests) {
     }
     pending_.push_back(std::move(op));
   }
+  const auto first = pending_.begin() + static_cast<ptrdiff_t>(first_new);
+  std::stable_sort(first, pending_.end(), [](const auto& a, const auto& b) {
+    return a->request.chain < b->request.chain;
+  });
+  for (auto op = first; can_link_ && op != pending_.end() && op + 1 != pending_.end(); ++op) {
+    (*op)->link_next = (*op)->request.chain != 0 && (*op)->request.chain == op[1]->request.chain;
+  }
   return SubmitPending();
 }
 
 absl::Status IoUringReadQueue::SubmitPending() {
-  bool queued = false;
+  io_uring_sqe* last = nullptr;  // The previous SQE of this submission.
   while (in_flight_ < static_cast<size_t>(depth_) && !pending_.empty()) {
     io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
     if (sqe == nullptr) break;  // Ring full; the rest go after completions.
@@ -137,10 +149,14 @@ absl::Status IoUringReadQueue::SubmitPending() {
     io_uring_prep_read(sqe, file_->fd(), op->target() + op->done, static_cast<unsigned>(length),
                        op->device_offset + op->done);
     io_uring_sqe_set_data(sqe, op);
+    if (op->link_next) sqe->flags |= IOSQE_IO_HARDLINK;
+    op->link_next = false;  // A short read's remainder goes on its own.
     ++in_flight_;
-    queued = true;
+    last = sqe;
   }
-  if (!queued) return absl::OkStatus();
+  if (last == nullptr) return absl::OkStatus();
+  // A chain ends with the submission: what follows goes in with later ones.
+  last->flags &= ~IOSQE_IO_HARDLINK;
   int rc;
   do {
     rc = io_uring_submit(&ring_);

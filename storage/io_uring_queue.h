@@ -2,7 +2,10 @@
 // in flight in the kernel, the rest queued here. Short reads are resubmitted
 // for the remainder; EIO, EINTR and EAGAIN are retried per the file's
 // RetryPolicy (the backoff sleeps inside Wait, which is fine for errors this
-// rare). On an O_DIRECT file, unaligned requests are read through an aligned
+// rare). The requests of one chain (ReadRequest::chain) go into the ring
+// linked (IOSQE_IO_HARDLINK: the kernel starts each when the one before it
+// finishes, whatever its result), as far as one submission of the ring
+// reaches. On an O_DIRECT file, unaligned requests are read through an aligned
 // bounce buffer and copied out on completion.
 //
 // Ownership: borrows the file (which must outlive the queue) and the
@@ -63,6 +66,7 @@ class IoUringReadQueue final : public ReadQueue {
     size_t done = 0;             // Bytes arrived so far.
     size_t furthest = 0;         // The most `done` has been (O_DIRECT re-reads a block).
     int attempts = 0;            // Failed attempts (transient errors).
+    bool link_next = false;      // The next queued op starts after this one.
     AlignedBuffer bounce;        // Empty unless the request is unaligned on O_DIRECT.
     char* target() const { return bounce.data() != nullptr ? bounce.data() : request.buffer; }
   };
@@ -79,6 +83,7 @@ class IoUringReadQueue final : public ReadQueue {
   const int depth_;
   io_uring ring_;
   bool ring_ready_ = false;
+  bool can_link_ = false;  // The kernel chains reads (IOSQE_IO_HARDLINK, 5.5+).
   std::deque<std::unique_ptr<Op>> pending_;
   size_t in_flight_ = 0;
   size_t outstanding_ = 0;

@@ -1,4 +1,5 @@
 // Every ReadQueue engine, buffered and O_DIRECT, against the bytes written.
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -76,6 +77,7 @@ TEST_P(ReadQueueTest, ManyRandomReadsReturnCorrectBytesAndTags) {
       buffers.emplace_back(request.length + 64);
       request.buffer = buffers.back().data() + (aligned ? 0 : 1 + rng() % 63);
       request.tag = 1000 + i;
+      request.chain = static_cast<uint16_t>(rng() % 4);  // Some alone, some in chains.
       requests.push_back(request);
     }
     // Submit in uneven batches, waiting for some in between, so reads queue
@@ -188,6 +190,50 @@ TEST(ReadQueueAutoTest, AutoResolvesToARealEngine) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(IoUringChainTest, AChainReadsInItsOrder) {
+  if (!IoUringAvailable()) GTEST_SKIP() << "io_uring is unavailable here";
+  const std::string path = waste::testing::TempDir() + "/chain.bin";
+  constexpr size_t kLarge = 32 << 20;
+  std::string contents(kLarge + 8192, '\0');
+  for (size_t i = 0; i < contents.size(); ++i) contents[i] = static_cast<char>(i * 7 + i / 4096);
+  ASSERT_TRUE(WriteFileAtomically(Env::Default(), path, contents).ok());
+  // The large read comes from the disk (the kernel's workers read it), the
+  // blocks behind it from the page cache (they would complete at once).
+  {
+    const int fd = ::open(path.c_str(), O_RDONLY);
+    ASSERT_GE(fd, 0);
+    ::fdatasync(fd);
+    ASSERT_EQ(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+    ::close(fd);
+  }
+  auto file = Env::Default()->NewRandomAccessFile(path);
+  ASSERT_TRUE(file.ok()) << file.status();
+  AlignedBuffer large(kLarge), small(4096), alone(4096);
+  ASSERT_TRUE((*file)->Read(kLarge, 8192, large.data()).ok());
+  auto queue = Env::Default()->NewReadQueue(file->get(), {.engine = IoEngine::kIoUring});
+  ASSERT_TRUE(queue.ok()) << queue.status();
+  // A block chained behind the large read starts only when that has
+  // landed, so it completes after it; one alone need not wait.
+  ASSERT_TRUE(
+      (*queue)
+          ->Submit(std::vector<ReadRequest>{
+              {.offset = 0, .length = kLarge, .buffer = large.data(), .tag = 1, .chain = 5},
+              {.offset = kLarge + 4096, .length = 4096, .buffer = alone.data(), .tag = 3},
+              {.offset = kLarge, .length = 4096, .buffer = small.data(), .tag = 2, .chain = 5}})
+          .ok());
+  std::vector<ReadCompletion> completions;
+  while (completions.size() < 3) ASSERT_TRUE((*queue)->Wait(1, &completions).ok());
+  std::vector<uint64_t> chained;
+  for (const ReadCompletion& c : completions) {
+    EXPECT_TRUE(c.status.ok()) << c.status;
+    if (c.tag != 3) chained.push_back(c.tag);
+  }
+  EXPECT_EQ(chained, (std::vector<uint64_t>{1, 2}));
+  EXPECT_EQ(std::memcmp(large.data(), contents.data(), kLarge), 0);
+  EXPECT_EQ(std::memcmp(small.data(), contents.data() + kLarge, 4096), 0);
+  EXPECT_EQ(std::memcmp(alone.data(), contents.data() + kLarge + 4096, 4096), 0);
+}
+
 // The io_uring paths a healthy disk never takes, reached through the
 // queue's result hook.
 class IoUringFaultTest : public ::testing::Test {
@@ -264,6 +310,22 @@ TEST_F(IoUringFaultTest, ShortReadsAreResubmitted) {
   EXPECT_EQ(std::memcmp(aligned.data(), contents_.data() + 8192, 256 << 10), 0);
   EXPECT_EQ(unaligned, contents_.substr(777, 100000));
   EXPECT_GT(calls, 4);
+}
+
+TEST_F(IoUringFaultTest, AFailedReadDoesNotCancelTheRestOfItsChain) {
+  queue_->SetResultHookForTesting(
+      [](uint64_t tag, int result) { return tag == 1 ? -EIO : result; });
+  AlignedBuffer a(4096), b(4096), c(4096);
+  auto completions =
+      ReadAll({{.offset = 0, .length = 4096, .buffer = a.data(), .tag = 1, .chain = 1},
+               {.offset = 4096, .length = 4096, .buffer = b.data(), .tag = 2, .chain = 1},
+               {.offset = 8192, .length = 4096, .buffer = c.data(), .tag = 3, .chain = 1}});
+  ASSERT_EQ(completions.size(), 3u);
+  for (const ReadCompletion& done : completions) {
+    EXPECT_EQ(done.status.ok(), done.tag != 1) << done.tag << ": " << done.status;
+  }
+  EXPECT_EQ(std::memcmp(b.data(), contents_.data() + 4096, 4096), 0);
+  EXPECT_EQ(std::memcmp(c.data(), contents_.data() + 8192, 4096), 0);
 }
 
 TEST_F(IoUringFaultTest, UnexpectedEndOfFileIsDataLoss) {

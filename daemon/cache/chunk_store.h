@@ -56,8 +56,15 @@ class ChunkStore {
   virtual void Release(ChunkId id) = 0;
 
   // Says which chunks will be acquired next, in order, so reads can start
-  // now. A hint: may be ignored; never blocks.
-  virtual void Prefetch(std::span<const ChunkId> upcoming) { (void)upcoming; }
+  // now; the first `needed_now` of them are what the step waits for next
+  // (a MoE layer's routed experts), the rest read ahead (guesses, later
+  // layers): a store may read those behind the others rather than beside
+  // them. A hint: may be ignored; never blocks.
+  virtual void Prefetch(std::span<const ChunkId> upcoming, size_t needed_now) {
+    (void)upcoming;
+    (void)needed_now;
+  }
+  void Prefetch(std::span<const ChunkId> upcoming) { Prefetch(upcoming, 0); }
 
   // True when Acquire(id) would not wait for a read now. Never blocks (it
   // may collect finished reads), so a caller with several chunks to use

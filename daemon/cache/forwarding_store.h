@@ -18,7 +18,10 @@ class ForwardingChunkStore : public ChunkStore {
 
   absl::StatusOr<const uint8_t*> Acquire(ChunkId id) override { return base_->Acquire(id); }
   void Release(ChunkId id) override { base_->Release(id); }
-  void Prefetch(std::span<const ChunkId> upcoming) override { base_->Prefetch(upcoming); }
+  using ChunkStore::Prefetch;
+  void Prefetch(std::span<const ChunkId> upcoming, size_t needed_now) override {
+    base_->Prefetch(upcoming, needed_now);
+  }
   bool Ready(ChunkId id) override { return base_->Ready(id); }
   absl::Status ReadPart(ChunkId id, uint64_t offset, uint64_t length, uint8_t* dst) override {
     return base_->ReadPart(id, offset, length, dst);

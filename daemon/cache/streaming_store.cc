@@ -124,13 +124,16 @@ absl::StatusOr<std::unique_ptr<StreamingChunkStore>> StreamingChunkStore::Create
                        memory::PoolLayout{pinned_bytes, options.slot_bytes, options.n_slots,
                                           options.large_slot_bytes, options.n_large_slots},
                        options.pool));
-  // Deep enough that a slot's reads plus the next one's are all in flight:
-  // io_uring only refills from its backlog when polled.
+  // Deep enough that every slot's reads can be in flight at once: io_uring
+  // only refills from its backlog when polled, and a chunk needed now must
+  // not wait there behind read-aheads.
+  const int total_slots = options.n_slots + options.n_large_slots;
   storage::ReadQueueOptions io = options.io;
-  io.depth = std::max<int>(io.depth, static_cast<int>(std::min<size_t>(2 * max_pieces, 256)));
+  io.depth = std::max<int>(
+      io.depth, static_cast<int>(std::min<size_t>(
+                    std::max<size_t>(2, static_cast<size_t>(total_slots)) * max_pieces, 256)));
   ASSIGN_OR_RETURN(store->queue_, env->NewReadQueue(&file, io));
   store->policy_ = NewCachePolicy(options.policy, static_cast<int>(n));
-  const int total_slots = options.n_slots + options.n_large_slots;
   store->n_small_slots_ = options.n_slots;
   store->slot_owner_.assign(total_slots, -1);
   for (int s = total_slots - 1; s >= 0; --s) {
@@ -139,7 +142,8 @@ absl::StatusOr<std::unique_ptr<StreamingChunkStore>> StreamingChunkStore::Create
   if (file.Direct() && row_window > 0) {
     store->row_buffer_ = storage::AlignedBuffer(row_window, file.Alignment());
   }
-  store->requests_.reserve(max_pieces);
+  store->requests_.reserve(max_pieces * std::max(1, total_slots));
+  store->batch_.reserve(total_slots);
   store->guesses_.reserve(total_slots);
   store->completions_.reserve(max_pieces * std::max(1, total_slots) + 16);
   store->set_prefetch_depth(options.prefetch_depth);
@@ -248,27 +252,56 @@ absl::StatusOr<int> StreamingChunkStore::TakeSlot(ChunkId id, bool demand) {
   return slot;
 }
 
-absl::Status StreamingChunkStore::IssueRead(ChunkId id, int slot) {
+void StreamingChunkStore::QueueRead(ChunkId id, int slot, bool needed_now) {
   Chunk& c = state_[id];
   uint8_t* base = pool_->slot(slot);
-  requests_.clear();
   for (const Piece& piece : pieces_[id]) {
+    // A piece needed now heads a lane of its own; a later one follows the
+    // lanes in turn (none: it reads alongside).
+    uint16_t chain = 0;
+    if (needed_now && batch_lanes_ < kMaxLanes) {
+      chain = static_cast<uint16_t>(++batch_lanes_);
+    } else if (batch_lanes_ > 0) {
+      chain = static_cast<uint16_t>(1 + batch_followers_++ % batch_lanes_);
+    }
     requests_.push_back({piece.file_offset, piece.length,
                          reinterpret_cast<char*>(base + piece.slot_offset),
-                         static_cast<uint64_t>(id)});
+                         static_cast<uint64_t>(id), chain});
   }
-  absl::Status status = queue_->Submit(requests_);
-  if (!status.ok()) {
-    FreeSlot(slot);
-    return status;
-  }
+  batch_.push_back(id);
   slot_owner_[slot] = id;
   c.slot = slot;
   c.state = State::kLoading;
-  c.pending = static_cast<int>(requests_.size());
+  c.pending = static_cast<int>(pieces_[id].size());
   c.error = absl::OkStatus();
   if (chunks_in_flight_++ == 0) busy_since_ = absl::Now();
-  return absl::OkStatus();
+}
+
+absl::Status StreamingChunkStore::SubmitBatch() {
+  absl::Status status = queue_->Submit(requests_);
+  requests_.clear();
+  batch_lanes_ = batch_followers_ = 0;
+  if (!status.ok()) {
+    for (ChunkId id : batch_) {
+      Chunk& c = state_[id];
+      FreeSlot(c.slot);
+      c.slot = -1;
+      c.state = State::kAbsent;
+      c.pending = 0;
+      --chunks_in_flight_;
+      if (c.prefetched_unused) {
+        c.prefetched_unused = false;
+        --prefetched_outstanding_;
+      }
+    }
+  }
+  batch_.clear();
+  return status;
+}
+
+absl::Status StreamingChunkStore::IssueRead(ChunkId id, int slot) {
+  QueueRead(id, slot, /*needed_now=*/false);
+  return SubmitBatch();
 }
 
 absl::Status StreamingChunkStore::PollCompletions(size_t min) {
@@ -446,12 +479,14 @@ absl::Status StreamingChunkStore::ReadFileBytes(uint64_t file_offset, uint64_t l
   return absl::OkStatus();
 }
 
-void StreamingChunkStore::Prefetch(std::span<const ChunkId> upcoming) {
+void StreamingChunkStore::Prefetch(std::span<const ChunkId> upcoming, size_t needed_now) {
   if (prefetch_depth_ == 0) return;
   if (chunks_in_flight_ > 0) PollCompletions(/*min=*/0).IgnoreError();
   ++epoch_;
   // Walks the chunks needed next; false when no more reads should start.
+  size_t position = 0;
   auto consider = [&](ChunkId id) {
+    const bool now = position++ < needed_now;
     Chunk& c = state_[id];
     if (c.state == State::kPinned || c.elsewhere || c.rows_only) return true;
     if (c.state != State::kAbsent) {
@@ -461,7 +496,7 @@ void StreamingChunkStore::Prefetch(std::span<const ChunkId> upcoming) {
     if (prefetched_outstanding_ >= prefetch_depth_) return false;
     absl::StatusOr<int> slot = TakeSlot(id, /*demand=*/false);
     if (!slot.ok() || *slot < 0) return false;
-    if (!IssueRead(id, *slot).ok()) return false;  // The Acquire will report it.
+    QueueRead(id, *slot, now);
     c.prefetched_unused = true;
     c.protect_epoch = epoch_;
     ++prefetched_outstanding_;
@@ -478,15 +513,19 @@ void StreamingChunkStore::Prefetch(std::span<const ChunkId> upcoming) {
     names_guessable |= order_position_[id] < 0 && state_[id].state != State::kPinned;
   }
   if (names_guessable) ForgetStaleGuesses();
-  for (ChunkId id : upcoming) {
-    if (!consider(id)) return;
-  }
-  ChunkId from = upcoming.empty() ? last_acquired_ : upcoming.back();
-  if (access_order_.empty() || from < 0 || order_position_[from] < 0) return;
-  const int n = static_cast<int>(access_order_.size());
-  for (int step = 1; step < n; ++step) {
-    if (!consider(access_order_[(order_position_[from] + step) % n])) return;
-  }
+  auto walk = [&] {
+    for (ChunkId id : upcoming) {
+      if (!consider(id)) return;
+    }
+    ChunkId from = upcoming.empty() ? last_acquired_ : upcoming.back();
+    if (access_order_.empty() || from < 0 || order_position_[from] < 0) return;
+    const int n = static_cast<int>(access_order_.size());
+    for (int step = 1; step < n; ++step) {
+      if (!consider(access_order_[(order_position_[from] + step) % n])) return;
+    }
+  };
+  walk();
+  SubmitBatch().IgnoreError();  // A broken queue shows at the Acquire.
 }
 
 void StreamingChunkStore::ForgetStaleGuesses() {

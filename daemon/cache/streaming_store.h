@@ -17,7 +17,10 @@
 //     the one being read. After the caller's hint it continues along
 //     `access_order` (cyclically), and from the last acquired chunk when the
 //     hint is empty, so the reads for the next token's first layers start
-//     while this token's last layers compute.
+//     while this token's last layers compute. The reads of the first
+//     `needed_now` chunks of the hint go first: what follows them reads
+//     behind them (see QueueRead), not alongside. An Acquire's own read
+//     runs alongside whatever is in flight.
 //   - Chunks off the access order (experts) read ahead as guesses count
 //     against the depth only until the next hint that names such chunks:
 //     a guess it does not name again was wrong and becomes ordinary cache.
@@ -108,7 +111,8 @@ class StreamingChunkStore final : public ChunkStore {
 
   absl::StatusOr<const uint8_t*> Acquire(ChunkId id) override;
   void Release(ChunkId id) override;
-  void Prefetch(std::span<const ChunkId> upcoming) override;
+  using ChunkStore::Prefetch;
+  void Prefetch(std::span<const ChunkId> upcoming, size_t needed_now) override;
   bool Ready(ChunkId id) override;
   absl::Status ReadPart(ChunkId id, uint64_t offset, uint64_t length, uint8_t* dst) override;
   ChunkStoreStats Stats() const override;
@@ -172,6 +176,19 @@ class StreamingChunkStore final : public ChunkStore {
   int SlotClass(int slot) const { return slot < n_small_slots_ ? 0 : 1; }
   void FreeSlot(int slot);
   void Evict(ChunkId id);
+  // Reads of one Prefetch go to the queue together. The pieces of chunks
+  // needed now (Prefetch's needed_now) read side by side, each heading a
+  // lane (a ReadRequest::chain) of up to kMaxLanes; the pieces of the
+  // chunks after them follow in those lanes, so read-ahead does not take
+  // the disk from what the step waits for. Without such a chunk every
+  // piece reads alongside the others.
+  static constexpr int kMaxLanes = 64;
+  // Puts chunk `id`'s reads into `slot` on the batch (loading from now on).
+  void QueueRead(ChunkId id, int slot, bool needed_now);
+  // Submits the batch; if the queue is broken, its chunks give their slots
+  // back and are absent again.
+  absl::Status SubmitBatch();
+  // One chunk's reads, alongside whatever is in flight.
   absl::Status IssueRead(ChunkId id, int slot);
   // Waits until chunk `id` has no pieces in flight.
   absl::Status WaitFor(ChunkId id);
@@ -201,7 +218,10 @@ class StreamingChunkStore final : public ChunkStore {
   int n_small_slots_ = 0;
   std::vector<int> order_position_;  // Of each chunk in access_order_, -1 if absent.
   std::vector<ChunkId> access_order_;
-  std::vector<storage::ReadRequest> requests_;
+  std::vector<storage::ReadRequest> requests_;  // The batch's reads...
+  std::vector<ChunkId> batch_;                  // ...their chunks...
+  int batch_lanes_ = 0;                         // ...its lanes...
+  int batch_followers_ = 0;                     // ...and pieces queued in them.
   std::vector<storage::ReadCompletion> completions_;
   std::vector<uint32_t> acquire_counts_;
   std::vector<ChunkId> guesses_;

@@ -247,6 +247,20 @@ TEST_F(StreamingStoreTest, PrefetchStopsAtDepthAndKeepsReadAheadChunks) {
   EXPECT_EQ(stats.bytes_read, static_cast<int64_t>(4 * kChunk));  // Global + 1, 2, 3.
 }
 
+TEST_F(StreamingStoreTest, ReadsNeededNowAndTheReadAheadBehindThemAllLand) {
+  // One Prefetch: two chunks the step waits for, whose pieces head the
+  // lanes, and two read ahead, queued in those lanes behind them.
+  Build(9);
+  auto store = Make(Options(5, 4, PolicyKind::kLru));
+  ASSERT_NE(store, nullptr);
+  const ChunkId upcoming[] = {3, 4, 5, 6};
+  store->Prefetch(upcoming, /*needed_now=*/2);
+  for (ChunkId id : upcoming) Use(store.get(), id, /*prefetch=*/false);
+  const ChunkStoreStats stats = store->Stats();
+  EXPECT_EQ(stats.prefetch_hits, 4);
+  EXPECT_EQ(stats.bytes_read, static_cast<int64_t>(5 * kChunk));  // Global + the four.
+}
+
 TEST_F(StreamingStoreTest, CyclicScanLfuReadsLessThanLru) {
   Build(17);  // 16 streamed chunks.
   int64_t bytes[2];

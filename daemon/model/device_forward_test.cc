@@ -36,12 +36,16 @@ class RecordingStore : public cache::ForwardingChunkStore {
     acquired.insert(id);
     return ForwardingChunkStore::Acquire(id);
   }
-  void Prefetch(std::span<const memory::ChunkId> ids) override {
+  using ForwardingChunkStore::Prefetch;
+  void Prefetch(std::span<const memory::ChunkId> ids, size_t needed_now) override {
     prefetched.insert(ids.begin(), ids.end());
-    ForwardingChunkStore::Prefetch(ids);
+    needed_now_past_hint |= needed_now > ids.size();
+    ForwardingChunkStore::Prefetch(ids, needed_now);
   }
 
   std::set<memory::ChunkId> acquired, prefetched;
+  // A hint whose needed-now count ran past it (the device's chunks taken out).
+  bool needed_now_past_hint = false;
 };
 
 // A prompt, then greedy decoding: every position's logits and the tokens.
@@ -154,6 +158,7 @@ class DeviceForwardTest : public ::testing::TestWithParam<Case> {
       EXPECT_EQ(recording.acquired.count(id), 0u) << model.chunks()[id].name;
       EXPECT_EQ(recording.prefetched.count(id), 0u) << model.chunks()[id].name;
     }
+    EXPECT_FALSE(recording.needed_now_past_hint);
     const DeviceWeightsStats& stats = (*weights_on_device)->stats();
     EXPECT_GT(stats.products, 0);
     EXPECT_GT(stats.product_bytes, 0);

@@ -186,17 +186,20 @@ void Forward::PrefetchAfter(int64_t l, bool ffn) {
   PrefetchChunks(upcoming, n);
 }
 
-void Forward::PrefetchChunks(const memory::ChunkId* ids, size_t n) {
+void Forward::PrefetchChunks(const memory::ChunkId* ids, size_t n, size_t needed_now) {
+  needed_now = std::min(n, needed_now);
   if (device_ == nullptr) {
-    store_->Prefetch(std::span<const memory::ChunkId>(ids, n));
+    store_->Prefetch(std::span<const memory::ChunkId>(ids, n), needed_now);
     return;
   }
   // Less the chunks on the device, in a copy: callers index their lists.
-  memory::ChunkId* kept = ws_->prefetch_ids.data();
   WCHECK(n <= ws_->prefetch_ids.size()) << n << " chunks to prefetch";
-  kept = std::copy_if(ids, ids + n, kept,
-                      [this](memory::ChunkId id) { return !device_->OnDevice(id); });
-  store_->Prefetch(std::span<const memory::ChunkId>(ws_->prefetch_ids.data(), kept));
+  auto on_host = [this](memory::ChunkId id) { return !device_->OnDevice(id); };
+  memory::ChunkId* const kept = ws_->prefetch_ids.data();
+  memory::ChunkId* const kept_now = std::copy_if(ids, ids + needed_now, kept, on_host);
+  memory::ChunkId* const end = std::copy_if(ids + needed_now, ids + n, kept_now, on_host);
+  store_->Prefetch(std::span<const memory::ChunkId>(kept, end),
+                   static_cast<size_t>(kept_now - kept));
 }
 
 absl::Status Forward::Product(const ChunkLease& chunk, const kernels::WeightView& w, const float* x,

@@ -266,8 +266,9 @@ class Forward {
   absl::Status HeadProducts(const internal::ChunkLease& chunk, const TensorRef& t, const float* x,
                             int64_t x_head, int64_t x_stride, int64_t n, float* y, int64_t y_head,
                             int64_t y_stride);
-  // Prefetch hints for the store, less the chunks on the device.
-  void PrefetchChunks(const memory::ChunkId* ids, size_t n);
+  // Prefetch hints for the store, less the chunks on the device; the first
+  // needed_now are what the step waits for next (ChunkStore::Prefetch).
+  void PrefetchChunks(const memory::ChunkId* ids, size_t n, size_t needed_now = 0);
   // Layer l over the step's n rows (attention per sequence).
   absl::Status Attention(std::span<const SequenceStep> steps, const LayerTensors& layer, int64_t l,
                          int64_t n);

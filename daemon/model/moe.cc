@@ -163,7 +163,7 @@ absl::Status Forward::MoeFeedForward(const LayerTensors& layer, int64_t l, int64
     ws.expert_chunks[n_chunks++] = next.attn_chunk;
     ws.expert_chunks[n_chunks++] = next.ffn_chunk;
   }
-  PrefetchChunks(ws.expert_chunks.data(), n_chunks);
+  PrefetchChunks(ws.expert_chunks.data(), n_chunks, /*needed_now=*/n_experts);
   moe_stats_.moe_tokens += n;
   moe_stats_.routed += n * k;
   last_step_.routed += n * k;

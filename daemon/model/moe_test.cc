@@ -21,15 +21,17 @@ class RecordingStore final : public cache::ForwardingChunkStore {
   struct Event {
     bool prefetch;
     std::vector<memory::ChunkId> ids;
+    size_t needed_now = 0;  // Of a Prefetch.
   };
   using ForwardingChunkStore::ForwardingChunkStore;
   absl::StatusOr<const uint8_t*> Acquire(memory::ChunkId id) override {
-    events_.push_back({false, {id}});
+    events_.push_back({false, {id}, 0});
     return ForwardingChunkStore::Acquire(id);
   }
   // Recorded only: the test decides what the store reads.
-  void Prefetch(std::span<const memory::ChunkId> upcoming) override {
-    events_.push_back({true, {upcoming.begin(), upcoming.end()}});
+  using ForwardingChunkStore::Prefetch;
+  void Prefetch(std::span<const memory::ChunkId> upcoming, size_t needed_now) override {
+    events_.push_back({true, {upcoming.begin(), upcoming.end()}, needed_now});
   }
   std::vector<Event>& events() { return events_; }
 
@@ -243,9 +245,9 @@ TEST_F(MoeTest, RouterLookaheadPrefetchesItsGuessAndCountsHits) {
     ASSERT_TRUE(plain.Run(&b, {&token, 1}, lb.data()).ok());
     // The guess only prefetches: logits are bit-identical.
     ASSERT_EQ(la, lb) << "token " << t;
-    // Layer 1's Prefetch names its k experts, then the likelier half of
-    // layer 2's predicted top-k (the guess) before layer 2's own routing is
-    // known, then layer 2's attention.
+    // Layer 1's Prefetch names its k experts (needed now), then the
+    // likelier half of layer 2's predicted top-k (the guess, read behind
+    // them) before layer 2's own routing is known, then layer 2's attention.
     const int64_t g = (k + 1) / 2;
     bool saw_guess = false;
     for (const auto& e : store.events()) {
@@ -254,7 +256,8 @@ TEST_F(MoeTest, RouterLookaheadPrefetchesItsGuessAndCountsHits) {
       for (int64_t j = k; j < k + g; ++j) {
         guessed += std::count(layer2_experts.begin(), layer2_experts.end(), e.ids[j]);
       }
-      saw_guess = saw_guess || (guessed == g && e.ids[k + g] == model().layers()[2].attn_chunk);
+      saw_guess = saw_guess || (guessed == g && e.ids[k + g] == model().layers()[2].attn_chunk &&
+                                e.needed_now == static_cast<size_t>(k));
     }
     EXPECT_TRUE(saw_guess) << "token " << t;
     token = static_cast<int32_t>(std::max_element(la.begin(), la.end()) - la.begin());
