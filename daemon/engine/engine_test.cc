@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "absl/strings/match.h"
+#include "daemon/engine/generate_for_test.h"
 #include "gtest/gtest.h"
 #include "tests/testdata.h"
 
@@ -35,26 +36,6 @@ TEST(EngineTest, WithoutKeepAliveModelsStayLoaded) {
   ASSERT_TRUE(engine.Get("").ok());  // The only model in the catalog.
   engine.UnloadIdle(absl::Now() + absl::Hours(24));
   EXPECT_EQ(engine.Loaded().size(), 1u);
-}
-
-struct Result {
-  absl::Status status;
-  std::vector<int32_t> ids;
-};
-
-Result GenerateGreedy(LoadedModel& model, int max_tokens) {
-  v1::GenerateRequest request;
-  request.set_max_tokens(max_tokens);
-  request.set_stop_at_eos(false);
-  Result result;
-  result.status = model.Generate(
-      request,
-      [&](const v1::GenerateEvent& event) {
-        if (event.has_token() && event.token().id() >= 0) result.ids.push_back(event.token().id());
-        return true;
-      },
-      nullptr);
-  return result;
 }
 
 // A model file truncated, rewritten or replaced while loaded: requests that
@@ -90,7 +71,7 @@ TEST(EngineTest, AModelFileChangedWhileLoadedIsReloaded) {
   std::string how;
   EXPECT_TRUE((*first)->FileChanged(&how));
   EXPECT_TRUE(absl::StrContains(how, "size changed")) << how;
-  Result lost = GenerateGreedy(**first, 8);
+  GreedyResult lost = GenerateGreedy(**first, 8);
   EXPECT_EQ(lost.status.code(), absl::StatusCode::kDataLoss) << lost.status;
   EXPECT_TRUE(absl::StrContains(lost.status.message(), "changed size since it was loaded"))
       << lost.status;
@@ -106,7 +87,7 @@ TEST(EngineTest, AModelFileChangedWhileLoadedIsReloaded) {
   auto second = engine.Get("stories260K");
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_NE(*second, *first);
-  Result ok = GenerateGreedy(**second, 256);
+  GreedyResult ok = GenerateGreedy(**second, 256);
   ASSERT_TRUE(ok.status.ok()) << ok.status;
   EXPECT_EQ(ok.ids, testing::StoriesGoldenIds());
   // Unchanged: the same copy.
@@ -138,7 +119,7 @@ TEST(EngineTest, VramBudgetPlansThreeTiersAndRunsWithOrWithoutAGpu) {
   auto cpu = cpu_engine.Get("stories260K");
   ASSERT_TRUE(cpu.ok()) << cpu.status();
   EXPECT_EQ((*cpu)->Plan().vram_budget_bytes(), 0);
-  const Result want = GenerateGreedy(**cpu, 12);
+  const GreedyResult want = GenerateGreedy(**cpu, 12);
   ASSERT_TRUE(want.status.ok()) << want.status;
 
   config.mutable_model_defaults()->set_vram_budget_bytes(1 << 20);
@@ -160,7 +141,7 @@ TEST(EngineTest, VramBudgetPlansThreeTiersAndRunsWithOrWithoutAGpu) {
 
   auto loaded = engine.Get("stories260K");
   ASSERT_TRUE(loaded.ok()) << loaded.status();
-  const Result got = GenerateGreedy(**loaded, 12);
+  const GreedyResult got = GenerateGreedy(**loaded, 12);
   ASSERT_TRUE(got.status.ok()) << got.status;
   EXPECT_EQ(got.ids, want.ids) << "VRAM budget in use: " << (*loaded)->Plan().vram_budget_bytes();
 }

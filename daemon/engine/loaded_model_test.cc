@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "daemon/engine/generate_for_test.h"
 #include "daemon/engine/planning.h"
 #include "gtest/gtest.h"
 #include "storage/fault_env.h"
@@ -14,26 +15,6 @@
 
 namespace waste::engine {
 namespace {
-
-struct Result {
-  absl::Status status;
-  std::vector<int32_t> ids;
-};
-
-Result GenerateGreedy(LoadedModel& model, int max_tokens) {
-  v1::GenerateRequest request;
-  request.set_max_tokens(max_tokens);
-  request.set_stop_at_eos(false);
-  Result result;
-  result.status = model.Generate(
-      request,
-      [&](const v1::GenerateEvent& event) {
-        if (event.has_token() && event.token().id() >= 0) result.ids.push_back(event.token().id());
-        return true;
-      },
-      nullptr);
-  return result;
-}
 
 TEST(LoadedModelTest, AReadErrorFailsOnlyTheRequestThatNeededIt) {
   const std::string path = testing::ModelPath("stories260K/stories260K.gguf");
@@ -61,14 +42,14 @@ TEST(LoadedModelTest, AReadErrorFailsOnlyTheRequestThatNeededIt) {
                  victim.reads[0].file_offset + victim.reads[0].length - cache::kChunkAlignment},
                 storage::kFaultForever);
 
-  Result failed = GenerateGreedy(model, 8);
+  GreedyResult failed = GenerateGreedy(model, 8);
   EXPECT_EQ(failed.status.code(), absl::StatusCode::kUnavailable) << failed.status;
   EXPECT_TRUE(absl::StrContains(failed.status.message(), "blk.3.ffn")) << failed.status;
   EXPECT_TRUE(absl::StrContains(failed.status.message(), path)) << failed.status;
   EXPECT_EQ(model.Stats().failed_requests(), 1);
 
   env.ClearFaults();
-  Result ok = GenerateGreedy(model, 256);
+  GreedyResult ok = GenerateGreedy(model, 256);
   ASSERT_TRUE(ok.status.ok()) << ok.status;
   EXPECT_EQ(ok.ids, testing::StoriesGoldenIds());
   EXPECT_EQ(model.Stats().requests(), 2);

@@ -119,12 +119,7 @@ struct Nibble32 {
   static constexpr float kSumScale = kTabled ? -kCodeOffset : kMin ? 1 : kFifthBit ? -16 : -8;
   // The second load of a half ends where its 4 blocks end (never past the row).
   static constexpr int kSecond = 4 * kBlock - 64;
-  static constexpr SlotTable kSlots = [] {
-    SlotTable t{};
-    for (int v = 0; v < 2; ++v)
-      for (int l = 0; l < 16; ++l) t[v][l] = 4 * v + l / 4;
-    return t;
-  }();
+  static constexpr SlotTable kSlots = kHalves32Slots;
   alignas(64) static constexpr std::array<uint8_t, 64> kQsIndex = [] {
     std::array<uint8_t, 64> t{};
 #pragma GCC unroll 16
@@ -308,12 +303,7 @@ struct Q8_0 {
   static constexpr int kLaneVecs = 2;
   static constexpr bool kPer16 = false;
   static constexpr float kSumScale = -128;
-  static constexpr SlotTable kSlots = [] {
-    SlotTable t{};
-    for (int v = 0; v < 2; ++v)
-      for (int l = 0; l < 16; ++l) t[v][l] = 4 * v + l / 4;
-    return t;
-  }();
+  static constexpr SlotTable kSlots = kHalves32Slots;
   [[gnu::always_inline]] static void Load(const uint8_t* p, Unit* u) { LoadBlocks<false>(p, 8, u); }
   // As Nibble32::LoadTail.
   [[gnu::always_inline]] static void LoadTail(const uint8_t* p, int blocks, Unit* u) {
@@ -526,12 +516,7 @@ struct Q6K {
   static constexpr int kLaneVecs = 2;
   static constexpr bool kPer16 = true;
   static constexpr float kSumScale = -32;
-  static constexpr SlotTable kSlots = [] {
-    SlotTable t{};
-    for (int v = 0; v < 2; ++v)
-      for (int l = 0; l < 16; ++l) t[v][l] = 8 * v + l / 2;
-    return t;
-  }();
+  static constexpr SlotTable kSlots = kPairs16Slots;
   [[gnu::always_inline]] static void Load(const uint8_t* p, Unit* u) {
     const BlockQ6_K* b = reinterpret_cast<const BlockQ6_K*>(p);
     const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x03);

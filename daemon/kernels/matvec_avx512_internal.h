@@ -80,6 +80,22 @@ inline constexpr bool kOwnCoef = requires {
 // Lane l of lane vector v takes scale slot kSlots[v][l].
 using SlotTable = std::array<std::array<int32_t, 16>, 4>;
 
+// The two slot tables most decoders' lane pairs use: a scale per 32
+// elements, lane L of pair v's zmm in group 4 v + L / 4 (kHalves32 and
+// kNibble32 orders); a scale per 16, sub-block 8 v + L / 2 (kPairs16).
+inline constexpr SlotTable kHalves32Slots = [] {
+  SlotTable t{};
+  for (int v = 0; v < 2; ++v)
+    for (int l = 0; l < 16; ++l) t[v][l] = 4 * v + l / 4;
+  return t;
+}();
+inline constexpr SlotTable kPairs16Slots = [] {
+  SlotTable t{};
+  for (int v = 0; v < 2; ++v)
+    for (int l = 0; l < 16; ++l) t[v][l] = 8 * v + l / 2;
+  return t;
+}();
+
 // Repeats each of 8 floats twice: per 32-element group -> per 16 elements.
 [[gnu::always_inline]] inline __m512 Dup8To16(__m256 v) {
   return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7),

@@ -41,21 +41,6 @@
 namespace waste::kernels::internal::avx512 {
 namespace {
 
-// The codes re-paired (PairCodes): kHalves32 (a scale per 32) puts in lane L
-// of pair v's zmm group 4 v + L / 4; kPairs16 sub-block 8 v + L / 2.
-inline constexpr SlotTable kHalves32Slots = [] {
-  SlotTable t{};
-  for (int v = 0; v < 2; ++v)
-    for (int l = 0; l < 16; ++l) t[v][l] = 4 * v + l / 4;
-  return t;
-}();
-inline constexpr SlotTable kPairs16Slots = [] {
-  SlotTable t{};
-  for (int v = 0; v < 2; ++v)
-    for (int l = 0; l < 16; ++l) t[v][l] = 8 * v + l / 2;
-  return t;
-}();
-
 // What the codebook decoders share. Their Load is forced inline: GCC left
 // the larger ones (IQ1, IQ3) as calls, the Unit going through memory, at up
 // to a third of their speed. A type with a scale per 32 elements
