@@ -42,15 +42,6 @@ constexpr int kMaxNb = kRowTile;
   return _mm256_and_si256(bytes, _mm256_set1_epi8(0x10));
 }
 
-// A decoded 32-element group (see Group in matvec_scalar.cc): codes, the
-// weight scale per int32 lane of the vpmaddwd result (lane k covers elements
-// 4k..4k+3), and the coefficients of the activation's two 16-sums.
-struct GroupV {
-  __m256i codes;
-  __m256 wscale;
-  float coef[2];
-};
-
 // Q8_0's codes are signed int8; vpmaddubsw needs one u8 operand and would
 // saturate on q + 128, so it takes |q| and moves q's sign onto the activation.
 template <bool kSigned>
@@ -59,24 +50,6 @@ template <bool kSigned>
     return DotBytes(_mm256_sign_epi8(codes, codes), _mm256_sign_epi8(act, codes));
   } else {
     return DotBytes(codes, act);
-  }
-}
-
-template <bool kSigned, int NB>
-[[gnu::always_inline]] inline void Accumulate(const GroupV& g, int64_t gi,
-                                              const QuantizedActs* acts, __m256* acc, float* bias) {
-#pragma GCC unroll 8
-  for (int k = 0; k < NB; ++k) {
-    const __m256i a = _mm256_load_si256(reinterpret_cast<const __m256i*>(acts[k].qs + 32 * gi));
-    const __m256 p = _mm256_cvtepi32_ps(IntDot<kSigned>(g.codes, a));
-    acc[k] = _mm256_fmadd_ps(p, _mm256_mul_ps(g.wscale, _mm256_set1_ps(acts[k].d[gi])), acc[k]);
-    if constexpr (!kSigned) {
-      // An explicit fma: left to -ffp-contract, GCC rounded this differently
-      // when it vectorized across k (NB > 1) than for one vector (Q2_K), and
-      // a row must not depend on its batch. The term is formed apart from
-      // bias[k] so that the chain through bias[k] stays one add per group.
-      bias[k] += std::fma(g.coef[0], acts[k].s16[2 * gi], g.coef[1] * acts[k].s16[2 * gi + 1]);
-    }
   }
 }
 
@@ -119,16 +92,30 @@ using Q4_1 = Nibbles<BlockQ4_1, false, true>;
 using Q5_0 = Nibbles<BlockQ5_0, true, false>;
 using Q5_1 = Nibbles<BlockQ5_1, true, true>;
 
+// Q8_0: AVX2 multiplies |q| into the activation with q's sign (IntDot), as
+// vpmaddubsw would saturate on q + 128. AVX-VNNI's vpdpbusd does not: there
+// the codes are q + 128 (one xor per group, shared by a tile's vectors) and
+// the 128 comes back out through the activation's block sums (coefficient
+// -128 d), as in the AVX-512 loop, leaving one instruction per group and
+// vector where the sign trick took two.
+inline constexpr bool kQ8_0Signed = !kVnni;
+[[gnu::always_inline]] inline __m256i Q8_0Codes(const void* qs) {
+  const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs));
+  return kQ8_0Signed ? q : _mm256_xor_si256(q, _mm256_set1_epi8(static_cast<char>(0x80)));
+}
+[[gnu::always_inline]] inline ChunkScales Q8_0Scales(__m256 d) {
+  return {d, kQ8_0Signed ? _mm256_setzero_ps() : _mm256_mul_ps(d, _mm256_set1_ps(-128.0f))};
+}
+
 struct Q8_0 {
   static constexpr int kBlockBytes = sizeof(BlockQ8_0);
-  static constexpr bool kSigned = true;
+  static constexpr bool kSigned = kQ8_0Signed;
   [[gnu::always_inline]] static __m256i Codes(const uint8_t* row, int64_t gi) {
-    const auto* b = reinterpret_cast<const BlockQ8_0*>(row) + gi;
-    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs));
+    return Q8_0Codes(reinterpret_cast<const BlockQ8_0*>(row)[gi].qs);
   }
   template <bool kPartial>
   [[gnu::always_inline]] static ChunkScales Scales(const uint8_t* row, int64_t g, int n) {
-    return {GatherF16x8<kBlockBytes, kPartial>(row + g * kBlockBytes, n), _mm256_setzero_ps()};
+    return Q8_0Scales(GatherF16x8<kBlockBytes, kPartial>(row + g * kBlockBytes, n));
   }
 };
 
@@ -137,16 +124,15 @@ struct Q8_0 {
 // are one load (its rows are whole units: never partial).
 struct InterleavedQ8_0 {
   static constexpr int kUnitStride = kInterleaveRows * 8 * sizeof(BlockQ8_0);
-  static constexpr bool kSigned = true;
+  static constexpr bool kSigned = kQ8_0Signed;
   [[gnu::always_inline]] static __m256i Codes(const uint8_t* row, int64_t gi) {
-    const uint8_t* qs = row + gi / 8 * kUnitStride + kUnitScaleBytes + kQK32 * (gi % 8);
-    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs));
+    return Q8_0Codes(row + gi / 8 * kUnitStride + kUnitScaleBytes + kQK32 * (gi % 8));
   }
   template <bool kPartial>
   [[gnu::always_inline]] static ChunkScales Scales(const uint8_t* row, int64_t g, int n) {
     static_assert(!kPartial);
     const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + g / 8 * kUnitStride));
-    return {_mm256_cvtph_ps(d), _mm256_setzero_ps()};
+    return Q8_0Scales(_mm256_cvtph_ps(d));
   }
 };
 
@@ -332,7 +318,9 @@ void DotQ8_0Group(const uint8_t* group, int64_t cols, const QuantizedActs& a, fl
     }
   }
 #pragma GCC unroll 8
-  for (int i = 0; i < kInterleaveRows; ++i) out[i] = HorizontalSum(acc[i]) + 0.0f;
+  for (int i = 0; i < kInterleaveRows; ++i) {
+    out[i] = HorizontalSum(kQ8_0Signed ? acc[i] : _mm256_add_ps(acc[i], bias[i])) + 0.0f;
+  }
 }
 
 // 8 weights of a float type as f32.
