@@ -148,14 +148,18 @@ absl::Status Forward::MoeFeedForward(const LayerTensors& layer, int64_t l, int64
     const LayerTensors& next = model_->layers()[l + 1];
     const int64_t m =
         lookahead_guesses_ > 0 ? std::min<int64_t>(lookahead_guesses_, k) : (k + 1) / 2;
+    // Likeliest first (every row's first choice, then every row's second...),
+    // each expert once: the store queues the guesses behind this layer's
+    // experts in this order, so the likeliest start first.
     const auto guess = ws.lookahead_union.begin();
-    for (int64_t b = 0; b < n; ++b) {
-      std::copy_n(ws.lookahead_ids.begin() + b * k, m, guess + b * m);
+    auto guess_end = guess;
+    for (int64_t j = 0; j < m; ++j) {
+      for (int64_t b = 0; b < n; ++b) {
+        const int32_t e = ws.lookahead_ids[b * k + j];
+        if (std::find(guess, guess_end, e) == guess_end) *guess_end++ = e;
+      }
     }
-    std::sort(guess, guess + n * m);
-    for (auto e = guess; e != std::unique(guess, guess + n * m); ++e) {
-      ws.expert_chunks[n_chunks++] = next.experts[*e].chunk;
-    }
+    for (auto e = guess; e != guess_end; ++e) ws.expert_chunks[n_chunks++] = next.experts[*e].chunk;
   }
   // ...then the next layer's blocks, so the store knows what follows.
   if (l + 1 < hp.n_layer) {
