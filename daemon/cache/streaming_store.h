@@ -177,11 +177,11 @@ class StreamingChunkStore final : public ChunkStore {
   void FreeSlot(int slot);
   void Evict(ChunkId id);
   // Reads of one Prefetch go to the queue together. The pieces of chunks
-  // needed now (Prefetch's needed_now) read side by side, each heading a
-  // lane (a ReadRequest::chain) of up to kMaxLanes; the pieces of the
-  // chunks after them follow in those lanes, so read-ahead does not take
-  // the disk from what the step waits for. Without such a chunk every
-  // piece reads alongside the others.
+  // needed now (Prefetch's needed_now) read side by side, each at the head
+  // of a lane (a ReadRequest::chain; past kMaxLanes they join the lanes as
+  // followers); the pieces of the chunks after them follow in those lanes
+  // in turn, so read-ahead does not take the disk from what the step waits
+  // for. Without such a chunk every piece reads alongside the others.
   static constexpr int kMaxLanes = 64;
   // Puts chunk `id`'s reads into `slot` on the batch (loading from now on).
   void QueueRead(ChunkId id, int slot, bool needed_now);
