@@ -283,16 +283,9 @@ absl::Status StreamingChunkStore::SubmitBatch() {
   batch_lanes_ = batch_followers_ = 0;
   if (!status.ok()) {
     for (ChunkId id : batch_) {
-      Chunk& c = state_[id];
-      FreeSlot(c.slot);
-      c.slot = -1;
-      c.state = State::kAbsent;
-      c.pending = 0;
-      --chunks_in_flight_;
-      if (c.prefetched_unused) {
-        c.prefetched_unused = false;
-        --prefetched_outstanding_;
-      }
+      state_[id].pending = 0;
+      EndFlight();
+      DropRead(id);
     }
   }
   batch_.clear();
@@ -318,11 +311,26 @@ absl::Status StreamingChunkStore::PollCompletions(size_t min) {
   return absl::OkStatus();
 }
 
-void StreamingChunkStore::FinishRead(ChunkId id) {
-  Chunk& c = state_[id];
+void StreamingChunkStore::EndFlight() {
   if (--chunks_in_flight_ == 0) {
     stats_.read_busy_seconds += absl::ToDoubleSeconds(absl::Now() - busy_since_);
   }
+}
+
+void StreamingChunkStore::DropRead(ChunkId id) {
+  Chunk& c = state_[id];
+  FreeSlot(c.slot);
+  c.slot = -1;
+  c.state = State::kAbsent;
+  if (c.prefetched_unused) {
+    c.prefetched_unused = false;
+    --prefetched_outstanding_;
+  }
+}
+
+void StreamingChunkStore::FinishRead(ChunkId id) {
+  Chunk& c = state_[id];
+  EndFlight();
   if (c.error.ok()) {
     c.state = State::kResident;
     policy_->OnInsert(id);
@@ -334,13 +342,7 @@ void StreamingChunkStore::FinishRead(ChunkId id) {
   // read-ahead nobody waits for just disappears: the Acquire that needs the
   // chunk reads it again and meets the error itself if it persists.
   ++streaming_stats_.read_errors;
-  FreeSlot(c.slot);
-  c.slot = -1;
-  c.state = State::kAbsent;
-  if (c.prefetched_unused) {
-    c.prefetched_unused = false;
-    --prefetched_outstanding_;
-  }
+  DropRead(id);
 }
 
 absl::Status StreamingChunkStore::WaitFor(ChunkId id) {

@@ -197,6 +197,11 @@ class StreamingChunkStore final : public ChunkStore {
   // A chunk's last piece came back: resident, or freed with its error kept
   // for the Acquire waiting on it.
   void FinishRead(ChunkId id);
+  // One chunk fewer in flight (the disk's busy time ends with the last).
+  void EndFlight();
+  // A loading chunk whose read failed or never started: its slot goes back
+  // and it is absent again (a read-ahead no longer counts against the depth).
+  void DropRead(ChunkId id);
   bool Evictable(ChunkId id, bool respect_protection) const;
   // Read-ahead off the access order (a lookahead's guess at an expert) that
   // the next hint naming such chunks (the experts a routing chose) does not

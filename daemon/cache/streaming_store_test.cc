@@ -248,8 +248,10 @@ TEST_F(StreamingStoreTest, PrefetchStopsAtDepthAndKeepsReadAheadChunks) {
 }
 
 TEST_F(StreamingStoreTest, ReadsNeededNowAndTheReadAheadBehindThemAllLand) {
-  // One Prefetch: two chunks the step waits for, whose pieces head the
-  // lanes, and two read ahead, queued in those lanes behind them.
+  // One Prefetch: two chunks the step waits for and two read ahead, as one
+  // batch with lanes (which this queue, the threads engine, reads
+  // alongside each other; the order itself is io_uring's, tested in
+  // storage/read_queue_test): every chunk lands whole, once.
   Build(9);
   auto store = Make(Options(5, 4, PolicyKind::kLru));
   ASSERT_NE(store, nullptr);
