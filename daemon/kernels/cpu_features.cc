@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <fstream>
@@ -50,6 +51,20 @@ Isa ComputeIsa() {
     if (static_cast<int>(isa) <= static_cast<int>(cap)) best = isa;
   }
   return best;
+}
+
+CodebookReads CodebookReadsFromEnv() {
+  const char* env = std::getenv("WASTE_KERNELS_GATHER");
+  if (env == nullptr) return CodebookReads::kAuto;
+  const std::string s(env);
+  if (s == "1") return CodebookReads::kGather;
+  if (s == "0") return CodebookReads::kScalar;
+  return CodebookReads::kAuto;
+}
+
+std::atomic<CodebookReads>& CodebookReadsVar() {
+  static std::atomic<CodebookReads> reads{CodebookReadsFromEnv()};
+  return reads;
 }
 
 // Reads one integer from a sysfs file; false if it cannot.
@@ -143,6 +158,12 @@ const std::vector<Isa>& SupportedIsas() {
 bool IsaSupported(Isa isa) {
   const std::vector<Isa>& isas = SupportedIsas();
   return std::find(isas.begin(), isas.end(), isa) != isas.end();
+}
+
+CodebookReads CodebookReadsSetting() { return CodebookReadsVar().load(std::memory_order_relaxed); }
+
+void SetCodebookReads(CodebookReads reads) {
+  CodebookReadsVar().store(reads, std::memory_order_relaxed);
 }
 
 }  // namespace waste::kernels

@@ -40,6 +40,21 @@ const std::vector<Isa>& SupportedIsas();
 // Whether this machine can run `isa`'s loops.
 bool IsaSupported(Isa isa);
 
+// How the AVX-512 loops of IQ1_S, IQ1_M and IQ2_S read their codebooks
+// (2048 and 1024 entries of 8 bytes, too many for registers): one
+// vpgatherqq per 8 entries, or scalar-indexed 8-byte loads merged into a
+// vector. Which is faster depends on the core: gathers are quick on Sapphire
+// Rapids and slow where the gather-data-sampling fix is in the microcode
+// (Ice Lake, Tiger Lake). kAuto, the default, times both once per process
+// and keeps the faster. Both give the same bits.
+enum class CodebookReads { kAuto, kGather, kScalar };
+
+// The setting: the last SetCodebookReads, else WASTE_KERNELS_GATHER=1 (kGather)
+// or 0 (kScalar) from the environment, else kAuto.
+CodebookReads CodebookReadsSetting();
+// For tests and A/B runs in one process.
+void SetCodebookReads(CodebookReads reads);
+
 // The number of physical cores this process may run on: distinct (package,
 // die, core) ids among the CPUs in its affinity mask (sched_getaffinity), read
 // from /sys/devices/system/cpu/cpuN/topology. SMT siblings share one core's

@@ -11,10 +11,11 @@
 set -euo pipefail
 
 # Loop-level functions: a row's or a tile's loop and the dispatch around it,
-# the activation quantizers, the kernel tables, static initializers.
+# the activation quantizers, the kernel tables, static initializers, the
+# one-off probe of how to read the codebooks (matvec_avx512_iq.cc).
 # (The lambdas of drivers: their per-tile and per-chunk callbacks.)
 drivers='Rows[A-Za-z0-9]*|RowQuads|DecodeRowQuads|RunRowTiles|RunGroups|GroupedOrRows'
-allowed="^(Dot[A-Za-z0-9]*|$drivers|Quantize[A-Za-z0-9]*|ReorderLane16|[A-Za-z0-9]*Kernels|_GLOBAL__sub_I_.*|lambda_in_($drivers))\$"
+allowed="^(Dot[A-Za-z0-9]*|$drivers|Quantize[A-Za-z0-9]*|ReorderLane16|[A-Za-z0-9]*Kernels|GridGathers|GathersMeasureFaster|CodebookReadProbe|_GLOBAL__sub_I_.*|lambda_in_($drivers))\$"
 
 files=()
 for f in "$@"; do
