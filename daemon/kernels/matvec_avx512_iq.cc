@@ -331,14 +331,21 @@ template <size_t kEntries>
 template <bool kGather>
 class CodebookEntries {
  public:
-  [[gnu::always_inline]] explicit CodebookEntries(__m512i idx) : idx_(idx) {
-    if constexpr (!kGather) _mm512_store_si512(words_, idx);
+  [[gnu::always_inline]] explicit CodebookEntries(__m512i idx) {
+    if constexpr (kGather) {
+      // (Immediates spelled out: an unoptimized build does not fold z.)
+      idx64_[0] = _mm512_cvtepu16_epi64(_mm512_castsi512_si128(idx));
+      idx64_[1] = _mm512_cvtepu16_epi64(_mm512_extracti32x4_epi32(idx, 1));
+      idx64_[2] = _mm512_cvtepu16_epi64(_mm512_extracti32x4_epi32(idx, 2));
+      idx64_[3] = _mm512_cvtepu16_epi64(_mm512_extracti32x4_epi32(idx, 3));
+    } else {
+      _mm512_store_si512(words_, idx);
+    }
   }
   // The entries of pieces 8z .. 8z + 7.
   [[gnu::always_inline]] __m512i Get(const uint64_t* table, int z) const {
     if constexpr (kGather) {
-      return _mm512_i64gather_epi64(_mm512_cvtepu16_epi64(_mm512_extracti32x4_epi32(idx_, z)),
-                                    table, 8);
+      return _mm512_i64gather_epi64(idx64_[z], table, 8);
     } else {
       const uint64_t* w = words_ + 2 * z;
       const __m256i lo = _mm256_set_m128i(Entries2(table, w[0] >> 32), Entries2(table, w[0]));
@@ -355,7 +362,7 @@ class CodebookEntries {
         _mm_loadh_pd(lo, reinterpret_cast<const double*>(table + ((w >> 16) & 0xFFFF))));
   }
 
-  __m512i idx_;
+  __m512i idx64_[kGather ? 4 : 1];  // kGather: the indices of pieces 8z .. as qwords.
   alignas(64) uint64_t words_[kGather ? 1 : 8];
 };
 
