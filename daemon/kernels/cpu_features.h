@@ -40,13 +40,15 @@ const std::vector<Isa>& SupportedIsas();
 // Whether this machine can run `isa`'s loops.
 bool IsaSupported(Isa isa);
 
-// How the AVX-512 loops of IQ1_S, IQ1_M and IQ2_S read their codebooks
-// (2048 and 1024 entries of 8 bytes, too many for registers): one
-// vpgatherqq per 8 entries, or scalar-indexed 8-byte loads merged into a
-// vector. Which is faster depends on the core: gathers are quick on Sapphire
-// Rapids and slow where the gather-data-sampling fix is in the microcode
-// (Ice Lake, Tiger Lake). kAuto, the default, times both once per process
-// and keeps the faster. Both give the same bits.
+// How the codebook loops read codebooks too large for registers: the
+// AVX-512 loops of IQ1_S, IQ1_M and IQ2_S (2048 and 1024 entries of 8
+// bytes) and the AVX2 loops of IQ3_XXS and IQ3_S (256 and 512 of 4 bytes):
+// with gathers (vpgatherqq, 8 entries; vpgatherdd, 8), or with
+// scalar-indexed loads merged into a vector. Which is faster depends on the
+// core: gathers are quick on Sapphire Rapids and slow where the
+// gather-data-sampling fix is in the microcode (Skylake to Tiger Lake) and
+// on the AMD cores measured so far. kAuto, the default, times both once per
+// process and ISA and keeps the faster. Both give the same bits.
 enum class CodebookReads { kAuto, kGather, kScalar };
 
 // The setting: the last SetCodebookReads, else WASTE_KERNELS_GATHER=1 (kGather)

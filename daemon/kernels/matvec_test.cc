@@ -504,37 +504,41 @@ TEST(MatMulTest, AvxVnniIsBitIdenticalToAvx2) {
   }
 }
 
-// IQ1_S, IQ1_M and IQ2_S read their codebooks with gathers or with
-// scalar-indexed loads (CodebookReads): the same entries, the same bits,
-// whichever this CPU's probe picks. Random blocks reach every index bit.
+// The codebook loops read their codebooks with gathers or with
+// scalar-indexed loads (CodebookReads: AVX-512 IQ1_S, IQ1_M, IQ2_S; AVX2
+// and AVX-VNNI IQ3_XXS, IQ3_S): the same entries, the same bits, whichever
+// this CPU's probe picks. Random blocks reach every index bit.
 TEST(MatMulTest, CodebookGathersAndLoadsGiveTheSameBits) {
-  if (!IsaSupported(Isa::kAvx512)) GTEST_SKIP() << "this CPU has no AVX-512";
   ThreadPool pool(2);
-  for (WeightType type : {WeightType::kIQ1_S, WeightType::kIQ1_M, WeightType::kIQ2_S}) {
-    for (int64_t cols : {256, 1024, 2816}) {
-      const int64_t rows = 13;
-      const Matrix m = MakeRandomBlockMatrix(type, rows, cols, 23 + static_cast<uint32_t>(cols));
-      for (int64_t batch : {1, 3, 9}) {
-        const std::vector<float> x = MakeInput(cols * batch, 29 * batch);
-        Scratch scratch(MatVecScratchBytes(type, cols, batch));
-        std::vector<float> y[2];
-        for (int g = 0; g < 2; ++g) {
-          SetCodebookReads(g ? CodebookReads::kGather : CodebookReads::kScalar);
-          y[g].resize(rows * batch);
-          ASSERT_TRUE(MatMulOnIsa(Isa::kAvx512, m.view(), x.data(), cols, batch, y[g].data(), rows,
-                                  &pool, &scratch)
-                          .ok());
-        }
-        SetCodebookReads(CodebookReads::kAuto);
-        const std::vector<float> xq = RoundedInput(x);
-        for (int64_t i = 0; i < rows * batch; ++i) {
-          const std::string what = Label(type, Isa::kAvx512, rows, cols, 0) + " batch " +
-                                   std::to_string(batch) + " output " + std::to_string(i);
-          ASSERT_EQ(std::memcmp(&y[0][i], &y[1][i], sizeof(float)), 0)
-              << what << ": " << y[0][i] << " vs " << y[1][i];
-          ASSERT_NEAR(y[1][i], Reference(m, i % rows, xq.data() + i / rows * cols),
-                      RoundingBound(m, i % rows, xq.data() + i / rows * cols))
-              << what;
+  for (Isa isa : SupportedIsas()) {
+    if (isa == Isa::kScalar) continue;
+    for (WeightType type : {WeightType::kIQ1_S, WeightType::kIQ1_M, WeightType::kIQ2_S,
+                            WeightType::kIQ3_XXS, WeightType::kIQ3_S}) {
+      for (int64_t cols : {256, 1024, 2816}) {
+        const int64_t rows = 13;
+        const Matrix m = MakeRandomBlockMatrix(type, rows, cols, 23 + static_cast<uint32_t>(cols));
+        for (int64_t batch : {1, 3, 9}) {
+          const std::vector<float> x = MakeInput(cols * batch, 29 * batch);
+          Scratch scratch(MatVecScratchBytes(type, cols, batch));
+          std::vector<float> y[2];
+          for (int g = 0; g < 2; ++g) {
+            SetCodebookReads(g ? CodebookReads::kGather : CodebookReads::kScalar);
+            y[g].resize(rows * batch);
+            ASSERT_TRUE(MatMulOnIsa(isa, m.view(), x.data(), cols, batch, y[g].data(), rows, &pool,
+                                    &scratch)
+                            .ok());
+          }
+          SetCodebookReads(CodebookReads::kAuto);
+          const std::vector<float> xq = RoundedInput(x);
+          for (int64_t i = 0; i < rows * batch; ++i) {
+            const std::string what = Label(type, isa, rows, cols, 0) + " batch " +
+                                     std::to_string(batch) + " output " + std::to_string(i);
+            ASSERT_EQ(std::memcmp(&y[0][i], &y[1][i], sizeof(float)), 0)
+                << what << ": " << y[0][i] << " vs " << y[1][i];
+            ASSERT_NEAR(y[1][i], Reference(m, i % rows, xq.data() + i / rows * cols),
+                        RoundingBound(m, i % rows, xq.data() + i / rows * cols))
+                << what;
+          }
         }
       }
     }
