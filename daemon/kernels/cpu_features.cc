@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <set>
@@ -164,6 +165,29 @@ CodebookReads CodebookReadsSetting() { return CodebookReadsVar().load(std::memor
 
 void SetCodebookReads(CodebookReads reads) {
   CodebookReadsVar().store(reads, std::memory_order_relaxed);
+}
+
+bool GathersMeasureFaster(void (*read)(bool gather)) {
+  int64_t best[2] = {INT64_MAX, INT64_MAX};
+  for (int pass = 0; pass < 5; ++pass) {
+    for (int gather = 0; gather < 2; ++gather) {
+      const auto start = std::chrono::steady_clock::now();
+      read(gather != 0);
+      const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::steady_clock::now() - start)
+                             .count();
+      best[gather] = std::min(best[gather], ns);
+    }
+  }
+  return best[1] * 10 < best[0] * 9;
+}
+
+void ProbeIndices(uint16_t* out, int count, int bits) {
+  uint32_t x = 12345;
+  for (int i = 0; i < count; ++i) {
+    x = x * 1664525 + 1013904223;
+    out[i] = static_cast<uint16_t>(x >> (32 - bits));
+  }
 }
 
 }  // namespace waste::kernels

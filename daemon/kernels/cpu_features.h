@@ -3,6 +3,7 @@
 #ifndef WASTE_DAEMON_KERNELS_CPU_FEATURES_H_
 #define WASTE_DAEMON_KERNELS_CPU_FEATURES_H_
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -56,6 +57,15 @@ enum class CodebookReads { kAuto, kGather, kScalar };
 CodebookReads CodebookReadsSetting();
 // For tests and A/B runs in one process.
 void SetCodebookReads(CodebookReads reads);
+
+// For kAuto: whether `read(true)` (a fixed set of codebook reads done
+// with gathers) has a best time of 5 at least 10% below `read(false)`'s
+// (the same reads with scalar-indexed loads), alternating. Each ISA's
+// library measures once and keeps the answer.
+bool GathersMeasureFaster(void (*read)(bool gather));
+// Fills out[0 .. count) with pseudo-random codebook indices below 2^bits
+// (the probes' input).
+void ProbeIndices(uint16_t* out, int count, int bits);
 
 // The number of physical cores this process may run on: distinct (package,
 // die, core) ids among the CPUs in its affinity mask (sched_getaffinity), read

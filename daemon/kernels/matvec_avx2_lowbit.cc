@@ -34,11 +34,8 @@
 // is computed for all 32 at once with two nibble lookups.
 #include <immintrin.h>
 
-#include <algorithm>
 #include <array>
-#include <chrono>
 #include <cstdint>
-#include <cstring>
 #include <utility>
 
 #include "daemon/kernels/avx2_inline.h"
@@ -658,48 +655,25 @@ template <bool kGather>
   return sum;
 }
 
-// Whether vpgatherdd reads IQ3_S's entries (512 of 4 bytes, in L1) at
-// least 10% faster than the scalar-indexed loads do, on this core: the best
-// of 5 timed passes of 8192 random entries each way. (AVX2 gathers are slow
-// on the AMD cores and where the gather-data-sampling fix is in the
-// microcode; see CodebookReads.)
-bool GathersMeasureFaster() {
-  constexpr int kCount = 512;
-  alignas(32) std::array<uint16_t, 16 * kCount> raw;
-  uint32_t x = 12345;
-  for (uint16_t& v : raw) {
-    x = x * 1664525 + 1013904223;
-    v = static_cast<uint16_t>(x >> 23);  // < 512.
-  }
-  const __m256i* idx = reinterpret_cast<const __m256i*>(raw.data());
-  int64_t best[2] = {INT64_MAX, INT64_MAX};
-  __m256i sink = _mm256_setzero_si256();
-  for (int pass = 0; pass < 5; ++pass) {
-    for (int g = 0; g < 2; ++g) {
-      const auto start = std::chrono::steady_clock::now();
-      sink = _mm256_xor_si256(
-          sink, g ? CodebookReadProbe<true>(idx, kCount) : CodebookReadProbe<false>(idx, kCount));
-      const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                             std::chrono::steady_clock::now() - start)
-                             .count();
-      best[g] = std::min(best[g], ns);
-    }
-  }
-  asm volatile("" : : "x"(sink));  // The reads are used.
-  return best[1] * 10 < best[0] * 9;
+// GathersMeasureFaster's reads for IQ3_XXS and IQ3_S: 8192 random entries
+// of IQ3_S's codebook (2 KiB, in L1). (AVX2 gathers are slow on the AMD
+// cores and where the gather-data-sampling fix is in the microcode.)
+void ReadCodebookForProbe(bool gather) {
+  alignas(64) static uint16_t raw[8192];
+  static const bool filled = (ProbeIndices(raw, 8192, 9), true);
+  (void)filled;
+  const __m256i* idx = reinterpret_cast<const __m256i*>(raw);
+  constexpr int kCount = 8192 / 16;
+  const __m256i sum =
+      gather ? CodebookReadProbe<true>(idx, kCount) : CodebookReadProbe<false>(idx, kCount);
+  asm volatile("" : : "x"(sum));  // The reads are used.
 }
 
 // CodebookReadsSetting, kAuto resolved by measuring once.
 bool GridGathers() {
-  switch (CodebookReadsSetting()) {
-    case CodebookReads::kGather:
-      return true;
-    case CodebookReads::kScalar:
-      return false;
-    case CodebookReads::kAuto:
-      break;
-  }
-  static const bool faster = GathersMeasureFaster();
+  const CodebookReads setting = CodebookReadsSetting();
+  if (setting != CodebookReads::kAuto) return setting == CodebookReads::kGather;
+  static const bool faster = GathersMeasureFaster(&ReadCodebookForProbe);
   return faster;
 }
 
