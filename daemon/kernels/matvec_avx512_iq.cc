@@ -13,10 +13,11 @@
 //     one vpmultishiftqb moves each element's code to its byte and a vpermb
 //     on a 64-byte table turns codes into values;
 //   - IQ1's 2048-entry and IQ2_S's 1024-entry codebooks are too large for
-//     that (IQ2_S's 16 windows measured ~15% slower; gathers slower still):
-//     their entries are read with scalar-indexed 8-byte loads into xmm
-//     halves, IQ1's from a copy that holds each grid value g as the code of
-//     8g + 1;
+//     that (IQ2_S's 16 windows measured ~15% slower): their entries are read
+//     with vpgatherqq where this core gathers fast (Sapphire Rapids: ~1.5x
+//     the loop), else with scalar-indexed 8-byte loads into xmm halves (Zen 5
+//     measured gathers slower; CodebookReads decides per process), IQ1's
+//     from a copy that holds each grid value g as the code of 8g + 1;
 //   - signs are 64-bit masks per zmm (bit 8p + j: element j of piece p),
 //     applied with one masked subtract. Sign bytes stored in the block are
 //     loaded as masks; the 7-bit sign indices of IQ2_XXS, IQ2_XS and IQ3_XXS
