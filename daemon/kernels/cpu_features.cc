@@ -167,19 +167,24 @@ void SetCodebookReads(CodebookReads reads) {
   CodebookReadsVar().store(reads, std::memory_order_relaxed);
 }
 
-bool GathersMeasureFaster(void (*read)(bool gather)) {
-  int64_t best[2] = {INT64_MAX, INT64_MAX};
-  for (int pass = 0; pass < 5; ++pass) {
-    for (int gather = 0; gather < 2; ++gather) {
-      const auto start = std::chrono::steady_clock::now();
-      read(gather != 0);
-      const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                             std::chrono::steady_clock::now() - start)
-                             .count();
-      best[gather] = std::min(best[gather], ns);
+bool CodebookGatherChoice::Gathers() {
+  const CodebookReads setting = CodebookReadsSetting();
+  if (setting != CodebookReads::kAuto) return setting == CodebookReads::kGather;
+  std::call_once(measured_, [this] {
+    int64_t best[2] = {INT64_MAX, INT64_MAX};
+    for (int pass = 0; pass < 5; ++pass) {
+      for (int gather = 0; gather < 2; ++gather) {
+        const auto start = std::chrono::steady_clock::now();
+        read_(gather != 0);
+        const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::steady_clock::now() - start)
+                               .count();
+        best[gather] = std::min(best[gather], ns);
+      }
     }
-  }
-  return best[1] * 10 < best[0] * 9;
+    faster_ = best[1] * 10 < best[0] * 9;
+  });
+  return faster_;
 }
 
 void ProbeIndices(uint16_t* out, int count, int bits) {

@@ -4,6 +4,7 @@
 #define WASTE_DAEMON_KERNELS_CPU_FEATURES_H_
 
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,11 +59,21 @@ CodebookReads CodebookReadsSetting();
 // For tests and A/B runs in one process.
 void SetCodebookReads(CodebookReads reads);
 
-// For kAuto: whether `read(true)` (a fixed set of codebook reads done
-// with gathers) has a best time of 5 at least 10% below `read(false)`'s
-// (the same reads with scalar-indexed loads), alternating. Each ISA's
-// library measures once and keeps the answer.
-bool GathersMeasureFaster(void (*read)(bool gather));
+// One loop family's choice (each ISA library has its own): the setting, or
+// for kAuto whether `read(true)` (a fixed set of codebook reads done with
+// gathers) has a best time of 5 at least 10% below `read(false)`'s (the
+// same reads with scalar-indexed loads), alternating, measured on the first
+// kAuto call and kept.
+class CodebookGatherChoice {
+ public:
+  constexpr explicit CodebookGatherChoice(void (*read)(bool gather)) : read_(read) {}
+  bool Gathers();
+
+ private:
+  void (*const read_)(bool gather);
+  std::once_flag measured_;
+  bool faster_ = false;
+};
 // Fills out[0 .. count) with pseudo-random codebook indices below 2^bits
 // (the probes' input).
 void ProbeIndices(uint16_t* out, int count, int bits);

@@ -15,7 +15,7 @@ set -euo pipefail
 # one-off probe of how to read the codebooks (matvec_avx512_iq.cc).
 # (The lambdas of drivers: their per-tile and per-chunk callbacks.)
 drivers='Rows[A-Za-z0-9]*|RowQuads|DecodeRowQuads|RunRowTiles|RunGroups|GroupedOrRows'
-allowed="^(Dot[A-Za-z0-9]*|$drivers|Quantize[A-Za-z0-9]*|ReorderLane16|[A-Za-z0-9]*Kernels|GridGathers|ReadCodebookForProbe|CodebookReadProbe|_GLOBAL__sub_I_.*|lambda_in_($drivers))\$"
+allowed="^(Dot[A-Za-z0-9]*|$drivers|Quantize[A-Za-z0-9]*|ReorderLane16|[A-Za-z0-9]*Kernels|ReadCodebookForProbe|CodebookReadProbe|_GLOBAL__sub_I_.*|lambda_in_($drivers))\$"
 
 files=()
 for f in "$@"; do

@@ -104,7 +104,7 @@ template <bool kBlend, typename Index>
 }
 
 // The entries (4 bytes each) at the 8 int32 indices of idx: one vpgatherdd.
-// Where the core gathers fast enough (GridGathers), IQ3's loops take this
+// Where the core gathers fast enough (grid_gathers), IQ3's loops take this
 // instead of Lookup8x32: in cache, Sapphire Rapids, ns per 256 weights,
 // IQ3_S 32.6 -> 26.7, IQ3_XXS 29.6 -> 26.8.
 [[gnu::always_inline]] inline __m256i Gather8x32(const uint32_t* t, __m256i idx) {
@@ -644,7 +644,7 @@ void DotSuperBlocks(const uint8_t* row, int64_t blocks, const QuantizedActs* act
 }
 
 // Reads the IQ3_S entries of 16 indices per vector of idx, the kGather way
-// (GridGathers' probe).
+// (grid_gathers' probe).
 template <bool kGather>
 [[gnu::noinline]] __m256i CodebookReadProbe(const __m256i* idx, int count) {
   __m256i sum = _mm256_setzero_si256();
@@ -655,7 +655,7 @@ template <bool kGather>
   return sum;
 }
 
-// GathersMeasureFaster's reads for IQ3_XXS and IQ3_S: 8192 random entries
+// grid_gathers' reads for IQ3_XXS and IQ3_S: 8192 random entries
 // of IQ3_S's codebook (2 KiB, in L1). (AVX2 gathers are slow on the AMD
 // cores and where the gather-data-sampling fix is in the microcode.)
 void ReadCodebookForProbe(bool gather) {
@@ -669,13 +669,8 @@ void ReadCodebookForProbe(bool gather) {
   asm volatile("" : : "x"(sum));  // The reads are used.
 }
 
-// CodebookReadsSetting, kAuto resolved by measuring once.
-bool GridGathers() {
-  const CodebookReads setting = CodebookReadsSetting();
-  if (setting != CodebookReads::kAuto) return setting == CodebookReads::kGather;
-  static const bool faster = GathersMeasureFaster(&ReadCodebookForProbe);
-  return faster;
-}
+// Whether this library's codebook loops gather (CodebookReads).
+constinit CodebookGatherChoice grid_gathers(&ReadCodebookForProbe);
 
 }  // namespace
 
@@ -695,11 +690,11 @@ void DotLowBit(WeightType type, const uint8_t* row, int64_t cols, const Quantize
     case WeightType::kIQ2_S:
       return DotSuperBlocks<Iq2S, NB>(row, blocks, acts, out);
     case WeightType::kIQ3_XXS:
-      return GridGathers() ? DotSuperBlocks<Iq3Xxs<true>, NB>(row, blocks, acts, out)
-                           : DotSuperBlocks<Iq3Xxs<false>, NB>(row, blocks, acts, out);
+      return grid_gathers.Gathers() ? DotSuperBlocks<Iq3Xxs<true>, NB>(row, blocks, acts, out)
+                                    : DotSuperBlocks<Iq3Xxs<false>, NB>(row, blocks, acts, out);
     case WeightType::kIQ3_S:
-      return GridGathers() ? DotSuperBlocks<Iq3S<true>, NB>(row, blocks, acts, out)
-                           : DotSuperBlocks<Iq3S<false>, NB>(row, blocks, acts, out);
+      return grid_gathers.Gathers() ? DotSuperBlocks<Iq3S<true>, NB>(row, blocks, acts, out)
+                                    : DotSuperBlocks<Iq3S<false>, NB>(row, blocks, acts, out);
     case WeightType::kIQ1_S:
       return DotSuperBlocks<Iq1S, NB>(row, blocks, acts, out);
     case WeightType::kIQ1_M:

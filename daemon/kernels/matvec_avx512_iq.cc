@@ -15,8 +15,9 @@
 //   - IQ1's 2048-entry and IQ2_S's 1024-entry codebooks are too large for
 //     that (IQ2_S's 16 windows measured ~15% slower): their entries are read
 //     with vpgatherqq where this core gathers fast (Sapphire Rapids: ~1.5x
-//     the loop), else with scalar-indexed 8-byte loads into xmm halves (Zen 5
-//     measured gathers slower; CodebookReads decides per process), IQ1's
+//     the loop), else with scalar-indexed 8-byte loads into xmm halves (an
+//     earlier build measured gathers slower on its CPU; CodebookReads
+//     decides per process), IQ1's
 //     from a copy that holds each grid value g as the code of 8g + 1;
 //   - signs are 64-bit masks per zmm (bit 8p + j: element j of piece p),
 //     applied with one masked subtract. Sign bytes stored in the block are
@@ -326,7 +327,7 @@ template <size_t kEntries>
 // vpgatherqq per 8 (kGather) or scalar-indexed 8-byte loads into xmm
 // halves, the indices read from memory as whole words (GCC's own extraction
 // of each 32-bit lane, vpextrd and valignd, cost more). CodebookReads says
-// which; GridGathers below.
+// which; grid_gathers below.
 template <bool kGather>
 class CodebookEntries {
  public:
@@ -616,7 +617,7 @@ struct Iq1M : GridDecoder<WeightType::kIQ1_M> {
 };
 
 // Reads 4 x 8 entries of IQ1's codebook per index vector, the kGather way
-// (GridGathers' probe).
+// (grid_gathers' probe).
 template <bool kGather>
 [[gnu::noinline]] __m512i CodebookReadProbe(const __m512i* idx, int count) {
   __m512i sum = _mm512_setzero_si512();
@@ -628,7 +629,7 @@ template <bool kGather>
   return sum;
 }
 
-// GathersMeasureFaster's reads for IQ1_S, IQ1_M and IQ2_S: 8192 random
+// grid_gathers' reads for IQ1_S, IQ1_M and IQ2_S: 8192 random
 // entries of IQ1's codebook (16 KiB, in L1). Sapphire Rapids, in cache, ns
 // per 256 weights: IQ1_S 21.5 -> 14.7 with gathers, IQ1_M 23.9 -> 17.2,
 // IQ2_S 22.0 -> 14.5.
@@ -643,13 +644,8 @@ void ReadCodebookForProbe(bool gather) {
   asm volatile("" : : "v"(sum));  // The reads are used.
 }
 
-// CodebookReadsSetting, kAuto resolved by measuring once.
-bool GridGathers() {
-  const CodebookReads setting = CodebookReadsSetting();
-  if (setting != CodebookReads::kAuto) return setting == CodebookReads::kGather;
-  static const bool faster = GathersMeasureFaster(&ReadCodebookForProbe);
-  return faster;
-}
+// Whether this library's codebook loops gather (CodebookReads).
+constinit CodebookGatherChoice grid_gathers(&ReadCodebookForProbe);
 
 }  // namespace
 
@@ -662,18 +658,18 @@ void DotGridAvx512(WeightType type, const uint8_t* row, int64_t cols, const Quan
     case WeightType::kIQ2_XS:
       return DotQuantized<Iq2Xs, NB>(row, cols, acts, out);
     case WeightType::kIQ2_S:
-      return GridGathers() ? DotQuantized<Iq2S<true>, NB>(row, cols, acts, out)
-                           : DotQuantized<Iq2S<false>, NB>(row, cols, acts, out);
+      return grid_gathers.Gathers() ? DotQuantized<Iq2S<true>, NB>(row, cols, acts, out)
+                                    : DotQuantized<Iq2S<false>, NB>(row, cols, acts, out);
     case WeightType::kIQ3_XXS:
       return DotQuantized<Iq3Xxs, NB>(row, cols, acts, out);
     case WeightType::kIQ3_S:
       return DotQuantized<Iq3S, NB>(row, cols, acts, out);
     case WeightType::kIQ1_S:
-      return GridGathers() ? DotQuantized<Iq1S<true>, NB>(row, cols, acts, out)
-                           : DotQuantized<Iq1S<false>, NB>(row, cols, acts, out);
+      return grid_gathers.Gathers() ? DotQuantized<Iq1S<true>, NB>(row, cols, acts, out)
+                                    : DotQuantized<Iq1S<false>, NB>(row, cols, acts, out);
     case WeightType::kIQ1_M:
-      return GridGathers() ? DotQuantized<Iq1M<true>, NB>(row, cols, acts, out)
-                           : DotQuantized<Iq1M<false>, NB>(row, cols, acts, out);
+      return grid_gathers.Gathers() ? DotQuantized<Iq1M<true>, NB>(row, cols, acts, out)
+                                    : DotQuantized<Iq1M<false>, NB>(row, cols, acts, out);
     default:
       break;
   }
@@ -688,7 +684,7 @@ void DotGridRows4Avx512(WeightType type, const uint8_t* row0, int64_t row_stride
     case WeightType::kIQ2_XS:
       return rows(Iq2Xs{});
     case WeightType::kIQ2_S:
-      return GridGathers() ? rows(Iq2S<true>{}) : rows(Iq2S<false>{});
+      return grid_gathers.Gathers() ? rows(Iq2S<true>{}) : rows(Iq2S<false>{});
     case WeightType::kIQ3_XXS:
       return rows(Iq3Xxs{});
     case WeightType::kIQ3_S:
@@ -697,9 +693,9 @@ void DotGridRows4Avx512(WeightType type, const uint8_t* row0, int64_t row_stride
       for (int r = 0; r < 4; ++r) DotQuantized<Iq3S, 1>(row0 + r * row_stride, cols, &a, out + r);
       return;
     case WeightType::kIQ1_S:
-      return GridGathers() ? rows(Iq1S<true>{}) : rows(Iq1S<false>{});
+      return grid_gathers.Gathers() ? rows(Iq1S<true>{}) : rows(Iq1S<false>{});
     case WeightType::kIQ1_M:
-      return GridGathers() ? rows(Iq1M<true>{}) : rows(Iq1M<false>{});
+      return grid_gathers.Gathers() ? rows(Iq1M<true>{}) : rows(Iq1M<false>{});
     default:
       break;
   }
