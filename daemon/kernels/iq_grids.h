@@ -18,9 +18,10 @@ extern const uint32_t kIq3XxsGrid[256];  // Values 4, 12, ..., 52, 62.
 extern const uint32_t kIq3SGrid[512];    // Values 1, 3, ..., 15.
 extern const uint64_t kIq1SGrid[2048];   // Values -1, 0, 1 (int8).
 
-// kIq1SGrid with each value g as the byte 8g + 1 + offset: the kernels' IQ1
-// codes (8g +- 1, the shift's sign applied per piece) before the shift.
-std::array<uint64_t, 2048> Iq1CodeTable(uint8_t offset);
+// kIq1SGrid with each value g as the byte mult g + add: the kernels' IQ1
+// codes (AVX-512: 8g + 1 + 128, before the shift's sign is applied per
+// piece; AVX2: g + 1, unsigned).
+std::array<uint64_t, 2048> Iq1ByteTable(int mult, int add);
 
 // IQ2_XXS, IQ2_XS and IQ3_XXS store 7 sign bits per 8 elements; the eighth
 // makes the count of negative elements even (ggml's ksigns_iq2xs).

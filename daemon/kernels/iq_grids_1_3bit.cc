@@ -622,12 +622,12 @@ alignas(64) const uint64_t kIq1SGrid[2048] = {
     0x010101010101ffff, 0x010101010101ff01, 0x01010101010101ff, 0x0101010101010101,
 };
 
-std::array<uint64_t, 2048> Iq1CodeTable(uint8_t offset) {
+std::array<uint64_t, 2048> Iq1ByteTable(int mult, int add) {
   std::array<uint64_t, 2048> t{};
   for (int i = 0; i < 2048; ++i) {
     for (int e = 0; e < 8; ++e) {
       const int g = static_cast<int8_t>(kIq1SGrid[i] >> (8 * e));
-      t[i] |= uint64_t{static_cast<uint8_t>(8 * g + 1 + offset)} << (8 * e);
+      t[i] |= uint64_t{static_cast<uint8_t>(mult * g + add)} << (8 * e);
     }
   }
   return t;

@@ -543,7 +543,7 @@ struct Iq3S : GridDecoder<WeightType::kIQ3_S, true> {
 // IQ1's codebook with its grid bytes g (-1, 0, 1) as the codes of 8g + 1,
 // + 128 (121, 129, 137): a negative shift (8g - 1) is 2 less in every byte,
 // one 64-bit subtract per entry that never borrows across bytes.
-const std::array<uint64_t, 2048> kIq1Codes = Iq1CodeTable(128);
+const std::array<uint64_t, 2048> kIq1Codes = Iq1ByteTable(8, 1 + 128);
 
 // A block's codes (+ 128) from its 32 piece indices (16-bit lanes, piece p
 // in lane p) and the pieces whose shift is negative (bit p).
