@@ -202,7 +202,7 @@ struct Q23K {
     __m256i hlo, hhi;  // Q3_K: hmask dwords 0-3 (4-7), both 128-bit lanes.
     __m256i sc16[2];   // Lane j: half h's scale of group j, both words.
     __m256i sc32[2];   // AVX-VNNI: the same as one int32 per lane.
-    __m256 coef16[2];  // Q2_K: coefficients of s16 (sub-blocks 0-7, 8-15).
+    __m256 coef16[2];  // Q2_K: dmin m of sub-blocks 0-7, 8-15 (minus s16's coefficients).
     __m256 wsc;        // d.
   };
 
@@ -224,7 +224,12 @@ struct Q23K {
       r.hhi = _mm256_sllv_epi32(_mm256_broadcastsi128_si256(q16(b->hmask + 16)), up);
     }
     __m128i sc;
-    const float d = F16ToF32(b->d);
+    // d (and Q2_K's dmin after it) from one 4-byte load and one conversion:
+    // lane 1 of dd is d for Q3_K (the load starts 2 bytes before it), dmin
+    // for Q2_K. (Each alone, as a scalar F16ToF32, took a vpinsrw, a
+    // conversion and a broadcast.)
+    const __m128 dd = _mm_cvtph_ps(
+        _mm_cvtsi32_si128(static_cast<int>(LoadU32(p + offsetof(Block, d) - (kQ3 ? 2 : 0)))));
     if constexpr (kQ3) {
       const KScaleWords w = UnpackQ3KScales(b->scales);
       // x = d sc (q - 4): the -4 comes in with the activation's 16-sums
@@ -241,7 +246,8 @@ struct Q23K {
             _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b->scales + i))),
             4));
       };
-      const __m256 dmin = _mm256_set1_ps(-F16ToF32(b->dmin));
+      const __m256 dmin =
+          _mm256_permutevar8x32_ps(_mm256_castps128_ps256(dd), _mm256_set1_epi32(1));
       r.coef16[0] = _mm256_mul_ps(mins(0), dmin);
       r.coef16[1] = _mm256_mul_ps(mins(8), dmin);
     }
@@ -255,7 +261,8 @@ struct Q23K {
       r.sc16[0] = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc, even));
       r.sc16[1] = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc, _mm_add_epi8(even, _mm_set1_epi8(1))));
     }
-    r.wsc = _mm256_set1_ps(d);
+    r.wsc = kQ3 ? _mm256_permutevar8x32_ps(_mm256_castps128_ps256(dd), _mm256_set1_epi32(1))
+                : _mm256_broadcastss_ps(dd);
     return r;
   }
 
@@ -333,8 +340,8 @@ template <typename Dec, int NB>
       acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[k]),
                                _mm256_mul_ps(prep.wsc, _mm256_load_ps(a.ds + 8 * un)), acc[k]);
       if constexpr (!Dec::kQ3) {
-        bias[k] = _mm256_fmadd_ps(prep.coef16[0], _mm256_loadu_ps(a.s16 + 16 * un), bias[k]);
-        bias[k] = _mm256_fmadd_ps(prep.coef16[1], _mm256_loadu_ps(a.s16 + 16 * un + 8), bias[k]);
+        bias[k] = _mm256_fnmadd_ps(prep.coef16[0], _mm256_loadu_ps(a.s16 + 16 * un), bias[k]);
+        bias[k] = _mm256_fnmadd_ps(prep.coef16[1], _mm256_loadu_ps(a.s16 + 16 * un + 8), bias[k]);
       }
     }
   }
