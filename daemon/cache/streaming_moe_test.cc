@@ -111,7 +111,14 @@ void ExpectStreamedMatchesResident(const tools::MkModelOptions& o, bool trunk_st
       EXPECT_GT(stats.misses + stats.prefetch_hits, 0);
       EXPECT_EQ(got->stats.expert_acquires, want->stats.expert_acquires);
       if (lookahead) {
-        EXPECT_GT(got->stats.lookahead_layers, 0);
+        // Every MoE layer of every decode step was guessed: the first from
+        // the embeddings or before the dense FFN ahead of it, the rest
+        // from the MoE layer before them.
+        int64_t moe_layers = 0;
+        for (int64_t l = 0; l < model.hparams().n_layer; ++l) {
+          moe_layers += model.hparams().IsMoeLayer(l) ? 1 : 0;
+        }
+        EXPECT_EQ(got->stats.lookahead_layers, kSteps * moe_layers);
       }
     }
   }

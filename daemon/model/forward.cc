@@ -159,11 +159,22 @@ absl::Status Forward::Step(std::span<const SequenceStep> steps) {
   ChunkLease global(store_, model_->globals().chunk, device_);
   RETURN_IF_ERROR(global.Acquire());
   RETURN_IF_ERROR(Embed(steps, global));
+  // Router lookahead where no MoE layer before it reads the guesses (see
+  // set_router_lookahead): a first MoE layer from the embeddings, one after
+  // a dense layer before that layer's FFN.
+  const bool lookahead = router_lookahead_ && decode;
+  if (lookahead && hp.n_layer > 0 && hp.IsMoeLayer(0)) RETURN_IF_ERROR(PrefetchGuesses(-1, n));
   for (int64_t l = 0; l < hp.n_layer; ++l) {
     const LayerTensors& layer = model_->layers()[l];
     RETURN_IF_ERROR(hp.is_mla() ? MlaAttention(steps, layer, l, n) : Attention(steps, layer, l, n));
-    RETURN_IF_ERROR(hp.IsMoeLayer(l) ? MoeFeedForward(layer, l, n, decode)
-                                     : FeedForward(layer, l, n));
+    if (hp.IsMoeLayer(l)) {
+      RETURN_IF_ERROR(MoeFeedForward(layer, l, n, decode));
+      continue;
+    }
+    if (lookahead && l + 1 < hp.n_layer && hp.IsMoeLayer(l + 1)) {
+      RETURN_IF_ERROR(PrefetchGuesses(l, n));
+    }
+    RETURN_IF_ERROR(FeedForward(layer, l, n));
   }
   RETURN_IF_ERROR(Head(steps, global));
   for (const SequenceStep& step : steps) {

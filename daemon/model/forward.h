@@ -214,7 +214,11 @@ class Forward {
   // each row's hidden state (with l+1's ffn_norm) and the union of their
   // top-k is prefetched behind l's own experts, so the reads start one layer
   // early. The guess misses what l's FFN and l+1's attention change;
-  // MoeStats counts, per row, how often it was right. Costs one router
+  // MoeStats counts, per row, how often it was right. A MoE layer after a
+  // dense one is guessed the same way before the dense layer's FFN, and a
+  // first layer that is MoE from the embeddings as soon as they are made,
+  // so that the reads of a token's first MoE layer overlap what comes before
+  // its routing instead of leaving the disk idle between tokens. Costs one router
   // MatMul per layer, no extra reads of the trunk when it is pinned (MoE
   // plans pin it). Off by default; the engine turns it on per
   // ModelConfig.router_lookahead. Prefill does not need it: a batch of
@@ -277,9 +281,16 @@ class Forward {
   absl::Status FeedForward(const LayerTensors& layer, int64_t l, int64_t n);
   // `decode`: every sequence of the step has one token (router lookahead).
   absl::Status MoeFeedForward(const LayerTensors& layer, int64_t l, int64_t n, bool decode);
-  // Predicts layer l+1's experts for each of the n rows (see
-  // set_router_lookahead).
+  // Predicts layer l+1's experts for each of the n rows from ws.x (see
+  // set_router_lookahead); l may be -1 (the first layer, from the
+  // embeddings).
   absl::Status PredictNextExperts(int64_t l, int64_t n);
+  // The chunks of layer l+1's predicted experts that the lookahead reads
+  // ahead, each once, likeliest first, written at `out`; returns how many.
+  size_t GuessedExpertChunks(int64_t l, int64_t n, memory::ChunkId* out) const;
+  // Predicts layer l+1's experts (PredictNextExperts) and reads the guesses
+  // ahead at once: where no MoE layer l queues them behind its own experts.
+  absl::Status PrefetchGuesses(int64_t l, int64_t n);
   // True when the expert's chunk is on the device or in memory now.
   bool ExpertReady(memory::ChunkId id);
   // Counts one routed expert's use of its chunk in the step's and the

@@ -143,23 +143,10 @@ absl::Status Forward::MoeFeedForward(const LayerTensors& layer, int64_t l, int64
   const size_t n_experts = n_chunks;
   // Then the union of the next layer's predicted experts (decode steps with
   // lookahead on)...
+  // (the store queues the guesses behind this layer's experts).
   if (router_lookahead_ && decode && l + 1 < hp.n_layer && hp.IsMoeLayer(l + 1)) {
     RETURN_IF_ERROR(PredictNextExperts(l, n));
-    const LayerTensors& next = model_->layers()[l + 1];
-    const int64_t m =
-        lookahead_guesses_ > 0 ? std::min<int64_t>(lookahead_guesses_, k) : (k + 1) / 2;
-    // Likeliest first (every row's first choice, then every row's second...),
-    // each expert once: the store queues the guesses behind this layer's
-    // experts in this order, so the likeliest start first.
-    const auto guess = ws.lookahead_union.begin();
-    auto guess_end = guess;
-    for (int64_t j = 0; j < m; ++j) {
-      for (int64_t b = 0; b < n; ++b) {
-        const int32_t e = ws.lookahead_ids[b * k + j];
-        if (std::find(guess, guess_end, e) == guess_end) *guess_end++ = e;
-      }
-    }
-    for (auto e = guess; e != guess_end; ++e) ws.expert_chunks[n_chunks++] = next.experts[*e].chunk;
+    n_chunks += GuessedExpertChunks(l, n, &ws.expert_chunks[n_chunks]);
   }
   // ...then the next layer's blocks, so the store knows what follows.
   if (l + 1 < hp.n_layer) {
@@ -328,6 +315,32 @@ void Forward::AddExpertRows(const ExpertRoute* begin, const ExpertRoute* end, co
   }
 }
 
+size_t Forward::GuessedExpertChunks(int64_t l, int64_t n, memory::ChunkId* out) const {
+  const int64_t k = model_->hparams().moe.n_expert_used;
+  const LayerTensors& next = model_->layers()[l + 1];
+  const int64_t m = lookahead_guesses_ > 0 ? std::min<int64_t>(lookahead_guesses_, k) : (k + 1) / 2;
+  // Likeliest first (every row's first choice, then every row's second...),
+  // each expert once: the store reads them in this order, so the likeliest
+  // start first.
+  StepWorkspace& ws = *ws_;
+  const auto guess = ws.lookahead_union.begin();
+  auto guess_end = guess;
+  for (int64_t j = 0; j < m; ++j) {
+    for (int64_t b = 0; b < n; ++b) {
+      const int32_t e = ws.lookahead_ids[b * k + j];
+      if (std::find(guess, guess_end, e) == guess_end) *guess_end++ = e;
+    }
+  }
+  for (auto e = guess; e != guess_end; ++e) *out++ = next.experts[*e].chunk;
+  return static_cast<size_t>(guess_end - guess);
+}
+
+absl::Status Forward::PrefetchGuesses(int64_t l, int64_t n) {
+  RETURN_IF_ERROR(PredictNextExperts(l, n));
+  PrefetchChunks(ws_->expert_chunks.data(), GuessedExpertChunks(l, n, ws_->expert_chunks.data()));
+  return absl::OkStatus();
+}
+
 absl::Status Forward::PredictNextExperts(int64_t l, int64_t n) {
   const HParams& hp = model_->hparams();
   StepWorkspace& ws = *ws_;
@@ -336,8 +349,8 @@ absl::Status Forward::PredictNextExperts(int64_t l, int64_t n) {
   ChunkLease trunk(store_, next.ffn_chunk, device_);
   RETURN_IF_ERROR(trunk.Acquire());
   const uint8_t* slot = trunk.slot();
-  // x is layer l's residual after its attention; router and select are free
-  // again once l's routes are recorded.
+  // x is layer l's residual after its attention (or the embeddings: l = -1);
+  // router and select are free again once l's routes are recorded.
   for (int64_t b = 0; b < n; ++b) {
     ops::RmsNorm(&ws.x[b * d], next.ffn_norm.F32(slot), d, hp.rms_eps, &ws.lookahead_x[b * d]);
   }

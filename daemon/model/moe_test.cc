@@ -232,11 +232,12 @@ TEST_F(MoeTest, RouterLookaheadPrefetchesItsGuessAndCountsHits) {
   SequenceState a(model(), 64, kernels::ops::KvType::kF16);
   SequenceState b(model(), 64, kernels::ops::KvType::kF16);
   std::vector<float> la(hp.n_vocab), lb(hp.n_vocab);
-  const std::vector<memory::ChunkId> layer2_experts = [&] {
+  auto experts_of = [&](int l) {
     std::vector<memory::ChunkId> ids;
-    for (const ExpertRef& e : model().layers()[2].experts) ids.push_back(e.chunk);
+    for (const ExpertRef& e : model().layers()[l].experts) ids.push_back(e.chunk);
     return ids;
-  }();
+  };
+  const std::vector<memory::ChunkId> layer1_experts = experts_of(1), layer2_experts = experts_of(2);
   constexpr int kTokens = 12;
   int32_t token = 7;
   for (int t = 0; t < kTokens; ++t) {
@@ -245,10 +246,28 @@ TEST_F(MoeTest, RouterLookaheadPrefetchesItsGuessAndCountsHits) {
     ASSERT_TRUE(plain.Run(&b, {&token, 1}, lb.data()).ok());
     // The guess only prefetches: logits are bit-identical.
     ASSERT_EQ(la, lb) << "token " << t;
+    // Layer 1 follows a dense layer: before that layer's FFN, a Prefetch
+    // names just the likelier half of layer 1's predicted top-k, none of
+    // them needed yet, and it comes before any acquire of layer 1's experts.
+    const int64_t g = (k + 1) / 2;
+    bool saw_first_guess = false;
+    for (const auto& e : store.events()) {
+      if (!e.prefetch) {
+        if (std::count(layer1_experts.begin(), layer1_experts.end(), e.ids[0]) > 0) break;
+        continue;
+      }
+      int guessed = 0;
+      for (memory::ChunkId id : e.ids) {
+        guessed += std::count(layer1_experts.begin(), layer1_experts.end(), id);
+      }
+      saw_first_guess =
+          saw_first_guess ||
+          (guessed == g && e.ids.size() == static_cast<size_t>(g) && e.needed_now == 0);
+    }
+    EXPECT_TRUE(saw_first_guess) << "token " << t;
     // Layer 1's Prefetch names its k experts (needed now), then the
     // likelier half of layer 2's predicted top-k (the guess, read behind
     // them) before layer 2's own routing is known, then layer 2's attention.
-    const int64_t g = (k + 1) / 2;
     bool saw_guess = false;
     for (const auto& e : store.events()) {
       if (!e.prefetch || e.ids.size() < static_cast<size_t>(k + g + 1)) continue;
@@ -262,10 +281,10 @@ TEST_F(MoeTest, RouterLookaheadPrefetchesItsGuessAndCountsHits) {
     EXPECT_TRUE(saw_guess) << "token " << t;
     token = static_cast<int32_t>(std::max_element(la.begin(), la.end()) - la.begin());
   }
-  // Layers 1 and 2 are MoE: one guess (for layer 2) per token.
+  // Layers 1 and 2 are MoE: two guesses per token.
   const MoeStats& st = ahead.moe_stats();
-  EXPECT_EQ(st.lookahead_layers, kTokens);
-  EXPECT_EQ(st.lookahead_routed, kTokens * k);
+  EXPECT_EQ(st.lookahead_layers, 2 * kTokens);
+  EXPECT_EQ(st.lookahead_routed, 2 * kTokens * k);
   EXPECT_LE(st.lookahead_hits, st.lookahead_routed);
   // Better than a blind guess of k of n_expert: the residual stream carries
   // most of the next router's input.
