@@ -9,7 +9,8 @@
 // the tile multiplies them with vpmaddubsw and vpmaddwd:
 //   - codes are unsigned bytes. The codebook types give the magnitudes (grid
 //     values are >= 0) and move the signs onto the activation with vpsignb,
-//     as the other operand of vpmaddubsw must be signed anyway;
+//     as the other operand of vpmaddubsw must be signed anyway (IQ1_S's
+//     codes are its grid values + 1 and need no signs);
 //   - a scale per 16 elements that is a small integer (the IQ2/IQ1_M
 //     (2s + 1)) is the int16 multiplier of vpmaddwd, so a group's
 //     dot is exact in int32;
@@ -19,8 +20,8 @@
 //     and scaled by [activation d of each group] x [weight scale of each
 //     group] in one fma.
 //     No loop-carried chain is longer than one fma per super-block.
-// IQ1_S's shift folds into an fma per group against the activation's block
-// sums.
+// IQ1_S's shift (less the 1 its codes add) folds into an fma per group
+// against the activation's block sums.
 //
 // Prepare is forced inline (GCC made a call of IQ3_S's, its Prep returned
 // through memory). The codebooks are read with scalar-indexed loads (8-byte
