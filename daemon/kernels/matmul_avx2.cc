@@ -202,7 +202,7 @@ struct Q23K {
     __m256i hlo, hhi;  // Q3_K: hmask dwords 0-3 (4-7), both 128-bit lanes.
     __m256i sc16[2];   // Lane j: half h's scale of group j, both words.
     __m256i sc32[2];   // AVX-VNNI: the same as one int32 per lane.
-    __m256 coef16[2];  // Q2_K: dmin m of sub-blocks 0-7, 8-15 (minus s16's coefficients).
+    __m256 coef16[2];  // Q2_K: dmin m of sub-blocks 0-7, 8-15 (subtracted times s16).
     __m256 wsc;        // d.
   };
 
@@ -230,6 +230,7 @@ struct Q23K {
     // conversion and a broadcast.)
     const __m128 dd = _mm_cvtph_ps(
         _mm_cvtsi32_si128(static_cast<int>(LoadU32(p + offsetof(Block, d) - (kQ3 ? 2 : 0)))));
+    const __m256 lane1 = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(dd), _mm256_set1_epi32(1));
     if constexpr (kQ3) {
       const KScaleWords w = UnpackQ3KScales(b->scales);
       // x = d sc (q - 4): the -4 comes in with the activation's 16-sums
@@ -246,10 +247,8 @@ struct Q23K {
             _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b->scales + i))),
             4));
       };
-      const __m256 dmin =
-          _mm256_permutevar8x32_ps(_mm256_castps128_ps256(dd), _mm256_set1_epi32(1));
-      r.coef16[0] = _mm256_mul_ps(mins(0), dmin);
-      r.coef16[1] = _mm256_mul_ps(mins(8), dmin);
+      r.coef16[0] = _mm256_mul_ps(mins(0), lane1);  // dmin m.
+      r.coef16[1] = _mm256_mul_ps(mins(8), lane1);
     }
     if constexpr (kVnni) {
       const __m128i even = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
@@ -261,8 +260,7 @@ struct Q23K {
       r.sc16[0] = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc, even));
       r.sc16[1] = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc, _mm_add_epi8(even, _mm_set1_epi8(1))));
     }
-    r.wsc = kQ3 ? _mm256_permutevar8x32_ps(_mm256_castps128_ps256(dd), _mm256_set1_epi32(1))
-                : _mm256_broadcastss_ps(dd);
+    r.wsc = kQ3 ? lane1 : _mm256_broadcastss_ps(dd);
     return r;
   }
 
