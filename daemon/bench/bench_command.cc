@@ -265,6 +265,7 @@ void Print(const BenchResult& r, const PlannedModel& pm, const memory::MemoryPla
     num("streamed_hit_rate", hit_rate);
     integer("prefetch_hits", r.after.prefetch_hits - r.before.prefetch_hits);
     integer("prefetch_wasted", r.after.prefetch_wasted - r.before.prefetch_wasted);
+    integer("guesses_stopped", r.after.guesses_stopped - r.before.guesses_stopped);
     num("io_wait_share", io_wait / r.decode_seconds);
     num("read_busy_gbps", read_gbps);
     num("stream_gbps", stream_gbps);
@@ -305,7 +306,8 @@ void Print(const BenchResult& r, const PlannedModel& pm, const memory::MemoryPla
       "prefill:        %d tokens in steps of %d, %.2f tok/s (time to first token %.3f s)\n"
       "decode:         %d tokens, %.3f tok/s\n"
       "read per token: %s (%s of it needed; planned %s)\n"
-      "hit rate:       %.1f%% of streamed acquires (prefetch hits %d, wasted %d)\n"
+      "hit rate:       %.1f%% of streamed acquires (prefetch hits %d, wasted %d, guesses stopped "
+      "%d)\n"
       "I/O wait:       %.1f%% of decode time\n"
       "disk reads:     %.2f GB/s while reading, %.2f GB/s over decode\n"
       "memory:         %s touched per token = %.2f GB/s achieved; machine reads %.2f GB/s "
@@ -320,7 +322,8 @@ void Print(const BenchResult& r, const PlannedModel& pm, const memory::MemoryPla
       FormatBytes(static_cast<int64_t>(bytes_per_token)),
       FormatBytes(static_cast<int64_t>(needed_per_token)), FormatBytes(plan.read_bytes_per_token),
       100 * hit_rate, r.after.prefetch_hits - r.before.prefetch_hits,
-      r.after.prefetch_wasted - r.before.prefetch_wasted, 100 * io_wait / r.decode_seconds,
+      r.after.prefetch_wasted - r.before.prefetch_wasted,
+      r.after.guesses_stopped - r.before.guesses_stopped, 100 * io_wait / r.decode_seconds,
       read_gbps, stream_gbps, FormatBytes(r.touched_bytes_per_token), touched_gbps, r.memory_gbps,
       r.memory_gbps_after > 0 ? absl::StrFormat("same threads; %.2f before decode, %.2f after",
                                                 r.memory_gbps_before, r.memory_gbps_after)

@@ -35,6 +35,8 @@ struct ChunkStoreStats {
                                 // (or, guesses, not named again: see
                                 // StreamingChunkStore).
   int64_t wasted_bytes = 0;     // Their bytes.
+  int64_t guesses_stopped = 0;  // Guesses stopped before read whole (their
+                                // bytes read are in wasted_bytes).
   int64_t bytes_read = 0;
   int64_t read_retries = 0;
   double io_wait_seconds = 0;    // Time Acquire blocked waiting for reads.

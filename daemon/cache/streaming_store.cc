@@ -110,6 +110,11 @@ absl::StatusOr<std::unique_ptr<StreamingChunkStore>> StreamingChunkStore::Create
       }
     }
     max_pieces = std::max(max_pieces, store->pieces_[i].size());
+    if (max_pieces > kMaxPieces) {
+      return absl::InvalidArgumentError(absl::StrCat("chunk ", chunk.name, " needs ", max_pieces,
+                                                     " reads of at most ", options.max_read,
+                                                     " bytes; the limit is ", kMaxPieces));
+    }
   }
   for (size_t p = 0; p < store->access_order_.size(); ++p) {
     ChunkId id = store->access_order_[p];
@@ -145,6 +150,8 @@ absl::StatusOr<std::unique_ptr<StreamingChunkStore>> StreamingChunkStore::Create
   store->requests_.reserve(max_pieces * std::max(1, total_slots));
   store->batch_.reserve(total_slots);
   store->guesses_.reserve(total_slots);
+  store->guess_queue_.reserve(n);
+  store->guess_read_bytes_ = options.guess_read_bytes;
   store->completions_.reserve(max_pieces * std::max(1, total_slots) + 16);
   store->set_prefetch_depth(options.prefetch_depth);
 
@@ -253,9 +260,26 @@ absl::StatusOr<int> StreamingChunkStore::TakeSlot(ChunkId id, bool demand) {
 }
 
 void StreamingChunkStore::QueueRead(ChunkId id, int slot, bool needed_now) {
+  StartRead(id, slot);
+  QueuePieces(id, pieces_[id].size(), needed_now);
+}
+
+void StreamingChunkStore::StartRead(ChunkId id, int slot) {
   Chunk& c = state_[id];
-  uint8_t* base = pool_->slot(slot);
-  for (const Piece& piece : pieces_[id]) {
+  slot_owner_[slot] = id;
+  c.slot = slot;
+  c.state = State::kLoading;
+  c.pending = 0;
+  c.queued = 0;
+  c.error = absl::OkStatus();
+}
+
+void StreamingChunkStore::QueuePieces(ChunkId id, size_t count, bool needed_now) {
+  Chunk& c = state_[id];
+  uint8_t* base = pool_->slot(c.slot);
+  const std::vector<Piece>& pieces = pieces_[id];
+  for (; count > 0 && c.queued < pieces.size(); --count) {
+    const Piece& piece = pieces[c.queued];
     // A piece needed now heads a lane of its own; a later one follows the
     // lanes in turn (none: it reads alongside).
     uint16_t chain = 0;
@@ -266,28 +290,41 @@ void StreamingChunkStore::QueueRead(ChunkId id, int slot, bool needed_now) {
     }
     requests_.push_back({piece.file_offset, piece.length,
                          reinterpret_cast<char*>(base + piece.slot_offset),
-                         static_cast<uint64_t>(id), chain});
+                         PieceTag{id, c.queued, c.guess_fed}.Pack(), chain});
+    if (c.guess_fed) {
+      ++guess_pieces_in_flight_;
+      guess_bytes_in_flight_ += piece.length;
+    }
+    ++c.queued;
+    ++c.pending;
+    if (pieces_in_flight_++ == 0) busy_since_ = absl::Now();
   }
   batch_.push_back(id);
-  slot_owner_[slot] = id;
-  c.slot = slot;
-  c.state = State::kLoading;
-  c.pending = static_cast<int>(pieces_[id].size());
-  c.error = absl::OkStatus();
-  if (chunks_in_flight_++ == 0) busy_since_ = absl::Now();
 }
 
 absl::Status StreamingChunkStore::SubmitBatch() {
   absl::Status status = queue_->Submit(requests_);
-  requests_.clear();
-  batch_lanes_ = batch_followers_ = 0;
   if (!status.ok()) {
+    for (const storage::ReadRequest& request : requests_) {
+      const PieceTag tag = PieceTag::Unpack(request.tag);
+      EndPiece(tag);
+      --state_[tag.id].pending;
+    }
     for (ChunkId id : batch_) {
-      state_[id].pending = 0;
-      EndFlight();
+      // Pieces that did go out earlier still land in the slot: wait for them.
+      Chunk& c = state_[id];
+      if (c.state != State::kLoading) continue;  // Listed twice.
+      c.error = status;
+      if (c.pending > 0) {
+        c.queued = static_cast<uint16_t>(pieces_[id].size());
+        c.guess_fed = false;
+        continue;
+      }
       DropRead(id);
     }
   }
+  requests_.clear();
+  batch_lanes_ = batch_followers_ = 0;
   batch_.clear();
   return status;
 }
@@ -302,17 +339,28 @@ absl::Status StreamingChunkStore::PollCompletions(size_t min) {
   ASSIGN_OR_RETURN(size_t got, queue_->Wait(min, &completions_));
   (void)got;
   for (const storage::ReadCompletion& done : completions_) {
-    ChunkId id = static_cast<ChunkId>(done.tag);
-    Chunk& c = state_[id];
-    WCHECK(c.state == State::kLoading && c.pending > 0) << (*chunks_)[id].name;
+    const PieceTag tag = PieceTag::Unpack(done.tag);
+    Chunk& c = state_[tag.id];
+    WCHECK(c.state == State::kLoading && c.pending > 0) << (*chunks_)[tag.id].name;
+    EndPiece(tag);
     if (!done.status.ok() && c.error.ok()) c.error = done.status;
-    if (--c.pending == 0) FinishRead(id);
+    if (--c.pending > 0) continue;
+    if (c.queued == pieces_[tag.id].size()) {
+      FinishRead(tag.id);
+    } else if (c.abandoned || !c.error.ok()) {
+      DropGuessRead(tag.id);
+    }
+    // Else a guess between pieces: FeedGuesses queues its next one.
   }
   return absl::OkStatus();
 }
 
-void StreamingChunkStore::EndFlight() {
-  if (--chunks_in_flight_ == 0) {
+void StreamingChunkStore::EndPiece(const PieceTag& tag) {
+  if (tag.guess) {
+    --guess_pieces_in_flight_;
+    guess_bytes_in_flight_ -= pieces_[tag.id][tag.piece].length;
+  }
+  if (--pieces_in_flight_ == 0) {
     stats_.read_busy_seconds += absl::ToDoubleSeconds(absl::Now() - busy_since_);
   }
 }
@@ -322,6 +370,7 @@ void StreamingChunkStore::DropRead(ChunkId id) {
   FreeSlot(c.slot);
   c.slot = -1;
   c.state = State::kAbsent;
+  c.guess_fed = c.abandoned = false;
   if (c.prefetched_unused) {
     c.prefetched_unused = false;
     --prefetched_outstanding_;
@@ -330,7 +379,7 @@ void StreamingChunkStore::DropRead(ChunkId id) {
 
 void StreamingChunkStore::FinishRead(ChunkId id) {
   Chunk& c = state_[id];
-  EndFlight();
+  c.abandoned = false;
   if (c.error.ok()) {
     c.state = State::kResident;
     policy_->OnInsert(id);
@@ -346,6 +395,10 @@ void StreamingChunkStore::FinishRead(ChunkId id) {
 }
 
 absl::Status StreamingChunkStore::WaitFor(ChunkId id) {
+  if (state_[id].state == State::kLoading && state_[id].queued < pieces_[id].size()) {
+    PromoteGuess(id, /*now=*/true);
+    SubmitBatch().IgnoreError();  // A failure is the chunk's error now.
+  }
   while (state_[id].state == State::kLoading) RETURN_IF_ERROR(PollCompletions());
   return ReadError(id);
 }
@@ -387,6 +440,7 @@ absl::StatusOr<const uint8_t*> StreamingChunkStore::Acquire(ChunkId id) {
     ++stats_.hits;
     ++streaming_stats_.pinned_hits;
     ++c.refs;
+    PollAndFeedGuesses();
     return pool_->pinned() + c.pinned_offset;
   }
   if (c.prefetched_unused) {
@@ -413,6 +467,7 @@ absl::StatusOr<const uint8_t*> StreamingChunkStore::Acquire(ChunkId id) {
   }
   ++c.refs;
   policy_->OnUse(id);
+  PollAndFeedGuesses();
   return pool_->slot(c.slot);
 }
 
@@ -425,10 +480,11 @@ void StreamingChunkStore::Release(ChunkId id) {
 
 bool StreamingChunkStore::Ready(ChunkId id) {
   WCHECK(id >= 0 && static_cast<size_t>(id) < state_.size()) << "chunk " << id;
-  if (state_[id].state == State::kLoading) {
+  if (pieces_in_flight_ > 0 && (state_[id].state == State::kLoading || !guess_queue_.empty())) {
     // A broken queue shows again at the Acquire that waits on it.
     PollCompletions(/*min=*/0).IgnoreError();
   }
+  FeedGuesses();
   return state_[id].state == State::kPinned || state_[id].state == State::kResident;
 }
 
@@ -483,7 +539,7 @@ absl::Status StreamingChunkStore::ReadFileBytes(uint64_t file_offset, uint64_t l
 
 void StreamingChunkStore::Prefetch(std::span<const ChunkId> upcoming, size_t needed_now) {
   if (prefetch_depth_ == 0) return;
-  if (chunks_in_flight_ > 0) PollCompletions(/*min=*/0).IgnoreError();
+  if (pieces_in_flight_ > 0) PollCompletions(/*min=*/0).IgnoreError();
   ++epoch_;
   // Walks the chunks needed next; false when no more reads should start.
   size_t position = 0;
@@ -491,8 +547,19 @@ void StreamingChunkStore::Prefetch(std::span<const ChunkId> upcoming, size_t nee
     const bool now = position++ < needed_now;
     Chunk& c = state_[id];
     if (c.state == State::kPinned || c.elsewhere || c.rows_only) return true;
+    // A guess still being read that the step now waits for reads the rest
+    // at once.
+    if (now && c.state == State::kLoading && c.queued < pieces_[id].size()) PromoteGuess(id, now);
     if (c.state != State::kAbsent) {
       c.protect_epoch = epoch_;  // Needed before anything read from here on.
+      return true;
+    }
+    if (!now && order_position_[id] < 0) {
+      // A guess: read when nothing needed is (FeedGuesses).
+      if (!c.deferred) {
+        c.deferred = true;
+        guess_queue_.push_back(id);
+      }
       return true;
     }
     if (prefetched_outstanding_ >= prefetch_depth_) return false;
@@ -528,25 +595,7 @@ void StreamingChunkStore::Prefetch(std::span<const ChunkId> upcoming, size_t nee
   };
   walk();
   SubmitBatch().IgnoreError();  // A broken queue shows at the Acquire.
-}
-
-void StreamingChunkStore::ForgetStaleGuesses() {
-  auto kept = guesses_.begin();
-  for (ChunkId id : guesses_) {
-    Chunk& c = state_[id];
-    if (c.prefetched_unused && c.hint_epoch != epoch_) {
-      c.prefetched_unused = false;
-      --prefetched_outstanding_;
-      ++stats_.prefetch_wasted;
-      stats_.wasted_bytes += static_cast<int64_t>((*chunks_)[id].slot_bytes);
-    }
-    if (c.prefetched_unused) {
-      *kept++ = id;
-    } else {
-      c.guess_listed = false;
-    }
-  }
-  guesses_.erase(kept, guesses_.end());
+  FeedGuesses();
 }
 
 absl::StatusOr<int> StreamingChunkStore::Preload(std::span<const ChunkId> ids,
@@ -579,7 +628,7 @@ absl::StatusOr<int> StreamingChunkStore::Preload(std::span<const ChunkId> ids,
 
 ChunkStoreStats StreamingChunkStore::Stats() const {
   ChunkStoreStats stats = stats_;
-  if (chunks_in_flight_ > 0) {
+  if (pieces_in_flight_ > 0) {
     stats.read_busy_seconds += absl::ToDoubleSeconds(absl::Now() - busy_since_);
   }
   return stats;

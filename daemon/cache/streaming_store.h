@@ -21,17 +21,25 @@
 //     `needed_now` chunks of the hint go first: what follows them reads
 //     behind them (see QueueRead), not alongside. An Acquire's own read
 //     runs alongside whatever is in flight.
-//   - Chunks off the access order (experts) read ahead as guesses count
-//     against the depth only until the next hint that names such chunks:
-//     a guess it does not name again was wrong and becomes ordinary cache.
+//   - Chunks of a hint off the access order that are not needed now are
+//     guesses (a router lookahead's experts). They wait until no other read
+//     is in flight, then read likeliest first a piece at a time, at most
+//     guess_read_bytes in flight, so they never take the disk from a read
+//     the step waits for. The next hint that names such chunks (the experts
+//     a routing chose) settles them: a guess it names as needed now reads
+//     the rest of its pieces at once; one it does not name was wrong and
+//     stops where it is (not started: dropped; started: its slot goes back
+//     when the pieces in flight land; read whole: it becomes ordinary cache
+//     and stops counting against the depth).
 //   - A failed read fails only the Acquire that needs the chunk, with the
 //     chunk, file, offset and errno in the message; its slot is freed, the
 //     chunk is absent again and the next Acquire retries it.
 // Reads go through one storage::ReadQueue (io_uring or the pread thread
 // pool; O_DIRECT when the file was opened so), straight into the slots. The
-// queue is polled (without blocking) from Prefetch and Ready, and waited on
-// from Acquire: completions of prefetched chunks are noticed then, and
-// io_uring's backlog refills its ring then.
+// queue is polled (without blocking) from Prefetch and Ready, and from
+// Acquire while guesses wait, and waited on from Acquire: completions of
+// prefetched chunks are noticed then, guesses fed and io_uring's backlog
+// refills its ring then.
 //
 // Nothing on the token path allocates: per-chunk state, the read requests
 // and the completion buffer are sized at creation. (The io_uring queue
@@ -75,6 +83,8 @@ struct StreamingStoreOptions {
   int n_large_slots = 0;
   uint64_t large_slot_bytes = 0;
   int prefetch_depth = 1;  // Chunks read ahead and not yet used, at most.
+  // Bytes of guesses' pieces in flight at most (at least one piece).
+  uint64_t guess_read_bytes = 1 << 20;
   PolicyKind policy = kDefaultPolicy;
   std::vector<ChunkId> access_order;  // Empty: follow the hints only.
   storage::ReadQueueOptions io;       // depth is raised to keep a whole slot in flight.
@@ -155,6 +165,13 @@ class StreamingChunkStore final : public ChunkStore {
     uint64_t protect_epoch = 0;  // == epoch_: needed before what Prefetch reads.
     uint64_t hint_epoch = 0;     // == epoch_: named by the current Prefetch hint.
     bool guess_listed = false;   // In guesses_.
+    // Guesses (see FeedGuesses): waiting in guess_queue_ to start; loading
+    // piece by piece with pieces left to queue; stopped by a routing that
+    // did not name it, dropped when its pieces in flight land.
+    bool deferred = false;
+    bool guess_fed = false;
+    bool abandoned = false;
+    uint16_t queued = 0;         // Pieces of the read in flight queued so far.
     uint64_t pinned_offset = 0;  // In the pool's pinned region.
     absl::Status error;          // First failed piece of the read in flight.
     bool elsewhere = false;      // Held by another tier (VRAM): never read here.
@@ -183,8 +200,28 @@ class StreamingChunkStore final : public ChunkStore {
   // in turn, so read-ahead does not take the disk from what the step waits
   // for. Without such a chunk every piece reads alongside the others.
   static constexpr int kMaxLanes = 64;
+  // Pieces of one chunk at most (a PieceTag holds the index in 16 bits).
+  static constexpr size_t kMaxPieces = 0xffff;
   // Puts chunk `id`'s reads into `slot` on the batch (loading from now on).
   void QueueRead(ChunkId id, int slot, bool needed_now);
+  // Makes `id` loading into `slot` with no piece queued yet.
+  void StartRead(ChunkId id, int slot);
+  // Puts the next `count` pieces of loading chunk `id` on the batch.
+  void QueuePieces(ChunkId id, size_t count, bool needed_now);
+  // A read request's tag: the chunk, which piece, and whether it was
+  // queued as a guess's (counted in guess_pieces_in_flight_).
+  struct PieceTag {
+    ChunkId id;
+    size_t piece;
+    bool guess;
+    uint64_t Pack() const {
+      return static_cast<uint32_t>(id) | uint64_t{piece & 0xffff} << 32 | uint64_t{guess} << 48;
+    }
+    static PieceTag Unpack(uint64_t tag) {
+      return {static_cast<ChunkId>(static_cast<uint32_t>(tag)), (tag >> 32) & 0xffff,
+              ((tag >> 48) & 1) != 0};
+    }
+  };
   // Submits the batch; if the queue is broken, its chunks give their slots
   // back and are absent again.
   absl::Status SubmitBatch();
@@ -197,19 +234,34 @@ class StreamingChunkStore final : public ChunkStore {
   // A chunk's last piece came back: resident, or freed with its error kept
   // for the Acquire waiting on it.
   void FinishRead(ChunkId id);
-  // One chunk fewer in flight (the disk's busy time ends with the last).
-  void EndFlight();
+  // One piece fewer in flight (the disk's busy time ends with the last).
+  void EndPiece(const PieceTag& tag);
   // A loading chunk whose read failed or never started: its slot goes back
   // and it is absent again (a read-ahead no longer counts against the depth).
   void DropRead(ChunkId id);
   bool Evictable(ChunkId id, bool respect_protection) const;
-  // Read-ahead off the access order (a lookahead's guess at an expert) that
+  // A guess (read-ahead off the access order: a lookahead's expert) that
   // the next hint naming such chunks (the experts a routing chose) does not
-  // name again was a wrong guess: it stops counting
-  // against the read-ahead depth and becomes an ordinary cached chunk that
-  // the policy may evict. Otherwise stale guesses would hold the depth and
-  // their slots until a demand read had nowhere else to go.
+  // name again was wrong: one not started is dropped, one being fed stops
+  // (abandoned), and one read whole stops counting against the read-ahead
+  // depth and becomes an ordinary cached chunk that the policy may evict.
+  // Otherwise stale guesses would hold the depth and their slots until a
+  // demand read had nowhere else to go.
   void ForgetStaleGuesses();
+  // Guesses (hint chunks off the access order not needed now) wait in
+  // guess_queue_ and read one piece at a time, likeliest first, while no
+  // other read is in flight and their pieces in flight are under
+  // guess_read_bytes; so they never take the disk from a read the step
+  // waits for, and a guess the next routing does not name stops where it
+  // is instead of reading on (ForgetStaleGuesses).
+  void FeedGuesses();
+  // Collects finished reads when guesses wait, then FeedGuesses.
+  void PollAndFeedGuesses();
+  // Queues every piece left of a guess being read (now needed or acquired).
+  void PromoteGuess(ChunkId id, bool needed_now);
+  // An abandoned or failed guess whose pieces in flight have landed: its
+  // slot goes back (what it read counts as read and wasted).
+  void DropGuessRead(ChunkId id);
   absl::Status ReadError(ChunkId id) const;
   // `length` bytes of the file at `file_offset` (a ReadPart's piece).
   absl::Status ReadFileBytes(uint64_t file_offset, uint64_t length, uint8_t* dst);
@@ -229,16 +281,19 @@ class StreamingChunkStore final : public ChunkStore {
   int batch_followers_ = 0;                     // ...and pieces queued in them.
   std::vector<storage::ReadCompletion> completions_;
   std::vector<uint32_t> acquire_counts_;
-  std::vector<ChunkId> guesses_;
-  storage::AlignedBuffer row_buffer_;  // ReadPart's aligned window (O_DIRECT files).  // Read ahead
-                                       // off the access order, maybe used since.
+  std::vector<ChunkId> guesses_;       // Guesses started, maybe used since.
+  std::vector<ChunkId> guess_queue_;   // Deferred and fed guesses, likeliest first.
+  storage::AlignedBuffer row_buffer_;  // ReadPart's aligned window (O_DIRECT files).
 
   std::unique_ptr<memory::WeightPool> pool_;
   std::unique_ptr<storage::ReadQueue> queue_;
   std::unique_ptr<CachePolicy> policy_;
   int prefetch_depth_ = 0;
   int prefetched_outstanding_ = 0;  // Chunks prefetched and not yet used.
-  int chunks_in_flight_ = 0;
+  int pieces_in_flight_ = 0;
+  int guess_pieces_in_flight_ = 0;
+  uint64_t guess_bytes_in_flight_ = 0;
+  uint64_t guess_read_bytes_ = 0;
   uint64_t epoch_ = 0;
   ChunkId last_acquired_ = -1;
   absl::Time busy_since_;

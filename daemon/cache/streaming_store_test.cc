@@ -66,6 +66,16 @@ class StreamingStoreTest : public ::testing::Test {
     return store.ok() ? *std::move(store) : nullptr;
   }
 
+  // Seven chunks of which 3..6 are "experts" (off the access order); 5
+  // slots, read-ahead depth 4.
+  std::unique_ptr<StreamingChunkStore> MakeWithExperts(uint64_t guess_read_bytes = 1 << 20) {
+    Build(7);
+    StreamingStoreOptions o = Options(/*slots=*/5, /*depth=*/4, PolicyKind::kLru);
+    o.access_order = {1, 2};
+    o.guess_read_bytes = guess_read_bytes;
+    return Make(o);
+  }
+
   // Acquires `id`, checks every byte, releases it.
   void Use(StreamingChunkStore* store, ChunkId id, bool prefetch = true) {
     auto slot = store->Acquire(id);
@@ -359,6 +369,95 @@ TEST_F(StreamingStoreTest, ReadyAndStaleGuesses) {
   Use(store.get(), 3, /*prefetch=*/false);
   EXPECT_EQ(store->Stats().misses, 0);
   EXPECT_EQ(store->Stats().prefetch_hits, 2);
+}
+
+// The FaultEnv range of chunk `id` of a Build with equal chunks.
+storage::FaultEnv::Range ChunkRange(ChunkId id) {
+  return {kPath, static_cast<uint64_t>(id) * kChunk, static_cast<uint64_t>(id + 1) * kChunk};
+}
+
+// Waits (up to 10 s) until `env` has delayed `n` reads; makes no call on
+// the store, so the store starts no read meanwhile.
+void AwaitDelays(const storage::FaultEnv& env, uint64_t n) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (env.Counters().delays < n && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(1));
+}
+
+// A guess (a hint's chunk off the access order, not needed now) does not
+// read while a chunk the step waits for is in flight: it starts when that
+// one has landed.
+TEST_F(StreamingStoreTest, GuessesWaitForTheReadsNeededNow) {
+  auto store = MakeWithExperts();
+  ASSERT_NE(store, nullptr);
+  fault_.InjectLatency(ChunkRange(3), absl::Milliseconds(150), storage::kFaultForever);
+  fault_.InjectLatency(ChunkRange(4), absl::Microseconds(1), storage::kFaultForever);
+  const ChunkId hint[] = {3, 4};  // 3 routed, 4 guessed for the next layer.
+  store->Prefetch(hint, /*needed_now=*/1);
+  AwaitDelays(fault_, 3);
+  absl::SleepFor(absl::Milliseconds(20));
+  EXPECT_EQ(fault_.Counters().delays, 3u) << "only chunk 3's three pieces are read";
+  EXPECT_FALSE(store->Ready(4));
+  Use(store.get(), 3, /*prefetch=*/false);
+  while (!store->Ready(4)) absl::SleepFor(absl::Milliseconds(1));
+  EXPECT_EQ(fault_.Counters().delays, 6u);
+  Use(store.get(), 4, /*prefetch=*/false);
+  EXPECT_EQ(store->Stats().misses, 1) << "3 was waited for; 4 had landed";
+  EXPECT_EQ(store->Stats().guesses_stopped, 0);
+}
+
+// Guesses read a piece at a time (here: one piece in flight at most); a
+// routing that names neither stops them: the one not started never reads,
+// the one reading stops after its piece in flight, and both are read whole
+// again when acquired after all.
+TEST_F(StreamingStoreTest, AGuessTheRoutingDoesNotNameStopsReading) {
+  auto store = MakeWithExperts(/*guess_read_bytes=*/1);
+  ASSERT_NE(store, nullptr);
+  fault_.InjectLatency(ChunkRange(4), absl::Milliseconds(100), storage::kFaultForever);
+  fault_.InjectLatency(ChunkRange(5), absl::Microseconds(1), storage::kFaultForever);
+  const int64_t before = store->Stats().bytes_read;
+  const ChunkId guesses[] = {4, 5};
+  store->Prefetch(guesses);  // 4's first piece starts; 5 waits.
+  const ChunkId routed[] = {6};
+  store->Prefetch(routed, /*needed_now=*/1);
+  EXPECT_EQ(store->Stats().guesses_stopped, 2);
+  Use(store.get(), 6, /*prefetch=*/false);
+  // 4's piece lands and its slot goes back; what it read counts as wasted.
+  while (store->Stats().bytes_read < before + static_cast<int64_t>(kChunk + 4096)) {
+    EXPECT_FALSE(store->Ready(4));
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  EXPECT_EQ(store->Stats().bytes_read, before + static_cast<int64_t>(kChunk + 4096));
+  EXPECT_EQ(store->Stats().wasted_bytes, 4096);
+  EXPECT_EQ(store->Stats().prefetch_wasted, 0);
+  EXPECT_EQ(fault_.Counters().delays, 1u) << "one piece of 4, none of 5";
+  EXPECT_FALSE(store->Ready(4));
+  EXPECT_FALSE(store->Ready(5));
+  fault_.ClearFaults();
+  Use(store.get(), 4, /*prefetch=*/false);
+  Use(store.get(), 5, /*prefetch=*/false);
+  EXPECT_EQ(store->Stats().misses, 3);  // 6 was still reading, then 4 and 5.
+  EXPECT_EQ(fault_.Counters().delays, 1u);
+}
+
+// A guess still reading piece by piece that the next routing does choose
+// reads the rest of its pieces at once and lands whole.
+TEST_F(StreamingStoreTest, AGuessTheRoutingChoosesReadsTheRestAtOnce) {
+  auto store = MakeWithExperts(/*guess_read_bytes=*/1);
+  ASSERT_NE(store, nullptr);
+  fault_.InjectLatency(ChunkRange(4), absl::Milliseconds(60), storage::kFaultForever);
+  const ChunkId guess[] = {4};
+  store->Prefetch(guess);
+  const ChunkId routed[] = {4};
+  store->Prefetch(routed, /*needed_now=*/1);
+  // Fed piece by piece, the second would wait for a call after the first
+  // landed.
+  AwaitDelays(fault_, 3);
+  EXPECT_EQ(fault_.Counters().delays, 3u) << "every piece went out";
+  Use(store.get(), 4, /*prefetch=*/false);
+  const ChunkStoreStats stats = store->Stats();
+  EXPECT_EQ(stats.guesses_stopped, 0);
+  EXPECT_EQ(stats.wasted_bytes, 0);
+  EXPECT_EQ(stats.prefetch_hits, 1);
 }
 
 }  // namespace

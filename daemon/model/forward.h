@@ -226,13 +226,16 @@ class Forward {
   void set_router_lookahead(bool on) { router_lookahead_ = on; }
   bool router_lookahead() const { return router_lookahead_; }
   // How many of each row's predicted experts the lookahead reads ahead:
-  // the first `per_row` by router score (the likeliest to be right; a
-  // wrong guess costs a whole expert's read); >= top-k: all of them; 0 (the
-  // default): half of top-k, rounded up. Half measured best on both bench
-  // shapes (quiet Zen 5, 64 tokens, two runs each): mixtral 8 experts
-  // top-2 at 300 MiB 49.8/53.4 tok/s with 1 guess vs 45.3/45.9 with 2 and
-  // 44.8/51.8 off; deepseek2 128 experts top-8 at 280 MiB 72.5/76.0 with 4
-  // vs 69.8/70.9 with 8 and 72.2/75.2 off.
+  // the first `per_row` by router score, likeliest first; >= top-k: all
+  // of them; 0 (the default): half of top-k, rounded up. Half measured best
+  // on both bench shapes (quiet Zen 5, 64 tokens, two runs each) when a
+  // wrong guess cost a whole expert's read: mixtral 8 experts top-2 at 300
+  // MiB 49.8/53.4 tok/s with 1 guess vs 45.3/45.9 with 2 and 44.8/51.8 off;
+  // deepseek2 128 experts top-8 at 280 MiB 72.5/76.0 with 4 vs 69.8/70.9
+  // with 8 and 72.2/75.2 off. Since the store stops a wrong guess at the
+  // next routing (streaming_store.h), the count matters less: on a 1.3-1.5
+  // GB/s disk deepseek2 reached 89-90 % of its read bound with 2, 4 or 8
+  // guesses, mixtral 88 % with 1 and 87-89 % with 2.
   void set_lookahead_guesses(int per_row) { lookahead_guesses_ = per_row; }
 
   // The VRAM tier: chunks on `weights`' device are not acquired from the
