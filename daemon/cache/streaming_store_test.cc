@@ -1,5 +1,7 @@
 #include "daemon/cache/streaming_store.h"
 
+#include <algorithm>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -458,6 +460,59 @@ TEST_F(StreamingStoreTest, AGuessTheRoutingChoosesReadsTheRestAtOnce) {
   EXPECT_EQ(stats.guesses_stopped, 0);
   EXPECT_EQ(stats.wasted_bytes, 0);
   EXPECT_EQ(stats.prefetch_hits, 1);
+}
+
+// Routings at random, each guessing the next, over a file whose reads fail
+// (retried or for good), come back short or slow at random: guesses are
+// fed, chosen, stopped and dropped in every state their reads can be in,
+// and every chunk acquired still holds its own bytes.
+TEST_F(StreamingStoreTest, GuessesSurviveRandomRoutingsAndFaults) {
+  Build(20);  // 3..19 are "experts".
+  StreamingStoreOptions o = Options(/*slots=*/8, /*depth=*/6, PolicyKind::kLru);
+  o.access_order = {1, 2};
+  o.guess_read_bytes = 4096;  // A piece at a time.
+  auto store = Make(o);
+  ASSERT_NE(store, nullptr);
+  fault_.InjectRandomFaults({.rate = 0.2, .seed = 7, .max_delay = absl::Milliseconds(2)});
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<ChunkId> expert(3, 19);
+  // A chunk's read may fail for good (an eighth of the faulty reads): the
+  // Acquire says so and the next one reads it again.
+  auto use = [&](ChunkId id) {
+    for (int attempt = 0; attempt < 8; ++attempt) {
+      auto slot = store->Acquire(id);
+      if (!slot.ok()) continue;
+      for (uint64_t b = 0; b < kChunk; ++b) {
+        ASSERT_EQ((*slot)[b], static_cast<uint8_t>(id + 1)) << "chunk " << id << " byte " << b;
+      }
+      store->Release(id);
+      return;
+    }
+    FAIL() << "chunk " << id << " never read";
+  };
+  std::vector<ChunkId> guesses = {expert(rng), expert(rng)};
+  for (int step = 0; step < 300; ++step) {
+    std::vector<ChunkId> hint;
+    for (int j = 0; j < 2; ++j) {  // Routed: often the guesses, not always.
+      const ChunkId id = rng() % 3 ? guesses[j] : expert(rng);
+      if (std::find(hint.begin(), hint.end(), id) == hint.end()) hint.push_back(id);
+    }
+    const size_t routed = hint.size();
+    guesses = {expert(rng), expert(rng), expert(rng)};
+    hint.insert(hint.end(), guesses.begin(), guesses.end());
+    store->Prefetch(hint, routed);
+    if (rng() % 2) absl::SleepFor(absl::Microseconds(rng() % 500));
+    if (rng() % 4 == 0) store->Ready(expert(rng));
+    for (size_t j = 0; j < routed; ++j) use(hint[j]);
+    if (rng() % 8 == 0) use(guesses[0]);  // Acquired while fed, maybe.
+  }
+  fault_.ClearFaults();
+  for (ChunkId id = 3; id < 20; ++id) use(id);
+  const ChunkStoreStats stats = store->Stats();
+  EXPECT_GT(stats.guesses_stopped, 0);
+  EXPECT_GT(stats.prefetch_hits, 0);
+  EXPECT_LE(stats.wasted_bytes, stats.bytes_read);
+  EXPECT_GT(fault_.Counters().faulty_reads, 0u);
 }
 
 }  // namespace
