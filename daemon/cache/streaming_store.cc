@@ -365,6 +365,17 @@ void StreamingChunkStore::EndPiece(const PieceTag& tag) {
   }
 }
 
+void StreamingChunkStore::CountReadAhead(ChunkId id) {
+  Chunk& c = state_[id];
+  c.prefetched_unused = true;
+  c.protect_epoch = epoch_;
+  ++prefetched_outstanding_;
+  if (order_position_[id] < 0 && !c.guess_listed) {
+    c.guess_listed = true;
+    guesses_.push_back(id);
+  }
+}
+
 void StreamingChunkStore::DropRead(ChunkId id) {
   Chunk& c = state_[id];
   FreeSlot(c.slot);
@@ -566,13 +577,7 @@ void StreamingChunkStore::Prefetch(std::span<const ChunkId> upcoming, size_t nee
     absl::StatusOr<int> slot = TakeSlot(id, /*demand=*/false);
     if (!slot.ok() || *slot < 0) return false;
     QueueRead(id, *slot, now);
-    c.prefetched_unused = true;
-    c.protect_epoch = epoch_;
-    ++prefetched_outstanding_;
-    if (order_position_[id] < 0 && !c.guess_listed) {
-      c.guess_listed = true;
-      guesses_.push_back(id);
-    }
+    CountReadAhead(id);
     return true;
   };
   bool names_guessable = false;

@@ -236,6 +236,10 @@ class StreamingChunkStore final : public ChunkStore {
   void FinishRead(ChunkId id);
   // One piece fewer in flight (the disk's busy time ends with the last).
   void EndPiece(const PieceTag& tag);
+  // Read ahead of need from now on (until acquired or given up): counts
+  // against the depth, not evicted for reads until the next Prefetch, listed
+  // in guesses_ when off the access order.
+  void CountReadAhead(ChunkId id);
   // A loading chunk whose read failed or never started: its slot goes back
   // and it is absent again (a read-ahead no longer counts against the depth).
   void DropRead(ChunkId id);

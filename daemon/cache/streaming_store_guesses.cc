@@ -27,13 +27,7 @@ void StreamingChunkStore::FeedGuesses() {
       if (!slot.ok() || *slot < 0) break;
       StartRead(id, *slot);
       c.guess_fed = true;
-      c.prefetched_unused = true;
-      c.protect_epoch = epoch_;
-      ++prefetched_outstanding_;
-      if (!c.guess_listed) {
-        c.guess_listed = true;
-        guesses_.push_back(id);
-      }
+      CountReadAhead(id);
     }
     c.deferred = false;
     if (!c.guess_fed) {  // Read by an Acquire or a later hint meanwhile.

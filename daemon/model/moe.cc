@@ -142,7 +142,7 @@ absl::Status Forward::MoeFeedForward(const LayerTensors& layer, int64_t l, int64
   ws.group_start[n_chunks] = static_cast<int32_t>(n * k);
   const size_t n_experts = n_chunks;
   // Then the union of the next layer's predicted experts (decode steps with
-  // lookahead on), which the store queues behind this layer's experts...
+  // lookahead on), which the store reads once this layer's experts are in...
   if (router_lookahead_ && decode && l + 1 < hp.n_layer && hp.IsMoeLayer(l + 1)) {
     RETURN_IF_ERROR(PredictNextExperts(l, n));
     n_chunks += GuessedExpertChunks(l, n, &ws.expert_chunks[n_chunks]);
