@@ -463,9 +463,11 @@ absl::Status Bench(const ParsedArgs& args) {
   r.prefill_before = store->Stats();
   start = absl::Now();
   if (args.Has("prefill-one-by-one")) {
-    for (int32_t t : tokens) RETURN_IF_ERROR(forward.Run(&state, {&t, 1}, logits.data()));
+    for (int32_t t : tokens) {
+      RETURN_IF_ERROR(forward.Run(&state, {&t, 1}, logits.data(), false, /*prompt=*/true));
+    }
   } else {
-    RETURN_IF_ERROR(forward.Run(&state, tokens, logits.data()));
+    RETURN_IF_ERROR(forward.Run(&state, tokens, logits.data(), false, /*prompt=*/true));
   }
   int32_t token =
       static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());

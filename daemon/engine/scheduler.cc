@@ -375,6 +375,7 @@ void Scheduler::Execute(std::vector<Part>& parts) {
       step.tokens = std::span<const int32_t>(&*r->next, 1);
     } else {
       step.tokens = std::span<const int32_t>(r->gen->tokens()).subspan(r->fed, parts[i].tokens);
+      step.prompt = true;
     }
     step.logits = parts[i].logits ? r->logits.data() : nullptr;
   }

@@ -1,6 +1,9 @@
 #include "daemon/kernels/cpu_features.h"
 
+#include <cpuid.h>
 #include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -154,6 +157,24 @@ const std::vector<Isa>& SupportedIsas() {
     return out;
   }();
   return isas;
+}
+
+bool MatrixUnitAvailable() {
+  static const bool available = [] {
+    if (const char* env = std::getenv("WASTE_KERNELS_AMX"); env != nullptr && env[0] == '0') {
+      return false;
+    }
+    if (DetectIsa() != Isa::kAvx512) return false;
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
+    constexpr unsigned kAmxTile = 1u << 24, kAmxInt8 = 1u << 25;
+    if ((edx & kAmxTile) == 0 || (edx & kAmxInt8) == 0) return false;
+    // The tile data (XSTATE component 18) is off until asked for; a kernel
+    // without the request (before 5.16) or a hypervisor that hides it says no.
+    constexpr long kArchReqXcompPerm = 0x1023, kXfeatureTileData = 18;
+    return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureTileData) == 0;
+  }();
+  return available;
 }
 
 bool IsaSupported(Isa isa) {

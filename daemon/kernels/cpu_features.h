@@ -42,6 +42,14 @@ const std::vector<Isa>& SupportedIsas();
 // Whether this machine can run `isa`'s loops.
 bool IsaSupported(Isa isa);
 
+// Whether the matrix-unit loops (matmul_amx.cc) run here: the CPU has
+// AMX-TILE and AMX-INT8 (Sapphire Rapids and later Xeons), DetectIsa() is
+// kAvx512 (their epilogue is AVX-512), and the kernel granted this process
+// the tile state (arch_prctl ARCH_REQ_XCOMP_PERM, Linux 5.16+), which the
+// first call requests. WASTE_KERNELS_AMX=0 in the environment turns them off.
+// Checked once, then cached.
+bool MatrixUnitAvailable();
+
 // How the codebook loops read codebooks too large for registers: the
 // AVX-512 loops of IQ1_S, IQ1_M and IQ2_S (2048 and 1024 entries of 8
 // bytes) and the AVX2 loops of IQ3_XXS and IQ3_S (256 and 512 of 4 bytes):

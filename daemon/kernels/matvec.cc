@@ -16,6 +16,13 @@ namespace {
 using internal::IsaKernels;
 using internal::RowsTask;
 
+// The matrix-unit loops for `type`, where `path` asks for them and this
+// machine runs them; else null.
+const IsaKernels* MatrixKernelsFor(Isa isa, WeightType type, ProductPath path) {
+  if (path != ProductPath::kMatrix || isa != Isa::kAvx512 || !MatrixUnitAvailable()) return nullptr;
+  return internal::amx::Kernels(type);
+}
+
 const IsaKernels& KernelsFor(Isa isa, WeightType type) {
   switch (isa) {
     case Isa::kAvx512:
@@ -79,6 +86,13 @@ int64_t MinRowsPerChunk(const WeightView& w) {
   return std::max<int64_t>(1, (16 << 10) / row_bytes);
 }
 
+// Scratch bytes of QuantizeBatch's output; the matrix unit's tiles follow.
+size_t QuantizedBatchBytes(int64_t cols, int64_t batch) {
+  const size_t bytes =
+      static_cast<size_t>(batch) * (ActsScratchBytes(cols) + sizeof(QuantizedActs) + 64);
+  return (bytes + 63) & ~size_t{63};
+}
+
 // Quantizes the batch's input vectors for `type` into `base` (64-byte
 // aligned, MatVecScratchBytes large): the QuantizedActs headers first, then
 // each vector's arrays.
@@ -96,10 +110,12 @@ const QuantizedActs* QuantizeBatch(const IsaKernels& kernels, WeightType type, i
 // The rows of all `tasks` (one weight type and shape) as one range, the
 // first task's rows first, run on the pool. Where a task is kInterleaved the
 // range is handed out in steps of kInterleaveRows rows and each task starts
-// on a step, so that the pool's ranges cut no group.
-void RunTasks(const IsaKernels& kernels, std::span<const RowsTask> tasks, ThreadPool* pool) {
+// on a step, so that the pool's ranges cut no group; the matrix unit's
+// loops take steps of `row_step` (their tiles' rows).
+void RunTasks(const IsaKernels& kernels, std::span<const RowsTask> tasks, ThreadPool* pool,
+              int64_t row_step = 1) {
   if (tasks.empty()) return;
-  int64_t step = 1;
+  int64_t step = row_step;
   for (const RowsTask& t : tasks) {
     if (t.w.layout != WeightLayout::kRows) step = kInterleaveRows;
   }
@@ -142,7 +158,9 @@ WeightView DenseWeightView(WeightType type, int64_t rows, int64_t cols, const vo
 
 size_t MatVecScratchBytes(WeightType type, int64_t cols, int64_t batch) {
   if (!UsesQuantizedActivations(type)) return 0;
-  return static_cast<size_t>(batch) * (ActsScratchBytes(cols) + sizeof(QuantizedActs) + 64);
+  const size_t quantized = QuantizedBatchBytes(cols, batch);
+  if (MatrixKernelsFor(DetectIsa(), type, ProductPath::kMatrix) == nullptr) return quantized;
+  return quantized + internal::amx::ActsBytes(cols, batch);
 }
 
 absl::Status MatVec(const WeightView& w, const float* x, float* y, ThreadPool* pool,
@@ -151,25 +169,25 @@ absl::Status MatVec(const WeightView& w, const float* x, float* y, ThreadPool* p
 }
 
 absl::Status MatMul(const WeightView& w, const float* x, int64_t x_stride, int64_t batch, float* y,
-                    int64_t y_stride, ThreadPool* pool, Scratch* scratch) {
-  return MatMulOnIsa(DetectIsa(), w, x, x_stride, batch, y, y_stride, pool, scratch);
+                    int64_t y_stride, ThreadPool* pool, Scratch* scratch, ProductPath path) {
+  return MatMulOnIsa(DetectIsa(), w, x, x_stride, batch, y, y_stride, pool, scratch, path);
 }
 
 absl::Status MatMulOnIsa(Isa isa, const WeightView& w, const float* x, int64_t x_stride,
                          int64_t batch, float* y, int64_t y_stride, ThreadPool* pool,
-                         Scratch* scratch) {
+                         Scratch* scratch, ProductPath path) {
   const SharedProduct product{w, y, y_stride};
-  return MatMulSharedOnIsa(isa, {&product, 1}, x, x_stride, batch, pool, scratch);
+  return MatMulSharedOnIsa(isa, {&product, 1}, x, x_stride, batch, pool, scratch, path);
 }
 
 absl::Status MatMulShared(std::span<const SharedProduct> products, const float* x, int64_t x_stride,
-                          int64_t batch, ThreadPool* pool, Scratch* scratch) {
-  return MatMulSharedOnIsa(DetectIsa(), products, x, x_stride, batch, pool, scratch);
+                          int64_t batch, ThreadPool* pool, Scratch* scratch, ProductPath path) {
+  return MatMulSharedOnIsa(DetectIsa(), products, x, x_stride, batch, pool, scratch, path);
 }
 
 absl::Status MatMulSharedOnIsa(Isa isa, std::span<const SharedProduct> products, const float* x,
-                               int64_t x_stride, int64_t batch, ThreadPool* pool,
-                               Scratch* scratch) {
+                               int64_t x_stride, int64_t batch, ThreadPool* pool, Scratch* scratch,
+                               ProductPath path) {
   if (products.size() > static_cast<size_t>(kMaxSharedProducts)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "matvec: ", products.size(), " products share an input, at most ", kMaxSharedProducts));
@@ -187,19 +205,27 @@ absl::Status MatMulSharedOnIsa(Isa isa, std::span<const SharedProduct> products,
   for (size_t i = 0; i < products.size();) {
     // A run of one type: one quantized input, one loop.
     const WeightType type = products[i].w.type;
-    const IsaKernels& kernels = KernelsFor(isa, type);
+    const int64_t cols = products[i].w.cols;
+    const IsaKernels* matrix = MatrixKernelsFor(isa, type, path);
+    const IsaKernels& kernels = matrix != nullptr ? *matrix : KernelsFor(isa, type);
     const QuantizedActs* acts = nullptr;
+    uint8_t* tiles = nullptr;
     if (UsesQuantizedActivations(type)) {
-      acts = QuantizeBatch(kernels, type, products[i].w.cols, x, x_stride, batch,
-                           static_cast<uint8_t*>(scratch->data()));
+      auto* base = static_cast<uint8_t*>(scratch->data());
+      acts = QuantizeBatch(kernels, type, cols, x, x_stride, batch, base);
+      if (matrix != nullptr) {
+        tiles = base + QuantizedBatchBytes(cols, batch);
+        internal::amx::PrepareActs(acts, batch, cols, tiles);
+      }
     }
     int n = 0;
     for (; i < products.size() && products[i].w.type == type; ++i) {
       const SharedProduct& p = products[i];
       if (p.w.rows == 0) continue;
-      tasks[n++] = RowsTask{p.w, batch, x, x_stride, acts, p.y, p.y_stride};
+      tasks[n++] = RowsTask{p.w, batch, x, x_stride, acts, p.y, p.y_stride, tiles};
     }
-    RunTasks(kernels, {tasks, static_cast<size_t>(n)}, pool);
+    RunTasks(kernels, {tasks, static_cast<size_t>(n)}, pool,
+             matrix != nullptr ? internal::amx::kRowStep : 1);
   }
   return absl::OkStatus();
 }

@@ -85,6 +85,19 @@ WeightView DenseWeightView(WeightType type, int64_t rows, int64_t cols, const vo
 // The largest batch MatMul accepts.
 inline constexpr int64_t kMaxBatch = 64;
 
+// Which loops a MatMul's rows take where the CPU has a matrix unit
+// (MatrixUnitAvailable: AMX-INT8) and it has a loop for the weight type
+// (Q8_0): kVector, the vector loops, as on every other machine and type;
+// kMatrix, the matrix unit, several times their rate on a prefill's 16 and
+// more activation vectors but not on a decode step's one. Its sums round
+// differently (each 32-element block's integer dot scaled into one f32
+// accumulator, block after block), so a vector's results depend on the path
+// it took, never on the batch or its place in it: callers that promise the
+// same results for a token alone and in any batch (the engine's batched
+// sessions) choose the path by what the token is (a prompt's or a sampled
+// one), not by the batch's size. Elsewhere kMatrix runs the vector loops.
+enum class ProductPath : uint8_t { kVector, kMatrix };
+
 // Scratch memory for the quantized activations of one call. Allocate once
 // (at model load, sized for the widest matrix and largest batch) and reuse:
 // MatVec/MatMul never allocate. Not thread-safe: one call at a time.
@@ -104,7 +117,7 @@ class Scratch {
 };
 
 // Scratch bytes MatVec/MatMul need for `batch` activation vectors of `cols`
-// elements against weights of `type` (0 for F32/F16/BF16).
+// elements against weights of `type` (0 for F32/F16/BF16), on either path.
 size_t MatVecScratchBytes(WeightType type, int64_t cols, int64_t batch = 1);
 
 // y[r] = dot(row r, x) for r < w.rows. x has w.cols floats, y w.rows. `pool`
@@ -117,7 +130,8 @@ absl::Status MatVec(const WeightView& w, const float* x, float* y, ThreadPool* p
 // y[b * y_stride + r] = dot(row r, x + b * x_stride) for b < batch <= kMaxBatch.
 // Each weight row is read from memory once for the whole batch.
 absl::Status MatMul(const WeightView& w, const float* x, int64_t x_stride, int64_t batch, float* y,
-                    int64_t y_stride, ThreadPool* pool, Scratch* scratch);
+                    int64_t y_stride, ThreadPool* pool, Scratch* scratch,
+                    ProductPath path = ProductPath::kVector);
 
 // One matrix of a MatMulShared call and where its results go:
 // y[b * y_stride + r] for its rows r.
@@ -138,9 +152,11 @@ inline constexpr int kMaxSharedProducts = 8;
 // tail. Every matrix has x's cols. Errors as MatMul (and for more than
 // kMaxSharedProducts matrices); nothing is written then.
 absl::Status MatMulShared(std::span<const SharedProduct> products, const float* x, int64_t x_stride,
-                          int64_t batch, ThreadPool* pool, Scratch* scratch);
+                          int64_t batch, ThreadPool* pool, Scratch* scratch,
+                          ProductPath path = ProductPath::kVector);
 absl::Status MatMulSharedOnIsa(Isa isa, std::span<const SharedProduct> products, const float* x,
-                               int64_t x_stride, int64_t batch, ThreadPool* pool, Scratch* scratch);
+                               int64_t x_stride, int64_t batch, ThreadPool* pool, Scratch* scratch,
+                               ProductPath path = ProductPath::kVector);
 
 // One matrix of a MatMulEach call with its own input and output:
 // y[b * y_stride + r] = dot(row r, x + b * x_stride).
@@ -172,7 +188,7 @@ absl::Status MatMulEachOnIsa(Isa isa, std::span<const OwnProduct> products, int6
 // must be one that SupportedIsas() lists (CHECKed).
 absl::Status MatMulOnIsa(Isa isa, const WeightView& w, const float* x, int64_t x_stride,
                          int64_t batch, float* y, int64_t y_stride, ThreadPool* pool,
-                         Scratch* scratch);
+                         Scratch* scratch, ProductPath path = ProductPath::kVector);
 
 }  // namespace waste::kernels
 

@@ -56,6 +56,9 @@ ABSL_FLAG(int, calls, 0, "in-cache mode: calls per repetition (0: about 50 ms wo
 ABSL_FLAG(bool, interleave, false,
           "weights in the layout resident weights take on this ISA (ResidentLayoutFor: Q4_0 "
           "interleaved everywhere, Q8_0 and Q4_K on the AVX2 families); the rest as GGUF has them");
+ABSL_FLAG(bool, matrix, false,
+          "ProductPath::kMatrix: the matrix unit (AMX) where this machine runs it and has a "
+          "loop for the type (prefill's path); else the vector loops");
 ABSL_FLAG(int, cpu_threads, 1,
           "in-cache mode: threads of the pool the calls run on; the time is the process's CPU "
           "time divided by this. With a --cache_kib far above the caches (e.g. 262144) the "
@@ -64,6 +67,15 @@ ABSL_FLAG(int, cpu_threads, 1,
 
 namespace waste::kernels {
 namespace {
+
+ProductPath Path() {
+  return absl::GetFlag(FLAGS_matrix) ? ProductPath::kMatrix : ProductPath::kVector;
+}
+
+const char* PathNote() {
+  if (!absl::GetFlag(FLAGS_matrix)) return "";
+  return MatrixUnitAvailable() ? " + matrix unit (AMX)" : " (no matrix unit here: vector loops)";
+}
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -142,7 +154,8 @@ double MatVecGBps(const WeightView& w, int batch, ThreadPool* pool, Scratch* scr
   double best = 1e30;
   for (int r = 0; r < reps + 1; ++r) {  // The first call warms up.
     const double t0 = Now();
-    const absl::Status s = MatMul(w, x.data(), w.cols, batch, y.data(), w.rows, pool, scratch);
+    const absl::Status s =
+        MatMul(w, x.data(), w.cols, batch, y.data(), w.rows, pool, scratch, Path());
     const double dt = Now() - t0;
     if (!s.ok()) {
       std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
@@ -216,9 +229,10 @@ int InCacheMain() {
   ThreadPool pool(threads);
   ThreadPool* pool_or_null = threads > 1 ? &pool : nullptr;
   auto cpu_now = [&] { return threads > 1 ? ProcessCpuNow() / threads : ThreadCpuNow(); };
-  std::printf("kernels: %s, cols %ld, in cache (%d KiB), %d thread(s), CPU time%s\n\n",
-              std::string(IsaName(DetectIsa())).c_str(), cols, absl::GetFlag(FLAGS_cache_kib),
-              threads, absl::GetFlag(FLAGS_interleave) ? ", interleaved" : "");
+  std::printf("kernels: %s%s, cols %ld, in cache (%d KiB), %d thread(s), CPU time%s\n\n",
+              std::string(IsaName(DetectIsa())).c_str(), PathNote(), cols,
+              absl::GetFlag(FLAGS_cache_kib), threads,
+              absl::GetFlag(FLAGS_interleave) ? ", interleaved" : "");
   std::printf("%-8s %5s %9s %14s %11s %10s %8s\n", "type", "batch", "GB/s", "ns/256 elems",
               "GB/s equiv", "us/call", "x batch1");
   for (WeightType type : kBenchTypes) {
@@ -241,7 +255,7 @@ int InCacheMain() {
         const double t0 = cpu_now();
         for (int c = 0; c < calls; ++c) {
           const absl::Status s =
-              MatMul(w, x.data(), cols, batch, y.data(), w.rows, pool_or_null, &scratch);
+              MatMul(w, x.data(), cols, batch, y.data(), w.rows, pool_or_null, &scratch, Path());
           if (!s.ok()) {
             std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
             std::exit(1);
@@ -265,8 +279,8 @@ int Main() {
   const int reps = absl::GetFlag(FLAGS_reps);
   const int64_t cols = absl::GetFlag(FLAGS_cols);
   const std::vector<int> batches = Batches();
-  std::printf("kernels: %s, cols %ld%s\n", std::string(IsaName(DetectIsa())).c_str(), cols,
-              absl::GetFlag(FLAGS_interleave) ? ", interleaved" : "");
+  std::printf("kernels: %s%s, cols %ld%s\n", std::string(IsaName(DetectIsa())).c_str(), PathNote(),
+              cols, absl::GetFlag(FLAGS_interleave) ? ", interleaved" : "");
   ThreadPool pool1(1), pool2(2);
   ThreadPool* pools[2] = {&pool1, &pool2};
   double machine[2];

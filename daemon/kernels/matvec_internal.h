@@ -24,6 +24,9 @@ struct RowsTask {
   const QuantizedActs* acts = nullptr;  // [batch], for the quantized types.
   float* y = nullptr;
   int64_t y_stride = 0;
+  // The matrix-unit loops' activation tiles (amx::PrepareActs), made from
+  // acts once per call; null on the vector path.
+  const uint8_t* matrix_acts = nullptr;
 };
 
 // Activation vectors one pass over a weight row serves (the SIMD loops keep
@@ -248,6 +251,37 @@ namespace avxvnni {
 const IsaKernels& Kernels();
 const IsaKernels* TiledKernels(WeightType type);
 }  // namespace avxvnni
+
+// The matrix-unit (AMX-INT8) loops, matmul_amx.cc; run only where
+// MatrixUnitAvailable().
+namespace amx {
+// The loops for `type` (their quantize_acts is the AVX-512 one: they read
+// its qs and d), or null where there are none.
+const IsaKernels* Kernels(WeightType type);
+// Rows of a tile, and activation vectors of a tile.
+inline constexpr int kTile = 16;
+// Rows of a task go to them in multiples of this (two tiles), but for the
+// matrix's last ones.
+inline constexpr int64_t kRowStep = 2 * kTile;
+// PrepareActs' layout: per tile of vectors and block, the codes' tile (8
+// rows of 64 bytes), then the 16 vectors' block scales.
+inline constexpr int kActsTileBytes = 512;
+inline constexpr int kActsBlockBytes = kActsTileBytes + kTile * sizeof(float);
+// Bytes PrepareActs writes for `batch` vectors of `cols`.
+size_t ActsBytes(int64_t cols, int64_t batch);
+// The batch's quantized vectors as the tiles the loops load: per tile of 16
+// vectors (absent ones zero) and block of 32, 8 rows of 64 bytes, row k
+// holding bytes 4k .. 4k + 3 of each vector's block (the order of
+// tdpbssd's second operand), then the 16 vectors' block scales. `out`
+// 64-byte aligned. Plain C++ (matmul_amx_acts.cc): it runs anywhere.
+void PrepareActs(const QuantizedActs* acts, int64_t batch, int64_t cols, uint8_t* out);
+}  // namespace amx
+
+// The matrix-unit arithmetic in plain C++, the reference its loops match to
+// the bit: per 32-element block b in order, acc = fma(float(integer dot of
+// the block), weight scale x activation scale, acc), from 0. Q8_0.
+float DotBlocksSequentialRef(WeightType type, const void* row, int64_t cols,
+                             const QuantizedActs& acts);
 
 // The integer dot of the quantized types, one 32-element group at a time, in
 // plain C++: the reference the SIMD loops implement, and their tail for rows

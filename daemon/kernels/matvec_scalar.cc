@@ -1,7 +1,9 @@
 // Plain C++ loops: the family every x86-64 machine runs, and the reference
 // for the integer arithmetic the SIMD families vectorize.
+#include <cmath>
 #include <cstring>
 
+#include "common/logging.h"
 #include "daemon/kernels/dequantize.h"
 #include "daemon/kernels/fp16.h"
 #include "daemon/kernels/iq_decode.h"
@@ -248,6 +250,20 @@ float DotGroupsRef(WeightType type, const void* row, int64_t g_begin, int64_t g_
   return DotGroups(g_begin, g_end, acts, [&](int64_t gi) {
     return DecodeGroup(type, static_cast<const uint8_t*>(row), gi);
   });
+}
+
+float DotBlocksSequentialRef(WeightType type, const void* row, int64_t cols,
+                             const QuantizedActs& acts) {
+  WCHECK(type == WeightType::kQ8_0)
+      << "no matrix-unit arithmetic for type " << static_cast<int>(type);
+  const auto* blocks = static_cast<const BlockQ8_0*>(row);
+  float acc = 0;
+  for (int64_t b = 0; b < cols / kQK32; ++b) {
+    int32_t dot = 0;
+    for (int i = 0; i < kQK32; ++i) dot += blocks[b].qs[i] * acts.qs[kQK32 * b + i];
+    acc = std::fma(static_cast<float>(dot), F16ToF32(blocks[b].d) * acts.d[b], acc);
+  }
+  return acc;
 }
 
 void UninterleaveUnit(WeightType type, WeightLayout layout, const uint8_t* unit,

@@ -91,7 +91,8 @@ Trace RunAlone(const Model& model, cache::ChunkStore* store, kernels::ThreadPool
   Forward forward(&model, store, pool);
   SequenceState state(model, kCtx, kKv);
   Trace t{prompt, std::vector<float>((n + kDecode) * n_vocab)};
-  EXPECT_TRUE(forward.Run(&state, prompt, t.logits.data(), /*all_logits=*/true).ok());
+  EXPECT_TRUE(
+      forward.Run(&state, prompt, t.logits.data(), /*all_logits=*/true, /*prompt=*/true).ok());
   t.tokens.push_back(Argmax(&t.logits[(n - 1) * n_vocab], n_vocab));
   for (int64_t p = n; p < n + kDecode; ++p) {
     float* logits = &t.logits[p * n_vocab];
@@ -156,6 +157,7 @@ class BatchTest : public ::testing::TestWithParam<ModelCase> {
           const int64_t n = std::min(s.chunk, len - pos);
           step.tokens = std::span<const int32_t>(s.prompt).subspan(pos, n);
           step.all_logits = s.all_logits;
+          step.prompt = true;
           // A caller that needs no logits until the prompt's last passes none.
           step.logits = s.all_logits || pos + n == len ? logits[i].data() : nullptr;
         } else {  // A decode token: the one it generated last.
@@ -252,7 +254,8 @@ TEST_P(BatchTest, StepsOfMoreRowsThanOneProductEqualSmallSteps) {
        {std::pair{kDefaultStepTokens, &want}, std::pair{int64_t{256}, &got}}) {
     Forward forward(&model(), m_.store.get(), &pool_, {.max_step_tokens = steps});
     SequenceState state(model(), 256, kKv);
-    ASSERT_TRUE(forward.Run(&state, prompt, logits->data(), /*all_logits=*/true).ok());
+    ASSERT_TRUE(
+        forward.Run(&state, prompt, logits->data(), /*all_logits=*/true, /*prompt=*/true).ok());
     EXPECT_EQ(forward.last_step().tokens, steps == 256 ? 250 : 250 % kDefaultStepTokens);
     const int32_t next = 7;
     ASSERT_TRUE(forward.Run(&state, {&next, 1}, logits->data() + prompt.size() * n_vocab).ok());

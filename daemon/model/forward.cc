@@ -95,7 +95,7 @@ absl::Status Forward::Validate(const SequenceState& s, std::span<const int32_t> 
 }
 
 absl::Status Forward::Run(SequenceState* state, std::span<const int32_t> tokens, float* logits,
-                          bool all_logits) {
+                          bool all_logits, bool prompt) {
   const int64_t n_vocab = model_->hparams().n_vocab;
   RETURN_IF_ERROR(Validate(*state, tokens));
   const int64_t start_pos = state->n_past_;
@@ -106,7 +106,7 @@ absl::Status Forward::Run(SequenceState* state, std::span<const int32_t> tokens,
     float* out = logits == nullptr ? nullptr
                  : all_logits      ? logits + i * n_vocab
                                    : (last ? logits : nullptr);
-    SequenceStep step{state, tokens.subspan(i, n), out, all_logits};
+    SequenceStep step{state, tokens.subspan(i, n), out, all_logits, prompt};
     absl::Status status = Step({&step, 1});
     if (!status.ok()) {
       state->n_past_ = start_pos;
@@ -140,7 +140,10 @@ absl::StatusOr<int64_t> Forward::PlanStep(std::span<const SequenceStep> steps) {
   int64_t row = 0;
   for (size_t i = 0; i < steps.size(); ++i) {
     ws_->first_row[i] = row;
-    row += static_cast<int64_t>(steps[i].tokens.size());
+    const int64_t n = static_cast<int64_t>(steps[i].tokens.size());
+    std::fill_n(ws_->row_paths.begin() + row, n,
+                steps[i].prompt ? kernels::ProductPath::kMatrix : kernels::ProductPath::kVector);
+    row += n;
   }
   ws_->first_row[steps.size()] = row;
   return rows;
@@ -213,40 +216,61 @@ void Forward::PrefetchChunks(const memory::ChunkId* ids, size_t n, size_t needed
                    static_cast<size_t>(kept_now - kept));
 }
 
+namespace {
+
+// Rows [b, b + the result) of n, at most kMaxProductRows, all on paths[b]'s
+// path (null paths: all on the vector path).
+int64_t PathRun(const kernels::ProductPath* paths, int64_t b, int64_t n,
+                kernels::ProductPath* path) {
+  const int64_t most = std::min(kMaxProductRows, n - b);
+  *path = paths == nullptr ? kernels::ProductPath::kVector : paths[b];
+  if (paths == nullptr) return most;
+  int64_t rows = 1;
+  while (rows < most && paths[b + rows] == *path) ++rows;
+  return rows;
+}
+
+}  // namespace
+
 absl::Status Forward::Product(const ChunkLease& chunk, const kernels::WeightView& w, const float* x,
-                              int64_t x_stride, int64_t n, float* y, int64_t y_stride) {
+                              int64_t x_stride, int64_t n, float* y, int64_t y_stride,
+                              const kernels::ProductPath* paths) {
   const uint64_t offset = static_cast<const uint8_t*>(w.data) - chunk.slot();
-  for (int64_t b = 0; b < n; b += kMaxProductRows) {
-    const int64_t rows = std::min(kMaxProductRows, n - b);
+  kernels::ProductPath path;
+  for (int64_t b = 0, rows; b < n; b += rows) {
+    rows = PathRun(paths, b, n, &path);
     const float* xb = x + b * x_stride;
     float* yb = y + b * y_stride;
     if (observer_ != nullptr) observer_->OnProduct(chunk.id(), offset, w, xb, x_stride, rows);
     RETURN_IF_ERROR(
         chunk.on_device()
             ? device_->MatMul(chunk.id(), offset, w, xb, x_stride, rows, yb, y_stride)
-            : kernels::MatMul(w, xb, x_stride, rows, yb, y_stride, pool_, &ws_->matvec));
+            : kernels::MatMul(w, xb, x_stride, rows, yb, y_stride, pool_, &ws_->matvec, path));
   }
   return absl::OkStatus();
 }
 
 absl::Status Forward::SharedProducts(const ChunkLease& chunk,
                                      std::span<const kernels::SharedProduct> products,
-                                     const float* x, int64_t x_stride, int64_t n) {
+                                     const float* x, int64_t x_stride, int64_t n,
+                                     const kernels::ProductPath* paths) {
   if (observer_ != nullptr || chunk.on_device()) {
     for (const kernels::SharedProduct& p : products) {
-      RETURN_IF_ERROR(Product(chunk, p.w, x, x_stride, n, p.y, p.y_stride));
+      RETURN_IF_ERROR(Product(chunk, p.w, x, x_stride, n, p.y, p.y_stride, paths));
     }
     return absl::OkStatus();
   }
   WCHECK(products.size() <= static_cast<size_t>(kernels::kMaxSharedProducts));
   kernels::SharedProduct piece[kernels::kMaxSharedProducts];
-  for (int64_t b = 0; b < n; b += kMaxProductRows) {
+  kernels::ProductPath path;
+  for (int64_t b = 0, rows; b < n; b += rows) {
+    rows = PathRun(paths, b, n, &path);
     for (size_t i = 0; i < products.size(); ++i) {
       piece[i] = products[i];
       piece[i].y += b * products[i].y_stride;
     }
     RETURN_IF_ERROR(kernels::MatMulShared({piece, products.size()}, x + b * x_stride, x_stride,
-                                          std::min(kMaxProductRows, n - b), pool_, &ws_->matvec));
+                                          rows, pool_, &ws_->matvec, path));
   }
   return absl::OkStatus();
 }
@@ -310,10 +334,12 @@ absl::Status Forward::Head(std::span<const SequenceStep> steps, const ChunkLease
       const int32_t i = ws.head_sequences[begin + j];
       const int64_t last = ws.first_row[i + 1] - 1;
       ops::RmsNorm(&ws.x[last * d], norm, d, hp.rms_eps, &ws.xb[j * d]);
+      ws.head_paths[j] = ws.row_paths[last];
     }
     // One row goes straight to its caller.
     float* out = rows == 1 ? steps[ws.head_sequences[begin]].logits : ws.logits.data();
-    RETURN_IF_ERROR(Product(lease, output, ws.xb.data(), d, rows, out, n_vocab));
+    RETURN_IF_ERROR(
+        Product(lease, output, ws.xb.data(), d, rows, out, n_vocab, ws.head_paths.data()));
     ++last_step_.head_matmuls;
     if (rows > 1) {
       for (int64_t j = 0; j < rows; ++j) {
@@ -331,7 +357,8 @@ absl::Status Forward::Head(std::span<const SequenceStep> steps, const ChunkLease
     for (int64_t b = 0; b < n; ++b) {
       ops::RmsNorm(&ws.x[(first + b) * d], norm, d, hp.rms_eps, &ws.xb[b * d]);
     }
-    RETURN_IF_ERROR(Product(lease, output, ws.xb.data(), d, n, step.logits, n_vocab));
+    RETURN_IF_ERROR(
+        Product(lease, output, ws.xb.data(), d, n, step.logits, n_vocab, &ws.row_paths[first]));
     ++last_step_.head_matmuls;
   }
   return absl::OkStatus();
@@ -355,7 +382,8 @@ absl::Status Forward::Attention(std::span<const SequenceStep> steps, const Layer
   const kernels::SharedProduct qkv_products[] = {{chunk.View(layer.wq), ws.q.data(), qd},
                                                  {chunk.View(layer.wk), ws.k.data(), kvd},
                                                  {chunk.View(layer.wv), ws.v.data(), kvd}};
-  RETURN_IF_ERROR(SharedProducts(chunk, qkv_products, ws.xb.data(), hp.n_embd, n));
+  RETURN_IF_ERROR(
+      SharedProducts(chunk, qkv_products, ws.xb.data(), hp.n_embd, n, ws.row_paths.data()));
   RETURN_IF_ERROR(qkv.End());
   const int64_t table_floats = ops::RopeTableFloats(hp.rope);
   for (int64_t b = 0; b < n; ++b) {
@@ -391,8 +419,8 @@ absl::Status Forward::Attention(std::span<const SequenceStep> steps, const Layer
                      pool_->ParallelFor(count, body);
                    });
   }
-  RETURN_IF_ERROR(
-      Product(chunk, chunk.View(layer.wo), ws.att.data(), qd, n, ws.tmp.data(), hp.n_embd));
+  RETURN_IF_ERROR(Product(chunk, chunk.View(layer.wo), ws.att.data(), qd, n, ws.tmp.data(),
+                          hp.n_embd, ws.row_paths.data()));
   ops::Add(ws.x.data(), ws.tmp.data(), n * hp.n_embd, ws.x.data());
   return absl::OkStatus();
 }
@@ -420,10 +448,11 @@ absl::Status Forward::SwiGluFfn(const ChunkLease& chunk, const TensorRef& gate, 
   internal::ProductBatch gate_up(device_, chunk);
   const kernels::SharedProduct gate_up_products[] = {{chunk.View(gate), ws.gate.data(), ff},
                                                      {chunk.View(up), ws.up.data(), ff}};
-  RETURN_IF_ERROR(SharedProducts(chunk, gate_up_products, ws.xb.data(), d, n));
+  RETURN_IF_ERROR(SharedProducts(chunk, gate_up_products, ws.xb.data(), d, n, ws.row_paths.data()));
   RETURN_IF_ERROR(gate_up.End());
   ops::SwiGlu(ws.gate.data(), ws.up.data(), n * ff, ws.gate.data());
-  return Product(chunk, chunk.View(down), ws.gate.data(), ff, n, ws.tmp.data(), d);
+  return Product(chunk, chunk.View(down), ws.gate.data(), ff, n, ws.tmp.data(), d,
+                 ws.row_paths.data());
 }
 
 }  // namespace waste::model

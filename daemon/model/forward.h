@@ -143,6 +143,13 @@ struct SequenceStep {
   // one ([n_vocab]); may be null when not needed.
   float* logits = nullptr;
   bool all_logits = false;
+  // The tokens are given (a prompt's), not sampled. Their products may then
+  // take the CPU's matrix unit (kernels::ProductPath::kMatrix: AMX, several
+  // times the vector loops' rate on a prefill's many rows), whose sums round
+  // differently: a token's results depend on this flag, never on the step
+  // it shares, so a sequence gets the same logits alone and batched as long
+  // as its caller says the same of its tokens.
+  bool prompt = false;
 };
 
 class DeviceWeights;
@@ -193,8 +200,9 @@ class Forward {
   // ([n_vocab]). A context overflow is OUT_OF_RANGE and a weight read
   // failure is returned as is; either way the sequence keeps its previous
   // n_past.
+  // `prompt`: as SequenceStep's.
   absl::Status Run(SequenceState* state, std::span<const int32_t> tokens, float* logits,
-                   bool all_logits = false);
+                   bool all_logits = false, bool prompt = false);
 
   // Runs several sequences (sessions) through the model as one batch: their
   // tokens are consecutive rows (steps[0]'s, then steps[1]'s, ...) of every
@@ -257,15 +265,20 @@ class Forward {
   absl::Status Embed(std::span<const SequenceStep> steps, const internal::ChunkLease& global);
   absl::Status Head(std::span<const SequenceStep> steps, const internal::ChunkLease& global);
   // y = W x for n rows, W in `chunk` (view made from chunk.slot()): on the
-  // device when the chunk lives there, else kernels::MatMul on the pool.
+  // device when the chunk lives there, else kernels::MatMul on the pool,
+  // row i on paths[i] (null: every row on the vector path), a MatMul per run
+  // of rows on one path.
   absl::Status Product(const internal::ChunkLease& chunk, const kernels::WeightView& w,
-                       const float* x, int64_t x_stride, int64_t n, float* y, int64_t y_stride);
+                       const float* x, int64_t x_stride, int64_t n, float* y, int64_t y_stride,
+                       const kernels::ProductPath* paths = nullptr);
   // Products of several matrices of `chunk` with one input (Q, K and V; gate
   // and up), each as Product would compute it: on the CPU one
-  // kernels::MatMulShared (the input quantized once, one parallel loop).
+  // kernels::MatMulShared per run of rows on one path (the input quantized
+  // once, one parallel loop).
   absl::Status SharedProducts(const internal::ChunkLease& chunk,
                               std::span<const kernels::SharedProduct> products, const float* x,
-                              int64_t x_stride, int64_t n);
+                              int64_t x_stride, int64_t n,
+                              const kernels::ProductPath* paths = nullptr);
   // The per-head products of an MLA tensor (attn_k_b, attn_v_b): head h
   // multiplies x + h * x_head into y + h * y_head, n rows each. On the CPU
   // one kernels::MatMulEach (one parallel loop for all heads), else Product

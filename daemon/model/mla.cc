@@ -48,14 +48,14 @@ absl::Status Forward::MlaAttention(std::span<const SequenceStep> steps, const La
                          : kernels::SharedProduct{chunk.View(layer.wq), ws.mla_q.data(), q_stride},
       {chunk.View(layer.wkv_a_mqa), ws.k.data(), row}};
   internal::ProductBatch batch(device_, chunk);
-  RETURN_IF_ERROR(SharedProducts(chunk, from_x, ws.xb.data(), d, n));
+  RETURN_IF_ERROR(SharedProducts(chunk, from_x, ws.xb.data(), d, n, ws.row_paths.data()));
   RETURN_IF_ERROR(batch.End());
   if (layer.wq_a.present) {
     for (int64_t b = 0; b < n; ++b) {
       ops::RmsNorm(&ws.q_lora[b * r], layer.q_a_norm.F32(slot), r, hp.rms_eps, &ws.q_lora[b * r]);
     }
-    RETURN_IF_ERROR(
-        Product(chunk, chunk.View(layer.wq_b), ws.q_lora.data(), r, n, ws.mla_q.data(), q_stride));
+    RETURN_IF_ERROR(Product(chunk, chunk.View(layer.wq_b), ws.q_lora.data(), r, n, ws.mla_q.data(),
+                            q_stride, ws.row_paths.data()));
   }
 
   // The cached row [norm(c) | rope(k_pe)], and each head's rope part of the
@@ -98,8 +98,8 @@ absl::Status Forward::MlaAttention(std::span<const SequenceStep> steps, const La
   // Decompress each head's latent mix: v_h = W_v_b,h (sum p c).
   RETURN_IF_ERROR(HeadProducts(chunk, layer.wv_b, ws.att.data(), row, abs_stride, n, ws.xb.data(),
                                mla.v_head, v_stride));
-  RETURN_IF_ERROR(
-      Product(chunk, chunk.View(layer.wo), ws.xb.data(), v_stride, n, ws.tmp.data(), d));
+  RETURN_IF_ERROR(Product(chunk, chunk.View(layer.wo), ws.xb.data(), v_stride, n, ws.tmp.data(), d,
+                          ws.row_paths.data()));
   ops::Add(ws.x.data(), ws.tmp.data(), n * d, ws.x.data());
   return absl::OkStatus();
 }

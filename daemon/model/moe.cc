@@ -104,8 +104,8 @@ absl::Status Forward::MoeFeedForward(const LayerTensors& layer, int64_t l, int64
   // (expert, row) pairs by expert: each expert is then read once and
   // applied to all of its rows, and every row sums its experts in id order
   // whatever else is in the step.
-  RETURN_IF_ERROR(
-      Product(trunk, trunk.View(layer.router), ws.xb.data(), d, n, ws.router.data(), moe.n_expert));
+  RETURN_IF_ERROR(Product(trunk, trunk.View(layer.router), ws.xb.data(), d, n, ws.router.data(),
+                          moe.n_expert, ws.row_paths.data()));
   const float* bias = layer.expert_bias.present ? layer.expert_bias.F32(slot) : nullptr;
   for (int64_t b = 0; b < n; ++b) {
     RouteToken(moe, &ws.router[b * moe.n_expert], bias, ws.select.data(), &ws.route_ids[b * k],

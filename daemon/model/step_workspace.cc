@@ -81,6 +81,7 @@ struct BufferSizes {
            routes * (sizeof(ExpertRoute) + sizeof(int32_t) + sizeof(float)) +
            lookahead * (2 * sizeof(int32_t) + sizeof(float)) +
            (experts + prefetch) * sizeof(memory::ChunkId) + first_row * sizeof(int64_t) +
+           (first_row - 1 + head_sequences) * sizeof(kernels::ProductPath) +
            head_sequences * sizeof(int32_t) + embd_row + matvec +
            (heads + 2 * together) * sizeof(kernels::OwnProduct) + together * sizeof(int32_t);
   }
@@ -146,6 +147,8 @@ StepWorkspace::StepWorkspace(const Model& model, const ForwardOptions& options) 
   experts_together.resize(size.together);
   expert_products.resize(2 * size.together);
   first_row.resize(size.first_row);
+  row_paths.resize(size.first_row - 1);
+  head_paths.resize(size.head_sequences);
   head_sequences.resize(size.head_sequences);
   logits.resize(size.logits);
   embd_row.resize(size.embd_row);
@@ -184,9 +187,9 @@ uint64_t StepWorkspace::bytes() const {
   }
   return sum + BytesOf(routes) + BytesOf(route_ids) + BytesOf(expert_chunks) +
          BytesOf(prefetch_ids) + BytesOf(lookahead_ids) + BytesOf(lookahead_union) +
-         BytesOf(first_row) + BytesOf(head_sequences) + BytesOf(group_start) + BytesOf(group_done) +
-         BytesOf(embd_row) + BytesOf(head_products) + BytesOf(experts_together) +
-         BytesOf(expert_products) + matvec.bytes();
+         BytesOf(first_row) + BytesOf(row_paths) + BytesOf(head_paths) + BytesOf(head_sequences) +
+         BytesOf(group_start) + BytesOf(group_done) + BytesOf(embd_row) + BytesOf(head_products) +
+         BytesOf(experts_together) + BytesOf(expert_products) + matvec.bytes();
 }
 
 }  // namespace waste::model::internal

@@ -88,6 +88,10 @@ struct StepWorkspace {
   // The step's layout: sequence i's rows start at first_row[i];
   // first_row[n_sequences] is the step's row count.
   std::vector<int64_t> first_row;
+  // Each step row's product path (SequenceStep::prompt), and those of the
+  // head's gathered last rows.
+  std::vector<kernels::ProductPath> row_paths;
+  std::vector<kernels::ProductPath> head_paths;
   // The head: sequences whose last-token logits are asked, and the staging
   // rows ([max_logit_rows, n_vocab]) their logits come out in.
   std::vector<int32_t> head_sequences;

@@ -78,14 +78,15 @@ absl::StatusOr<KlDivergenceResult> ComputeKlDivergence(const Evaluation& base,
     if (model.bos >= 0) window[0] = model.bos;
     for (Side* s : {&a, &b}) {
       s->state.Truncate(0);
-      RETURN_IF_ERROR(
-          s->forward.Run(&s->state, std::span(window).first(first_scored), s->logits.data()));
+      RETURN_IF_ERROR(s->forward.Run(&s->state, std::span(window).first(first_scored),
+                                     s->logits.data(),
+                                     /*all_logits=*/false, /*prompt=*/true));
     }
     for (int64_t p = first_scored; p < n_ctx - 1; p += model::kDefaultStepTokens) {
       const int64_t n = std::min<int64_t>(model::kDefaultStepTokens, n_ctx - 1 - p);
       for (Side* s : {&a, &b}) {
         RETURN_IF_ERROR(s->forward.Run(&s->state, std::span(window).subspan(p, n), s->logits.data(),
-                                       /*all_logits=*/true));
+                                       /*all_logits=*/true, /*prompt=*/true));
       }
       for (int64_t r = 0; r < n; ++r) {
         const float* xa = &a.logits[r * n_vocab];

@@ -95,12 +95,13 @@ absl::StatusOr<PerplexityResult> ComputePerplexity(const model::Model& model,
     // The unscored prefix needs no logits but its last; the chunk's last
     // token is never an input that predicts anything scored.
     if (first_scored > 0) {
-      RETURN_IF_ERROR(forward.Run(&state, std::span(window).first(first_scored), logits.data()));
+      RETURN_IF_ERROR(forward.Run(&state, std::span(window).first(first_scored), logits.data(),
+                                  /*all_logits=*/false, /*prompt=*/true));
     }
     for (int64_t p = first_scored; p < n_ctx - 1; p += model::kDefaultStepTokens) {
       const int64_t n = std::min<int64_t>(model::kDefaultStepTokens, n_ctx - 1 - p);
       RETURN_IF_ERROR(forward.Run(&state, std::span(window).subspan(p, n), logits.data(),
-                                  /*all_logits=*/true));
+                                  /*all_logits=*/true, /*prompt=*/true));
       for (int64_t b = 0; b < n; ++b) {
         const int32_t target = tokens[start + p + b + 1];
         const double nll = TokenNll(&logits[b * n_vocab], n_vocab, target);
@@ -111,7 +112,8 @@ absl::StatusOr<PerplexityResult> ComputePerplexity(const model::Model& model,
     }
     // Only an observer wants the last token's products.
     if (options.observer != nullptr) {
-      RETURN_IF_ERROR(forward.Run(&state, std::span(window).last(1), logits.data()));
+      RETURN_IF_ERROR(forward.Run(&state, std::span(window).last(1), logits.data(),
+                                  /*all_logits=*/false, /*prompt=*/true));
     }
     ++result.n_chunks;
     result.running_ppl.push_back(RunningPpl(result.nll_sum, result.n_scored));
