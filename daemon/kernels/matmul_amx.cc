@@ -16,9 +16,12 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
+#include "daemon/kernels/dequantize.h"
+#include "daemon/kernels/fp16.h"
 #include "daemon/kernels/matvec_avx512_internal.h"
 #include "daemon/kernels/matvec_internal.h"
 #include "daemon/kernels/quant_blocks.h"
@@ -64,73 +67,150 @@ struct alignas(64) TileConfig {
 // after the store, and the next block's stores after those reads.
 [[gnu::always_inline]] inline void CompilerFence() { asm volatile("" ::: "memory"); }
 
-// 16 rows of Q8_0 codes for one block: straight from the rows when all 16
-// are there (tile load with the row stride), else copied into `stage` with
-// zeros for the missing ones.
+// 16 rows of a matrix, one tile's worth (fewer at its end), and what a
+// decoder keeps of them between blocks.
 struct RowTile {
   const uint8_t* first = nullptr;  // Row 0 of the tile.
   int64_t stride = 0;
   int rows = 0;  // 1..16 present.
-  alignas(64) uint8_t stage[kTile][kBlockBytes];
+  // Codes copied or unpacked for a tile load; absent rows zero. Q4_K
+  // unpacks a pair of groups at once: the odd one's go to stage_odd.
+  alignas(64) int8_t stage[kTile][kBlockBytes];
+  alignas(64) int8_t stage_odd[kTile][kBlockBytes];
+  // Per row, the weight scales and min coefficients (Q4_K: of the current
+  // super-block, in Q4KDecoder's lane order; Q8_0: the block's d in lane 0).
+  alignas(64) float coef[kTile][16];
 };
 
-constexpr int kQ8Block = sizeof(BlockQ8_0);
+// Q8_0: each block's codes load straight from the rows when all 16 are there
+// (tile load with the row stride), else from a copy with zeros for the
+// missing rows; the weight scale is the block's d.
+struct Q8Decoder {
+  static constexpr bool kMin = false;
+  static constexpr int kBlock = sizeof(BlockQ8_0);
 
-// The 16 rows' weight scales of block b (0 for absent rows).
-[[gnu::always_inline]] inline void LoadScales(const RowTile& t, int64_t b, float* out) {
-  alignas(32) uint16_t h[kTile] = {};
-  for (int m = 0; m < t.rows; ++m) std::memcpy(&h[m], t.first + m * t.stride + b * kQ8Block, 2);
-  _mm512_store_ps(out, _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(h))));
-}
-
-// Where the 16 rows' codes of block b load from, and *stride their row
-// stride: the rows themselves, or their copy in t.stage.
-[[gnu::always_inline]] inline const uint8_t* Codes(RowTile& t, int64_t b, int64_t* stride) {
-  const uint8_t* p = t.first + b * kQ8Block + 2;
-  if (t.rows == kTile) {
-    // The rows' next blocks, a few ahead: 32 rows read side by side are more
-    // streams than the hardware prefetcher follows.
-    if (b % 2 == 0) {
-      for (int m = 0; m < kTile; ++m) __builtin_prefetch(p + m * t.stride + 8 * kQ8Block, 0, 3);
+  [[gnu::always_inline]] static const int8_t* Codes(RowTile& t, int64_t b, int64_t* stride) {
+    const uint8_t* p = t.first + b * kBlock + 2;
+    if (t.rows == kTile) {
+      // The rows' next blocks, a few ahead: 32 rows read side by side are
+      // more streams than the hardware prefetcher follows.
+      if (b % 2 == 0) {
+        for (int m = 0; m < kTile; ++m) __builtin_prefetch(p + m * t.stride + 8 * kBlock, 0, 3);
+      }
+      *stride = t.stride;
+      return reinterpret_cast<const int8_t*>(p);
     }
-    *stride = t.stride;
-    return p;
+    std::memset(t.stage, 0, sizeof(t.stage));
+    for (int m = 0; m < t.rows; ++m) std::memcpy(t.stage[m], p + m * t.stride, kBlockBytes);
+    *stride = kBlockBytes;
+    return &t.stage[0][0];
   }
-  std::memset(t.stage, 0, sizeof(t.stage));
-  for (int m = 0; m < t.rows; ++m) std::memcpy(t.stage[m], p + m * t.stride, kBlockBytes);
-  CompilerFence();
-  *stride = kBlockBytes;
-  return &t.stage[0][0];
-}
 
-// acc[m] (16 vectors) += sums[m] x dw[m] x da, m < 16.
-[[gnu::always_inline]] inline void Epilogue(const int32_t (*sums)[kTile], const float* dw,
-                                            const float* da, float (*acc)[kTile]) {
-  const __m512 dav = _mm512_load_ps(da);
+  // Row m's weight scale of block b at scale[16 m] (0 for absent rows).
+  [[gnu::always_inline]] static const float* Scales(RowTile& t, int64_t b, const float** min) {
+    for (int m = 0; m < kTile; ++m) {
+      uint16_t h = 0;
+      if (m < t.rows) std::memcpy(&h, t.first + m * t.stride + b * kBlock, 2);
+      t.coef[m][0] = F16ToF32(h);
+    }
+    *min = nullptr;
+    return &t.coef[0][0];
+  }
+};
+
+// Q4_K: groups 2p and 2p + 1 of a super-block are the low and high
+// nibbles of its 32 qs bytes 32p .., unpacked into the stages together; a
+// group's weight scale is d x sc and its min coefficient -(dmin x m)
+// (UnpackScaleMinK4), made per super-block for each row as one vector:
+// lanes 0-3 sc0-3, 4-7 m0-3, 8-11 sc4-7, 12-15 m4-7 (UnpackQ4KScales' bytes).
+struct Q4KDecoder {
+  static constexpr bool kMin = true;
+  static constexpr int kBlock = sizeof(BlockQ4_K);
+
+  [[gnu::always_inline]] static const int8_t* Codes(RowTile& t, int64_t g, int64_t* stride) {
+    *stride = kBlockBytes;
+    if (g % 2 == 1) return &t.stage_odd[0][0];
+    const int64_t offset = g / 8 * kBlock + offsetof(BlockQ4_K, qs) + 16 * (g % 8);
+    const __m256i low = _mm256_set1_epi8(0x0F);
+    for (int m = 0; m < kTile; ++m) {
+      __m256i bytes = _mm256_setzero_si256();
+      if (m < t.rows) {
+        const uint8_t* p = t.first + m * t.stride + offset;
+        __builtin_prefetch(p + 2 * kBlock, 0, 3);
+        bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+      }
+      _mm256_store_si256(reinterpret_cast<__m256i*>(t.stage[m]), _mm256_and_si256(bytes, low));
+      _mm256_store_si256(reinterpret_cast<__m256i*>(t.stage_odd[m]),
+                         _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low));
+    }
+    return &t.stage[0][0];
+  }
+
+  [[gnu::always_inline]] static const float* Scales(RowTile& t, int64_t g, const float** min) {
+    const int j = static_cast<int>(g % 8);
+    if (j == 0) {
+      // Negates the min lanes: -(dmin x m), as the reference rounds it.
+      const int neg = static_cast<int>(0x80000000u);
+      const __m512 sign = _mm512_castsi512_ps(
+          _mm512_setr_epi32(0, 0, 0, 0, neg, neg, neg, neg, 0, 0, 0, 0, neg, neg, neg, neg));
+      for (int m = 0; m < kTile; ++m) {
+        __m512 coef = _mm512_setzero_ps();
+        if (m < t.rows) {
+          const auto* block = reinterpret_cast<const BlockQ4_K*>(t.first + m * t.stride) + g / 8;
+          const KScaleWords w = UnpackQ4KScales(block->scales);
+          const __m512 bytes = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
+              _mm_set_epi64x(static_cast<int64_t>(w.hi), static_cast<int64_t>(w.lo))));
+          const __m128 d = _mm_set1_ps(F16ToF32(block->d));
+          const __m128 dmin = _mm_set1_ps(F16ToF32(block->dmin));
+          const __m512 mul = _mm512_broadcast_f32x4(_mm_shuffle_ps(d, dmin, 0));  // d d dm dm
+          const __m512 lanes = _mm512_permutexvar_ps(
+              _mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 0, 0, 0, 0, 2, 2, 2, 2), mul);
+          coef = _mm512_xor_ps(_mm512_mul_ps(bytes, lanes), sign);
+        }
+        _mm512_store_ps(t.coef[m], coef);
+      }
+    }
+    const int lane = j < 4 ? j : j + 4;
+    *min = &t.coef[0][lane + 4];
+    return &t.coef[0][lane];
+  }
+};
+
+// acc[m] (16 vectors) += sums[m] x scale[16 m] x da (+ min[16 m] x s32),
+// m < 16.
+template <bool kMin>
+[[gnu::always_inline]] inline void Epilogue(const int32_t (*sums)[kTile], const float* scale,
+                                            const float* min, const float* acts_scales,
+                                            float (*acc)[kTile]) {
+  const __m512 da = _mm512_load_ps(acts_scales);
+  const __m512 s32 = _mm512_load_ps(acts_scales + kTile);
 #pragma GCC unroll 16
   for (int m = 0; m < kTile; ++m) {
-    const __m512 scale = _mm512_mul_ps(_mm512_set1_ps(dw[m]), dav);
+    const __m512 w = _mm512_mul_ps(_mm512_set1_ps(scale[16 * m]), da);
     const __m512 sum = _mm512_cvtepi32_ps(_mm512_load_si512(sums[m]));
-    _mm512_store_ps(acc[m], _mm512_fmadd_ps(sum, scale, _mm512_load_ps(acc[m])));
+    __m512 a = _mm512_fmadd_ps(sum, w, _mm512_load_ps(acc[m]));
+    if constexpr (kMin) a = _mm512_fmadd_ps(_mm512_set1_ps(min[16 * m]), s32, a);
+    _mm512_store_ps(acc[m], a);
   }
 }
 
 // One pass: kRowTiles tiles of rows by kVecTiles tiles of vectors over every
 // block, into acc[2 x row tile + vector tile][row][vector].
-template <int kRowTiles, int kVecTiles>
+template <typename Dec, int kRowTiles, int kVecTiles>
 void RowsPass(RowTile* rt, const uint8_t* acts, int64_t acts_tile_stride, int64_t blocks,
               float (*acc)[kTile][kTile]) {
   alignas(64) int32_t sums[2][2][kTile][kTile];
-  alignas(64) float dw[2][kTile];
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* a0 = acts + b * kActsBlockBytes;
     const uint8_t* a1 = a0 + acts_tile_stride;
     CompilerFence();
     int64_t stride;
-    const uint8_t* codes = Codes(rt[0], b, &stride);
+    const int8_t* codes = Dec::Codes(rt[0], b, &stride);
+    CompilerFence();
     _tile_loadd(0, codes, stride);
     if constexpr (kRowTiles == 2) {
-      codes = Codes(rt[1], b, &stride);
+      codes = Dec::Codes(rt[1], b, &stride);
+      CompilerFence();
       _tile_loadd(1, codes, stride);
     }
     _tile_loadd(2, a0, 64);
@@ -157,24 +237,27 @@ void RowsPass(RowTile* rt, const uint8_t* acts, int64_t acts_tile_stride, int64_
     }
     CompilerFence();
     for (int i = 0; i < kRowTiles; ++i) {
-      LoadScales(rt[i], b, dw[i]);
+      const float* min;
+      const float* scale = Dec::Scales(rt[i], b, &min);
       for (int j = 0; j < kVecTiles; ++j) {
-        const float* da = reinterpret_cast<const float*>((j == 0 ? a0 : a1) + kActsTileBytes);
-        Epilogue(sums[i][j], dw[i], da, acc[i * 2 + j]);
+        const float* acts_scales =
+            reinterpret_cast<const float*>((j == 0 ? a0 : a1) + kActsTileBytes);
+        Epilogue<Dec::kMin>(sums[i][j], scale, min, acts_scales, acc[i * 2 + j]);
       }
     }
   }
 }
 
-void RowsQ8(const RowsTask& t, int64_t begin, int64_t end) {
-  ConfigureTiles();
-  const int64_t blocks = t.w.cols / kQK32;
-  const int64_t vec_tiles = (t.batch + kTile - 1) / kTile;
-  const int64_t acts_tile_stride = blocks * kActsBlockBytes;
+template <typename Dec>
+void RowsAmx(const RowsTask& t, int64_t begin, int64_t end) {
   if (t.w.layout != WeightLayout::kRows) {
     Avx512Kernels().rows(t, begin, end);  // The loops read only GGUF's rows.
     return;
   }
+  ConfigureTiles();
+  const int64_t blocks = t.w.cols / kQK32;
+  const int64_t vec_tiles = (t.batch + kTile - 1) / kTile;
+  const int64_t acts_tile_stride = blocks * kActsBlockBytes;
   RowTile rt[2];
   alignas(64) float acc[4][kTile][kTile];
   for (int64_t r0 = begin; r0 < end; r0 += 2 * kTile) {
@@ -190,13 +273,13 @@ void RowsQ8(const RowsTask& t, int64_t begin, int64_t end) {
       std::memset(acc, 0, sizeof(acc));
       const uint8_t* acts = t.matrix_acts + v0 * acts_tile_stride;
       if (row_tiles == 2 && vt == 2) {
-        RowsPass<2, 2>(rt, acts, acts_tile_stride, blocks, acc);
+        RowsPass<Dec, 2, 2>(rt, acts, acts_tile_stride, blocks, acc);
       } else if (row_tiles == 2) {
-        RowsPass<2, 1>(rt, acts, acts_tile_stride, blocks, acc);
+        RowsPass<Dec, 2, 1>(rt, acts, acts_tile_stride, blocks, acc);
       } else if (vt == 2) {
-        RowsPass<1, 2>(rt, acts, acts_tile_stride, blocks, acc);
+        RowsPass<Dec, 1, 2>(rt, acts, acts_tile_stride, blocks, acc);
       } else {
-        RowsPass<1, 1>(rt, acts, acts_tile_stride, blocks, acc);
+        RowsPass<Dec, 1, 1>(rt, acts, acts_tile_stride, blocks, acc);
       }
       for (int i = 0; i < row_tiles; ++i) {
         for (int j = 0; j < vt; ++j) {
@@ -212,13 +295,21 @@ void RowsQ8(const RowsTask& t, int64_t begin, int64_t end) {
   _tile_release();
 }
 
-// The AVX-512 quantizer: the loops read its qs and d.
-const IsaKernels kQ8_0Kernels = {avx512::QuantizeActsAvx512, RowsQ8};
+// The AVX-512 quantizer: the loops read its qs, d and s32.
+const IsaKernels kQ8_0Kernels = {avx512::QuantizeActsAvx512, RowsAmx<Q8Decoder>};
+const IsaKernels kQ4KKernels = {avx512::QuantizeActsAvx512, RowsAmx<Q4KDecoder>};
 
 }  // namespace
 
 const IsaKernels* Kernels(WeightType type) {
-  return type == WeightType::kQ8_0 ? &kQ8_0Kernels : nullptr;
+  switch (type) {
+    case WeightType::kQ8_0:
+      return &kQ8_0Kernels;
+    case WeightType::kQ4_K:
+      return &kQ4KKernels;
+    default:
+      return nullptr;
+  }
 }
 
 }  // namespace waste::kernels::internal::amx

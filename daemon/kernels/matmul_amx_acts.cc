@@ -23,6 +23,7 @@ void PrepareActs(const QuantizedActs* acts, int64_t batch, int64_t cols, uint8_t
         const int8_t* q = acts[v0 + j].qs + b * kQK32;
         for (int k = 0; k < kQK32 / 4; ++k) std::memcpy(tile + 64 * k + 4 * j, q + 4 * k, 4);
         scales[j] = acts[v0 + j].d[b];
+        scales[kTile + j] = acts[v0 + j].s32[b];
       }
     }
   }

@@ -6,6 +6,7 @@
 // loops.
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <random>
 #include <vector>
 
@@ -81,13 +82,13 @@ class MatrixPathTest : public ::testing::Test {
   }
 };
 
-TEST_F(MatrixPathTest, Q8_0EqualsItsReferenceToTheBit) {
+void ExpectReferenceBits(WeightType type, std::initializer_list<int64_t> widths) {
   ThreadPool pool(2);
   uint32_t seed = 1;
   for (int64_t rows : {1, 15, 16, 17, 32, 45, 70}) {
-    for (int64_t cols : {32, 96, 288, 1024}) {
+    for (int64_t cols : widths) {
       for (int64_t batch : {1, 3, 16, 17, 40, 64}) {
-        const Matrix m = MakeMatrix(WeightType::kQ8_0, rows, cols, rows % 2 ? 6 : 0, ++seed);
+        const Matrix m = MakeMatrix(type, rows, cols, rows % 2 ? 6 : 0, ++seed);
         const Product p =
             RunProduct(m, batch, ProductPath::kMatrix, rows > 40 ? &pool : nullptr, seed);
         for (int64_t b = 0; b < batch; ++b) {
@@ -104,38 +105,48 @@ TEST_F(MatrixPathTest, Q8_0EqualsItsReferenceToTheBit) {
   }
 }
 
+TEST_F(MatrixPathTest, Q8_0EqualsItsReferenceToTheBit) {
+  ExpectReferenceBits(WeightType::kQ8_0, {32, 96, 288, 1024});
+}
+
+TEST_F(MatrixPathTest, Q4_KEqualsItsReferenceToTheBit) {
+  ExpectReferenceBits(WeightType::kQ4_K, {256, 512, 1280});
+}
+
 TEST_F(MatrixPathTest, AgreesWithTheVectorPath) {
-  const Matrix m = MakeMatrix(WeightType::kQ8_0, 50, 512, 0, 7);
-  const Product matrix = RunProduct(m, 20, ProductPath::kMatrix, nullptr, 8);
-  const Product vec = RunProduct(m, 20, ProductPath::kVector, nullptr, 8);
-  double max_diff = 0, max_mag = 0;
-  for (size_t i = 0; i < matrix.y.size(); ++i) {
-    max_diff = std::max(max_diff, std::fabs(double(matrix.y[i]) - vec.y[i]));
-    max_mag = std::max(max_mag, std::fabs(double(vec.y[i])));
+  for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_K}) {
+    const Matrix m = MakeMatrix(type, 50, 512, 0, 7);
+    const Product matrix = RunProduct(m, 20, ProductPath::kMatrix, nullptr, 8);
+    const Product vec = RunProduct(m, 20, ProductPath::kVector, nullptr, 8);
+    double max_diff = 0, max_mag = 0;
+    for (size_t i = 0; i < matrix.y.size(); ++i) {
+      max_diff = std::max(max_diff, std::fabs(double(matrix.y[i]) - vec.y[i]));
+      max_mag = std::max(max_mag, std::fabs(double(vec.y[i])));
+    }
+    EXPECT_GT(max_mag, 0.1);
+    EXPECT_LT(max_diff, 1e-5 * max_mag) << "the paths round the same dot differently, no more";
   }
-  EXPECT_GT(max_mag, 0.1);
-  EXPECT_LT(max_diff, 1e-5 * max_mag) << "the two paths round the same dot differently, no more";
 }
 
 TEST_F(MatrixPathTest, SharedProductsAndOtherTypes) {
-  // Q8_0 beside Q4_K in one MatMulShared: the Q8_0 rows take the matrix unit,
-  // the Q4_K rows (no matrix loop) the vector loops, bit for bit as alone.
+  // Q8_0 beside Q6_K in one MatMulShared: the Q8_0 rows take the matrix unit,
+  // the Q6_K rows (no matrix loop) the vector loops, bit for bit as alone.
   const Matrix q8 = MakeMatrix(WeightType::kQ8_0, 40, 256, 0, 11);
-  const Matrix q4k = MakeMatrix(WeightType::kQ4_K, 24, 256, 0, 12);
+  const Matrix q6k = MakeMatrix(WeightType::kQ6_K, 24, 256, 0, 12);
   const int64_t batch = 18;
   const Product alone8 = RunProduct(q8, batch, ProductPath::kMatrix, nullptr, 13);
-  const Product alone4 = RunProduct(q4k, batch, ProductPath::kVector, nullptr, 13);
-  std::vector<float> y8(batch * q8.rows), y4(batch * q4k.rows);
+  const Product alone6 = RunProduct(q6k, batch, ProductPath::kVector, nullptr, 13);
+  std::vector<float> y8(batch * q8.rows), y6(batch * q6k.rows);
   const SharedProduct products[] = {{q8.view(), y8.data(), q8.rows},
-                                    {q4k.view(), y4.data(), q4k.rows}};
+                                    {q6k.view(), y6.data(), q6k.rows}};
   Scratch scratch(std::max(MatVecScratchBytes(WeightType::kQ8_0, 256, batch),
-                           MatVecScratchBytes(WeightType::kQ4_K, 256, batch)));
+                           MatVecScratchBytes(WeightType::kQ6_K, 256, batch)));
   ThreadPool pool(2);
   ASSERT_TRUE(MatMulShared(products, alone8.x.data(), alone8.x_stride, batch, &pool, &scratch,
                            ProductPath::kMatrix)
                   .ok());
   EXPECT_EQ(0, std::memcmp(y8.data(), alone8.y.data(), y8.size() * sizeof(float)));
-  EXPECT_EQ(0, std::memcmp(y4.data(), alone4.y.data(), y4.size() * sizeof(float)));
+  EXPECT_EQ(0, std::memcmp(y6.data(), alone6.y.data(), y6.size() * sizeof(float)));
 }
 
 }  // namespace

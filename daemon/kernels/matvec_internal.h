@@ -264,22 +264,25 @@ inline constexpr int kTile = 16;
 // matrix's last ones.
 inline constexpr int64_t kRowStep = 2 * kTile;
 // PrepareActs' layout: per tile of vectors and block, the codes' tile (8
-// rows of 64 bytes), then the 16 vectors' block scales.
+// rows of 64 bytes), then the 16 vectors' block scales d, then their s32.
 inline constexpr int kActsTileBytes = 512;
-inline constexpr int kActsBlockBytes = kActsTileBytes + kTile * sizeof(float);
+inline constexpr int kActsBlockBytes = kActsTileBytes + 2 * kTile * sizeof(float);
 // Bytes PrepareActs writes for `batch` vectors of `cols`.
 size_t ActsBytes(int64_t cols, int64_t batch);
 // The batch's quantized vectors as the tiles the loops load: per tile of 16
 // vectors (absent ones zero) and block of 32, 8 rows of 64 bytes, row k
 // holding bytes 4k .. 4k + 3 of each vector's block (the order of
-// tdpbssd's second operand), then the 16 vectors' block scales. `out`
+// tdpbssd's second operand), then the 16 vectors' d and s32. `out`
 // 64-byte aligned. Plain C++ (matmul_amx_acts.cc): it runs anywhere.
 void PrepareActs(const QuantizedActs* acts, int64_t batch, int64_t cols, uint8_t* out);
 }  // namespace amx
 
 // The matrix-unit arithmetic in plain C++, the reference its loops match to
-// the bit: per 32-element block b in order, acc = fma(float(integer dot of
-// the block), weight scale x activation scale, acc), from 0. Q8_0.
+// the bit: per 32-element block b in order, from acc = 0,
+//   acc = fma(float(integer dot of the block's codes), weight scale x d, acc)
+// and for Q4_K, whose codes are unsigned with a min,
+//   acc = fma(-(dmin x min), s32, acc).
+// Q8_0 (weight scale: the block's d) and Q4_K (d x the group's scale).
 float DotBlocksSequentialRef(WeightType type, const void* row, int64_t cols,
                              const QuantizedActs& acts);
 
