@@ -240,6 +240,7 @@ void Print(const BenchResult& r, const PlannedModel& pm, const memory::MemoryPla
     j["model"] = pm.path;
     j["cpu"] = CpuModelName();
     j["kernels"] = kernels::IsaName(kernels::DetectIsa());
+    j["matrix_unit"] = kernels::MatrixUnitAvailable();
     integer("threads", r.threads);
     j["mode"] = r.mode;
     j["policy"] = store.policy_name();

@@ -84,7 +84,8 @@ std::string CpuModelName() {
 
 std::string MachineSummary(int threads) {
   return absl::StrCat(CpuModelName(), ", ", std::string(kernels::IsaName(kernels::DetectIsa())),
-                      " kernels, ", threads, threads == 1 ? " thread" : " threads");
+                      " kernels, ", threads, threads == 1 ? " thread" : " threads",
+                      kernels::MatrixUnitAvailable() ? ", AMX for prompt tokens" : "");
 }
 
 }  // namespace waste::bench

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstring>
 #include <initializer_list>
-#include <random>
 #include <vector>
 
 #include "daemon/kernels/cpu_features.h"
@@ -22,30 +21,11 @@
 namespace waste::kernels {
 namespace {
 
-// rows x cols of `type` from normal weights, each row `pad` bytes longer
-// than its data (a strided view), and the last row's end at the buffer's:
-// a read past the matrix would leave it.
-struct Matrix {
-  WeightType type;
-  int64_t rows, cols, stride;
-  std::vector<uint8_t> bytes;
-  WeightView view() const { return WeightView{type, rows, cols, bytes.data(), stride}; }
-  const uint8_t* row(int64_t r) const { return bytes.data() + r * stride; }
-};
+using Matrix = testing::WeightMatrix;
 
+// The last row ends at the buffer's end: a read past the matrix leaves it.
 Matrix MakeMatrix(WeightType type, int64_t rows, int64_t cols, int64_t pad, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  Matrix m{type, rows, cols, RowBytes(type, cols) + pad, {}};
-  m.bytes.assign((rows - 1) * m.stride + RowBytes(type, cols), 0xEE);
-  std::vector<float> src(cols);
-  for (int64_t r = 0; r < rows; ++r) {
-    const float scale = 0.02f * (1 + r % 5);
-    for (float& v : src) v = scale * normal(rng);
-    src[(r * 37) % cols] = 8 * scale;
-    QuantizeRow(type, src.data(), m.bytes.data() + r * m.stride, cols);
-  }
-  return m;
+  return testing::MakeWeightMatrix(type, rows, cols, pad, /*slack=*/0, seed);
 }
 
 // y[b * rows + r] for `batch` inputs of `cols` (x_stride cols + 3).

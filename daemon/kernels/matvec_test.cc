@@ -31,28 +31,16 @@
 namespace waste::kernels {
 namespace {
 
-struct Matrix {
-  WeightType type;
-  int64_t rows, cols, stride;
-  std::vector<uint8_t> bytes;
+struct Matrix : testing::WeightMatrix {
   std::vector<float> deq;  // rows x cols, the oracle's weights.
-  WeightView view() const { return WeightView{type, rows, cols, bytes.data(), stride}; }
 };
 
 // Random weights; `pad` extra bytes per row exercise row_stride_bytes.
 Matrix MakeMatrix(WeightType type, int64_t rows, int64_t cols, int64_t pad, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  Matrix m{type, rows, cols, RowBytes(type, cols) + pad, {}, {}};
-  m.bytes.assign(m.stride * rows + 64, 0xEE);
+  // As many bytes as the rows' strides, and 64 more.
+  Matrix m{testing::MakeWeightMatrix(type, rows, cols, pad, pad + 64, seed), {}};
   m.deq.resize(rows * cols);
-  std::vector<float> src(cols);
   for (int64_t r = 0; r < rows; ++r) {
-    // Vary the scale per row and plant outliers, as real weights have.
-    const float scale = 0.02f * (1 + r % 5);
-    for (float& v : src) v = scale * normal(rng);
-    src[(r * 37) % cols] = 8 * scale;
-    QuantizeRow(type, src.data(), m.bytes.data() + r * m.stride, cols);
     DequantizeRow(type, m.bytes.data() + r * m.stride, m.deq.data() + r * cols, cols);
   }
   return m;
