@@ -71,8 +71,12 @@ struct alignas(64) TileConfig {
 // decoder keeps of them between blocks.
 struct RowTile {
   const uint8_t* first = nullptr;  // Row 0 of the tile.
-  int64_t stride = 0;
-  int rows = 0;  // 1..16 present.
+  int64_t stride = 0;              // kRows.
+  int rows = 0;                    // 1..16 present.
+  // Each row's start (RowStart) and whether it sits in a group of a
+  // kInterleaved view (Q4_0 reads those).
+  const uint8_t* row[kTile];
+  bool grouped[kTile];
   // Codes copied or unpacked for a tile load; absent rows zero. Q4_K
   // unpacks a pair of groups at once: the odd one's go to stage_odd.
   alignas(64) int8_t stage[kTile][kBlockBytes];
@@ -87,6 +91,7 @@ struct RowTile {
 // missing rows; the weight scale is the block's d.
 struct Q8Decoder {
   static constexpr bool kMin = false;
+  static bool Reads(WeightLayout layout) { return layout == WeightLayout::kRows; }
   static constexpr int kBlock = sizeof(BlockQ8_0);
 
   [[gnu::always_inline]] static const int8_t* Codes(RowTile& t, int64_t b, int64_t* stride) {
@@ -125,6 +130,7 @@ struct Q8Decoder {
 // lanes 0-3 sc0-3, 4-7 m0-3, 8-11 sc4-7, 12-15 m4-7 (UnpackQ4KScales' bytes).
 struct Q4KDecoder {
   static constexpr bool kMin = true;
+  static bool Reads(WeightLayout layout) { return layout == WeightLayout::kRows; }
   static constexpr int kBlock = sizeof(BlockQ4_K);
 
   [[gnu::always_inline]] static const int8_t* Codes(RowTile& t, int64_t g, int64_t* stride) {
@@ -173,6 +179,59 @@ struct Q4KDecoder {
     const int lane = j < 4 ? j : j + 4;
     *min = &t.coef[0][lane + 4];
     return &t.coef[0][lane];
+  }
+};
+
+// Q4_0, as GGUF has its rows or kInterleaved (resident on AVX-512): a
+// block's 16 qs bytes unpack to its 32 codes (low nibbles first) less 8, as
+// int8; its d is the weight scale, read with the codes.
+struct Q40Decoder {
+  static constexpr bool kMin = false;
+  static bool Reads(WeightLayout layout) {
+    return layout == WeightLayout::kRows || layout == WeightLayout::kInterleaved;
+  }
+  static constexpr int kBlock = sizeof(BlockQ4_0);
+  static constexpr int kUnit = 8 * kBlock;
+
+  [[gnu::always_inline]] static const int8_t* Codes(RowTile& t, int64_t b, int64_t* stride) {
+    const __m128i low = _mm_set1_epi8(0x0F);
+    const __m256i eight = _mm256_set1_epi8(8);
+    for (int m = 0; m < kTile; ++m) {
+      __m256i codes = _mm256_setzero_si256();
+      uint16_t d = 0;
+      if (m < t.rows) {
+        const uint8_t* qs;
+        const uint8_t* scale;
+        if (t.grouped[m]) {
+          const uint8_t* unit = t.row[m] + b / 8 * (kInterleaveRows * kUnit);
+          if (b % 8 == 0) {
+            for (int l = 0; l < kUnit; l += 64)
+              __builtin_prefetch(unit + 2 * kInterleaveRows * kUnit + l, 0, 3);
+          }
+          scale = unit + 2 * (b % 8);
+          qs = unit + kUnitScaleBytes + 16 * (b % 8);
+        } else {
+          scale = t.row[m] + b * kBlock;
+          qs = scale + 2;
+          if (b % 4 == 0) __builtin_prefetch(scale + 8 * kBlock, 0, 3);
+        }
+        std::memcpy(&d, scale, 2);
+        const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+        codes = _mm256_sub_epi8(_mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(bytes, 4), low),
+                                                 _mm_and_si128(bytes, low)),
+                                eight);
+      }
+      _mm256_store_si256(reinterpret_cast<__m256i*>(t.stage[m]), codes);
+      t.coef[m][0] = F16ToF32(d);
+    }
+    *stride = kBlockBytes;
+    return &t.stage[0][0];
+  }
+
+  // The d of Codes' block, for each row.
+  [[gnu::always_inline]] static const float* Scales(RowTile& t, int64_t, const float** min) {
+    *min = nullptr;
+    return &t.coef[0][0];
   }
 };
 
@@ -250,8 +309,8 @@ void RowsPass(RowTile* rt, const uint8_t* acts, int64_t acts_tile_stride, int64_
 
 template <typename Dec>
 void RowsAmx(const RowsTask& t, int64_t begin, int64_t end) {
-  if (t.w.layout != WeightLayout::kRows) {
-    Avx512Kernels().rows(t, begin, end);  // The loops read only GGUF's rows.
+  if (!Dec::Reads(t.w.layout)) {
+    Avx512Kernels().rows(t, begin, end);
     return;
   }
   ConfigureTiles();
@@ -267,6 +326,11 @@ void RowsAmx(const RowsTask& t, int64_t begin, int64_t end) {
       rt[i].first = RowStart(t.w, r0 + i * kTile);
       rt[i].stride = t.w.row_stride_bytes;
       rt[i].rows = static_cast<int>(std::min<int64_t>(kTile, rows - i * kTile));
+      for (int m = 0; m < rt[i].rows; ++m) {
+        const int64_t r = r0 + i * kTile + m;
+        rt[i].row[m] = RowStart(t.w, r);
+        rt[i].grouped[m] = r < InterleavedRows(t.w);
+      }
     }
     for (int64_t v0 = 0; v0 < vec_tiles; v0 += 2) {
       const int vt = v0 + 1 < vec_tiles ? 2 : 1;
@@ -298,6 +362,7 @@ void RowsAmx(const RowsTask& t, int64_t begin, int64_t end) {
 // The AVX-512 quantizer: the loops read its qs, d and s32.
 const IsaKernels kQ8_0Kernels = {avx512::QuantizeActsAvx512, RowsAmx<Q8Decoder>};
 const IsaKernels kQ4KKernels = {avx512::QuantizeActsAvx512, RowsAmx<Q4KDecoder>};
+const IsaKernels kQ4_0Kernels = {avx512::QuantizeActsAvx512, RowsAmx<Q40Decoder>};
 
 }  // namespace
 
@@ -307,6 +372,8 @@ const IsaKernels* Kernels(WeightType type) {
       return &kQ8_0Kernels;
     case WeightType::kQ4_K:
       return &kQ4KKernels;
+    case WeightType::kQ4_0:
+      return &kQ4_0Kernels;
     default:
       return nullptr;
   }

@@ -93,8 +93,43 @@ TEST_F(MatrixPathTest, Q4_KEqualsItsReferenceToTheBit) {
   ExpectReferenceBits(WeightType::kQ4_K, {256, 512, 1280});
 }
 
+TEST_F(MatrixPathTest, Q4_0EqualsItsReferenceToTheBit) {
+  ExpectReferenceBits(WeightType::kQ4_0, {32, 96, 288, 1024});
+}
+
+// Q4_0 as resident weights take it on AVX-512 (kInterleaved: groups of 4
+// rows, a tail of plain rows): each row as its GGUF bytes give it.
+TEST_F(MatrixPathTest, InterleavedQ4_0EqualsItsReferenceToTheBit) {
+  ThreadPool pool(2);
+  uint32_t seed = 100;
+  for (int64_t rows : {4, 18, 33, 70}) {
+    for (int64_t cols : {256, 1024}) {
+      for (int64_t batch : {1, 17, 64}) {
+        const Matrix m = MakeMatrix(WeightType::kQ4_0, rows, cols, 0, ++seed);
+        Matrix grouped = m;
+        InterleaveRows(m.type, rows, cols, grouped.bytes.data(), WeightLayout::kInterleaved);
+        WeightView view = grouped.view();
+        view.layout = WeightLayout::kInterleaved;
+        const std::vector<float> x = testing::MakeInput(cols * batch, seed);
+        std::vector<float> y(batch * rows, -7);
+        Scratch scratch(MatVecScratchBytes(m.type, cols, batch));
+        ASSERT_TRUE(MatMul(view, x.data(), cols, batch, y.data(), rows, &pool, &scratch,
+                           ProductPath::kMatrix)
+                        .ok());
+        for (int64_t b = 0; b < batch; ++b) {
+          for (int64_t r = 0; r < rows; ++r) {
+            const float want = Reference(m, r, &x[b * cols]);
+            ASSERT_EQ(std::memcmp(&want, &y[b * rows + r], sizeof(float)), 0)
+                << rows << "x" << cols << " batch " << batch << " vector " << b << " row " << r;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_F(MatrixPathTest, AgreesWithTheVectorPath) {
-  for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_K}) {
+  for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ4_K}) {
     const Matrix m = MakeMatrix(type, 50, 512, 0, 7);
     const Product matrix = RunProduct(m, 20, ProductPath::kMatrix, nullptr, 8);
     const Product vec = RunProduct(m, 20, ProductPath::kVector, nullptr, 8);

@@ -282,7 +282,8 @@ void PrepareActs(const QuantizedActs* acts, int64_t batch, int64_t cols, uint8_t
 //   acc = fma(float(integer dot of the block's codes), weight scale x d, acc)
 // and for Q4_K, whose codes are unsigned with a min,
 //   acc = fma(-(dmin x min), s32, acc).
-// Q8_0 (weight scale: the block's d) and Q4_K (d x the group's scale).
+// Q8_0 and Q4_0 (weight scale: the block's d; Q4_0's codes less 8) and
+// Q4_K (d x the group's scale), rows as GGUF has them.
 float DotBlocksSequentialRef(WeightType type, const void* row, int64_t cols,
                              const QuantizedActs& acts);
 

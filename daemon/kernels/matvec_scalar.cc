@@ -254,7 +254,7 @@ float DotGroupsRef(WeightType type, const void* row, int64_t g_begin, int64_t g_
 
 float DotBlocksSequentialRef(WeightType type, const void* row, int64_t cols,
                              const QuantizedActs& acts) {
-  WCHECK(type == WeightType::kQ8_0 || type == WeightType::kQ4_K)
+  WCHECK(type == WeightType::kQ8_0 || type == WeightType::kQ4_0 || type == WeightType::kQ4_K)
       << "no matrix-unit arithmetic for type " << static_cast<int>(type);
   const auto* bytes = static_cast<const uint8_t*>(row);
   float acc = 0;
@@ -264,6 +264,13 @@ float DotBlocksSequentialRef(WeightType type, const void* row, int64_t cols,
     if (type == WeightType::kQ8_0) {
       const auto* block = reinterpret_cast<const BlockQ8_0*>(bytes) + b;
       for (int i = 0; i < kQK32; ++i) dot += block->qs[i] * acts.qs[kQK32 * b + i];
+      scale = F16ToF32(block->d);
+    } else if (type == WeightType::kQ4_0) {
+      const auto* block = reinterpret_cast<const BlockQ4_0*>(bytes) + b;
+      for (int i = 0; i < kQK32; ++i) {
+        const int code = (block->qs[i % 16] >> (4 * (i / 16))) & 0x0F;
+        dot += (code - 8) * acts.qs[kQK32 * b + i];
+      }
       scale = F16ToF32(block->d);
     } else {
       const auto* block = reinterpret_cast<const BlockQ4_K*>(bytes) + b / 8;
