@@ -39,8 +39,23 @@ const IsaKernels& KernelsFor(Isa isa, WeightType type) {
   return internal::ScalarKernels();
 }
 
+// Scratch bytes of QuantizeBatch's output; the matrix unit's tiles follow.
+size_t QuantizedBatchBytes(int64_t cols, int64_t batch) {
+  const size_t bytes =
+      static_cast<size_t>(batch) * (ActsScratchBytes(cols) + sizeof(QuantizedActs) + 64);
+  return (bytes + 63) & ~size_t{63};
+}
+
+// Scratch bytes a call on `w.type` needs: its quantized inputs, and the
+// matrix unit's tiles where it takes the call (matrix non-null).
+size_t ScratchNeed(WeightType type, int64_t cols, int64_t batch, const IsaKernels* matrix) {
+  if (!UsesQuantizedActivations(type)) return 0;
+  return QuantizedBatchBytes(cols, batch) +
+         (matrix != nullptr ? internal::amx::ActsBytes(cols, batch) : 0);
+}
+
 absl::Status Validate(const WeightView& w, const float* x, int64_t batch, const float* y,
-                      Scratch* scratch) {
+                      Scratch* scratch, const IsaKernels* matrix = nullptr) {
   const WeightTypeInfo info = GetWeightTypeInfo(w.type);
   if (info.block_elems == 0) {
     return absl::InvalidArgumentError(
@@ -70,7 +85,7 @@ absl::Status Validate(const WeightView& w, const float* x, int64_t batch, const 
       (w.rows > 0 && y == nullptr)) {
     return absl::InvalidArgumentError("matvec: null weight, input or output");
   }
-  const size_t need = MatVecScratchBytes(w.type, w.cols, batch);
+  const size_t need = ScratchNeed(w.type, w.cols, batch, matrix);
   if (need > 0 && (scratch == nullptr || scratch->bytes() < need)) {
     return absl::InvalidArgumentError(absl::StrCat("matvec: scratch of ",
                                                    scratch ? scratch->bytes() : 0, " bytes, need ",
@@ -84,13 +99,6 @@ absl::Status Validate(const WeightView& w, const float* x, int64_t batch, const 
 int64_t MinRowsPerChunk(const WeightView& w) {
   const int64_t row_bytes = RowBytes(w.type, w.cols) + 1;
   return std::max<int64_t>(1, (16 << 10) / row_bytes);
-}
-
-// Scratch bytes of QuantizeBatch's output; the matrix unit's tiles follow.
-size_t QuantizedBatchBytes(int64_t cols, int64_t batch) {
-  const size_t bytes =
-      static_cast<size_t>(batch) * (ActsScratchBytes(cols) + sizeof(QuantizedActs) + 64);
-  return (bytes + 63) & ~size_t{63};
 }
 
 // Quantizes the batch's input vectors for `type` into `base` (64-byte
@@ -157,10 +165,7 @@ WeightView DenseWeightView(WeightType type, int64_t rows, int64_t cols, const vo
 }
 
 size_t MatVecScratchBytes(WeightType type, int64_t cols, int64_t batch) {
-  if (!UsesQuantizedActivations(type)) return 0;
-  const size_t quantized = QuantizedBatchBytes(cols, batch);
-  if (MatrixKernelsFor(DetectIsa(), type, ProductPath::kMatrix) == nullptr) return quantized;
-  return quantized + internal::amx::ActsBytes(cols, batch);
+  return ScratchNeed(type, cols, batch, MatrixKernelsFor(DetectIsa(), type, ProductPath::kMatrix));
 }
 
 absl::Status MatVec(const WeightView& w, const float* x, float* y, ThreadPool* pool,
@@ -193,7 +198,8 @@ absl::Status MatMulSharedOnIsa(Isa isa, std::span<const SharedProduct> products,
         "matvec: ", products.size(), " products share an input, at most ", kMaxSharedProducts));
   }
   for (const SharedProduct& p : products) {
-    if (absl::Status s = Validate(p.w, x, batch, p.y, scratch); !s.ok()) return s;
+    const IsaKernels* matrix = MatrixKernelsFor(isa, p.w.type, path);
+    if (absl::Status s = Validate(p.w, x, batch, p.y, scratch, matrix); !s.ok()) return s;
     if (p.w.cols != products.front().w.cols) {
       return absl::InvalidArgumentError(absl::StrCat("matvec: matrices of ", p.w.cols, " and ",
                                                      products.front().w.cols,
