@@ -11,8 +11,9 @@
 // scales the 16 x 16 sums into f32 accumulators, block after block:
 //   acc[row][vec] = fma(float(sum), weight scale x activation scale, acc).
 // DotBlocksSequentialRef (matvec_scalar.cc) is that arithmetic in plain C++.
-// Per pass: two tiles of rows (32) by two of vectors (32), all 8 tile
-// registers: A0 A1 (weights), B0 B1 (activations), C00 C01 C10 C11.
+// Per block: two tiles of rows (32), loaded once, by the call's vectors two
+// tiles (32) at a time, all 8 tile registers: A0 A1 (weights), B0 B1
+// (activations), C00 C01 C10 C11.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -253,55 +254,80 @@ template <bool kMin>
   }
 }
 
-// One pass: kRowTiles tiles of rows by kVecTiles tiles of vectors over every
-// block, into acc[2 x row tile + vector tile][row][vector].
-template <typename Dec, int kRowTiles, int kVecTiles>
-void RowsPass(RowTile* rt, const uint8_t* acts, int64_t acts_tile_stride, int64_t blocks,
-              float (*acc)[kTile][kTile]) {
+// The rows' codes of block b in tile registers 0 (and 1), for kRowTiles
+// tiles of rows.
+template <typename Dec, int kRowTiles>
+[[gnu::always_inline]] inline void LoadCodes(RowTile* rt, int64_t b) {
+  int64_t stride;
+  const int8_t* codes = Dec::Codes(rt[0], b, &stride);
+  CompilerFence();
+  _tile_loadd(0, codes, stride);
+  if constexpr (kRowTiles == 2) {
+    codes = Dec::Codes(rt[1], b, &stride);
+    CompilerFence();
+    _tile_loadd(1, codes, stride);
+  }
+}
+
+// The products of the loaded codes with vector tiles v (at a0) and, where
+// kTwo, v + 1 (at a1) of one block, added into acc[row tile][vector tile].
+template <typename Dec, int kRowTiles, bool kTwo>
+[[gnu::always_inline]] inline void VectorPair(const uint8_t* a0, const uint8_t* a1,
+                                              const float* const* scale, const float* const* min,
+                                              float (*acc)[4][kTile][kTile], int v) {
   alignas(64) int32_t sums[2][2][kTile][kTile];
+  _tile_loadd(2, a0, 64);
+  if constexpr (kTwo) _tile_loadd(3, a1, 64);
+  _tile_zero(4);
+  _tile_dpbssd(4, 0, 2);
+  if constexpr (kTwo) {
+    _tile_zero(5);
+    _tile_dpbssd(5, 0, 3);
+  }
+  if constexpr (kRowTiles == 2) {
+    _tile_zero(6);
+    _tile_dpbssd(6, 1, 2);
+    if constexpr (kTwo) {
+      _tile_zero(7);
+      _tile_dpbssd(7, 1, 3);
+    }
+  }
+  CompilerFence();
+  _tile_stored(4, sums[0][0], 64);
+  if constexpr (kTwo) _tile_stored(5, sums[0][1], 64);
+  if constexpr (kRowTiles == 2) {
+    _tile_stored(6, sums[1][0], 64);
+    if constexpr (kTwo) _tile_stored(7, sums[1][1], 64);
+  }
+  CompilerFence();
+  for (int i = 0; i < kRowTiles; ++i) {
+    for (int j = 0; j < (kTwo ? 2 : 1); ++j) {
+      const float* acts_scales =
+          reinterpret_cast<const float*>((j == 0 ? a0 : a1) + kActsTileBytes);
+      Epilogue<Dec::kMin>(sums[i][j], scale[i], min[i], acts_scales, acc[i][v + j]);
+    }
+  }
+}
+
+// kRowTiles tiles of rows by `vec_tiles` (<= 4) tiles of vectors over every
+// block, into acc[row tile][vector tile][row][vector]: each block's codes
+// are loaded (and unpacked) once for all the vector tiles, which go through
+// the tile registers two at a time.
+template <typename Dec, int kRowTiles>
+void RowsPass(RowTile* rt, const uint8_t* acts, int64_t acts_tile_stride, int64_t blocks,
+              int vec_tiles, float (*acc)[4][kTile][kTile]) {
   for (int64_t b = 0; b < blocks; ++b) {
-    const uint8_t* a0 = acts + b * kActsBlockBytes;
-    const uint8_t* a1 = a0 + acts_tile_stride;
     CompilerFence();
-    int64_t stride;
-    const int8_t* codes = Dec::Codes(rt[0], b, &stride);
-    CompilerFence();
-    _tile_loadd(0, codes, stride);
-    if constexpr (kRowTiles == 2) {
-      codes = Dec::Codes(rt[1], b, &stride);
-      CompilerFence();
-      _tile_loadd(1, codes, stride);
-    }
-    _tile_loadd(2, a0, 64);
-    if constexpr (kVecTiles == 2) _tile_loadd(3, a1, 64);
-    _tile_zero(4);
-    _tile_dpbssd(4, 0, 2);
-    if constexpr (kVecTiles == 2) {
-      _tile_zero(5);
-      _tile_dpbssd(5, 0, 3);
-    }
-    if constexpr (kRowTiles == 2) {
-      _tile_zero(6);
-      _tile_dpbssd(6, 1, 2);
-      if constexpr (kVecTiles == 2) {
-        _tile_zero(7);
-        _tile_dpbssd(7, 1, 3);
-      }
-    }
-    _tile_stored(4, sums[0][0], 64);
-    if constexpr (kVecTiles == 2) _tile_stored(5, sums[0][1], 64);
-    if constexpr (kRowTiles == 2) {
-      _tile_stored(6, sums[1][0], 64);
-      if constexpr (kVecTiles == 2) _tile_stored(7, sums[1][1], 64);
-    }
-    CompilerFence();
-    for (int i = 0; i < kRowTiles; ++i) {
-      const float* min;
-      const float* scale = Dec::Scales(rt[i], b, &min);
-      for (int j = 0; j < kVecTiles; ++j) {
-        const float* acts_scales =
-            reinterpret_cast<const float*>((j == 0 ? a0 : a1) + kActsTileBytes);
-        Epilogue<Dec::kMin>(sums[i][j], scale, min, acts_scales, acc[i * 2 + j]);
+    LoadCodes<Dec, kRowTiles>(rt, b);
+    const float* scale[2];
+    const float* min[2];
+    for (int i = 0; i < kRowTiles; ++i) scale[i] = Dec::Scales(rt[i], b, &min[i]);
+    for (int v = 0; v < vec_tiles; v += 2) {
+      const uint8_t* a0 = acts + v * acts_tile_stride + b * kActsBlockBytes;
+      if (v + 1 < vec_tiles) {
+        VectorPair<Dec, kRowTiles, true>(a0, a0 + acts_tile_stride, scale, min, acc, v);
+      } else {
+        VectorPair<Dec, kRowTiles, false>(a0, nullptr, scale, min, acc, v);
       }
     }
   }
@@ -315,10 +341,11 @@ void RowsAmx(const RowsTask& t, int64_t begin, int64_t end) {
   }
   ConfigureTiles();
   const int64_t blocks = t.w.cols / kQK32;
-  const int64_t vec_tiles = (t.batch + kTile - 1) / kTile;
   const int64_t acts_tile_stride = blocks * kActsBlockBytes;
   RowTile rt[2];
-  alignas(64) float acc[4][kTile][kTile];
+  alignas(64) float acc[2][4][kTile][kTile];
+  static_assert(kMaxBatch <= 4 * kTile, "acc holds 4 tiles of vectors");
+  const int vec_tiles = static_cast<int>((t.batch + kTile - 1) / kTile);
   for (int64_t r0 = begin; r0 < end; r0 += 2 * kTile) {
     const int64_t rows = std::min<int64_t>(2 * kTile, end - r0);
     const int row_tiles = rows > kTile ? 2 : 1;
@@ -332,26 +359,17 @@ void RowsAmx(const RowsTask& t, int64_t begin, int64_t end) {
         rt[i].grouped[m] = r < InterleavedRows(t.w);
       }
     }
-    for (int64_t v0 = 0; v0 < vec_tiles; v0 += 2) {
-      const int vt = v0 + 1 < vec_tiles ? 2 : 1;
-      std::memset(acc, 0, sizeof(acc));
-      const uint8_t* acts = t.matrix_acts + v0 * acts_tile_stride;
-      if (row_tiles == 2 && vt == 2) {
-        RowsPass<Dec, 2, 2>(rt, acts, acts_tile_stride, blocks, acc);
-      } else if (row_tiles == 2) {
-        RowsPass<Dec, 2, 1>(rt, acts, acts_tile_stride, blocks, acc);
-      } else if (vt == 2) {
-        RowsPass<Dec, 1, 2>(rt, acts, acts_tile_stride, blocks, acc);
-      } else {
-        RowsPass<Dec, 1, 1>(rt, acts, acts_tile_stride, blocks, acc);
-      }
-      for (int i = 0; i < row_tiles; ++i) {
-        for (int j = 0; j < vt; ++j) {
-          const float(*tile)[kTile] = acc[i * 2 + j];
-          for (int n = 0; n < kTile && (v0 + j) * kTile + n < t.batch; ++n) {
-            float* y = t.y + ((v0 + j) * kTile + n) * t.y_stride + r0 + i * kTile;
-            for (int m = 0; m < rt[i].rows; ++m) y[m] = tile[m][n];
-          }
+    std::memset(acc, 0, sizeof(acc));
+    if (row_tiles == 2) {
+      RowsPass<Dec, 2>(rt, t.matrix_acts, acts_tile_stride, blocks, vec_tiles, acc);
+    } else {
+      RowsPass<Dec, 1>(rt, t.matrix_acts, acts_tile_stride, blocks, vec_tiles, acc);
+    }
+    for (int i = 0; i < row_tiles; ++i) {
+      for (int j = 0; j < vec_tiles; ++j) {
+        for (int n = 0; n < kTile && j * kTile + n < t.batch; ++n) {
+          float* y = t.y + (j * kTile + n) * t.y_stride + r0 + i * kTile;
+          for (int m = 0; m < rt[i].rows; ++m) y[m] = acc[i][j][m][n];
         }
       }
     }
