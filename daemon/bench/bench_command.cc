@@ -463,12 +463,14 @@ absl::Status Bench(const ParsedArgs& args) {
 
   r.prefill_before = store->Stats();
   start = absl::Now();
+  // As the engine marks a request's prompt (model::kMatrixPromptTokens).
+  const bool matrix_prompt = prompt >= model::kMatrixPromptTokens;
   if (args.Has("prefill-one-by-one")) {
     for (int32_t t : tokens) {
-      RETURN_IF_ERROR(forward.Run(&state, {&t, 1}, logits.data(), false, /*prompt=*/true));
+      RETURN_IF_ERROR(forward.Run(&state, {&t, 1}, logits.data(), false, matrix_prompt));
     }
   } else {
-    RETURN_IF_ERROR(forward.Run(&state, tokens, logits.data(), false, /*prompt=*/true));
+    RETURN_IF_ERROR(forward.Run(&state, tokens, logits.data(), false, matrix_prompt));
   }
   int32_t token =
       static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());

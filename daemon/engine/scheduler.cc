@@ -304,6 +304,7 @@ bool Scheduler::Admit() {
     a.session->state->Truncate(static_cast<int64_t>(keep));
     a.session->tokens.resize(keep);
     r->fed = keep;
+    r->matrix_prompt = full.size() - keep >= static_cast<size_t>(model::kMatrixPromptTokens);
     r->logits.resize(n_vocab);
     if (!gen->Start(a.session->id, keep, now)) {
       End(r, absl::CancelledError("the client went away"));
@@ -375,7 +376,7 @@ void Scheduler::Execute(std::vector<Part>& parts) {
       step.tokens = std::span<const int32_t>(&*r->next, 1);
     } else {
       step.tokens = std::span<const int32_t>(r->gen->tokens()).subspan(r->fed, parts[i].tokens);
-      step.prompt = true;
+      step.prompt = r->matrix_prompt;
     }
     step.logits = parts[i].logits ? r->logits.data() : nullptr;
   }
