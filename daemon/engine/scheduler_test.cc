@@ -87,7 +87,11 @@ v1::GenerateRequest Greedy(const std::string& prompt, int max_tokens) {
 const std::vector<std::string>& Prompts() {
   static const auto* prompts = new std::vector<std::string>{
       "Lily", "Once upon a time, there was a little", "The cat sat on the",
-      "Tom and his mom went to the park. They saw a big"};
+      "Tom and his mom went to the park. They saw a big",
+      // Over model::kMatrixPromptTokens: where the CPU has a matrix unit,
+      // this prompt takes it (Q8_0 weights) beside the others' vector path.
+      "Once upon a time, there was a little girl named Lily. She loved to play outside in "
+      "the sunshine with her dog, and one day they found a shiny red ball"};
   return *prompts;
 }
 
