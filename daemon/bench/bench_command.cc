@@ -463,8 +463,7 @@ absl::Status Bench(const ParsedArgs& args) {
 
   r.prefill_before = store->Stats();
   start = absl::Now();
-  // As the engine marks a request's prompt (model::kMatrixPromptTokens).
-  const bool matrix_prompt = prompt >= model::kMatrixPromptTokens;
+  const bool matrix_prompt = model::MatrixPrompt(prompt);  // As the engine decides.
   if (args.Has("prefill-one-by-one")) {
     for (int32_t t : tokens) {
       RETURN_IF_ERROR(forward.Run(&state, {&t, 1}, logits.data(), false, matrix_prompt));

@@ -304,7 +304,7 @@ bool Scheduler::Admit() {
     a.session->state->Truncate(static_cast<int64_t>(keep));
     a.session->tokens.resize(keep);
     r->fed = keep;
-    r->matrix_prompt = full.size() - keep >= static_cast<size_t>(model::kMatrixPromptTokens);
+    r->matrix_prompt = model::MatrixPrompt(static_cast<int64_t>(full.size() - keep));
     r->logits.resize(n_vocab);
     if (!gen->Start(a.session->id, keep, now)) {
       End(r, absl::CancelledError("the client went away"));

@@ -139,8 +139,8 @@ class Scheduler {
     std::unique_ptr<Generation> gen;
     Session* session = nullptr;
     size_t fed = 0;  // Prompt tokens in the KV cache.
-    // Whether its prompt tokens take the matrix unit: it had at least
-    // model::kMatrixPromptTokens of them to feed when admitted.
+    // Whether its prompt tokens take the matrix unit (model::MatrixPrompt of
+    // what it had to feed when admitted).
     bool matrix_prompt = false;
     std::optional<int32_t> next;  // Decode input, once the prompt is in.
     std::vector<float> logits;    // Of its last token.

@@ -71,9 +71,8 @@ struct alignas(64) TileConfig {
 // 16 rows of a matrix, one tile's worth (fewer at its end), and what a
 // decoder keeps of them between blocks.
 struct RowTile {
-  const uint8_t* first = nullptr;  // Row 0 of the tile.
-  int64_t stride = 0;              // kRows.
-  int rows = 0;                    // 1..16 present.
+  int64_t stride = 0;  // From row to row (kRows).
+  int rows = 0;        // 1..16 present.
   // Each row's start (RowStart) and whether it sits in a group of a
   // kInterleaved view (Q4_0 reads those).
   const uint8_t* row[kTile];
@@ -96,7 +95,7 @@ struct Q8Decoder {
   static constexpr int kBlock = sizeof(BlockQ8_0);
 
   [[gnu::always_inline]] static const int8_t* Codes(RowTile& t, int64_t b, int64_t* stride) {
-    const uint8_t* p = t.first + b * kBlock + 2;
+    const uint8_t* p = t.row[0] + b * kBlock + 2;
     if (t.rows == kTile) {
       // The rows' next blocks, a few ahead: 32 rows read side by side are
       // more streams than the hardware prefetcher follows.
@@ -116,7 +115,7 @@ struct Q8Decoder {
   [[gnu::always_inline]] static const float* Scales(RowTile& t, int64_t b, const float** min) {
     for (int m = 0; m < kTile; ++m) {
       uint16_t h = 0;
-      if (m < t.rows) std::memcpy(&h, t.first + m * t.stride + b * kBlock, 2);
+      if (m < t.rows) std::memcpy(&h, t.row[m] + b * kBlock, 2);
       t.coef[m][0] = F16ToF32(h);
     }
     *min = nullptr;
@@ -142,7 +141,7 @@ struct Q4KDecoder {
     for (int m = 0; m < kTile; ++m) {
       __m256i bytes = _mm256_setzero_si256();
       if (m < t.rows) {
-        const uint8_t* p = t.first + m * t.stride + offset;
+        const uint8_t* p = t.row[m] + offset;
         __builtin_prefetch(p + 2 * kBlock, 0, 3);
         bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
       }
@@ -163,7 +162,7 @@ struct Q4KDecoder {
       for (int m = 0; m < kTile; ++m) {
         __m512 coef = _mm512_setzero_ps();
         if (m < t.rows) {
-          const auto* block = reinterpret_cast<const BlockQ4_K*>(t.first + m * t.stride) + g / 8;
+          const auto* block = reinterpret_cast<const BlockQ4_K*>(t.row[m]) + g / 8;
           const KScaleWords w = UnpackQ4KScales(block->scales);
           const __m512 bytes = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
               _mm_set_epi64x(static_cast<int64_t>(w.hi), static_cast<int64_t>(w.lo))));
@@ -350,7 +349,6 @@ void RowsAmx(const RowsTask& t, int64_t begin, int64_t end) {
     const int64_t rows = std::min<int64_t>(2 * kTile, end - r0);
     const int row_tiles = rows > kTile ? 2 : 1;
     for (int i = 0; i < row_tiles; ++i) {
-      rt[i].first = RowStart(t.w, r0 + i * kTile);
       rt[i].stride = t.w.row_stride_bytes;
       rt[i].rows = static_cast<int>(std::min<int64_t>(kTile, rows - i * kTile));
       for (int m = 0; m < rt[i].rows; ++m) {

@@ -256,36 +256,16 @@ float DotBlocksSequentialRef(WeightType type, const void* row, int64_t cols,
                              const QuantizedActs& acts) {
   WCHECK(type == WeightType::kQ8_0 || type == WeightType::kQ4_0 || type == WeightType::kQ4_K)
       << "no matrix-unit arithmetic for type " << static_cast<int>(type);
-  const auto* bytes = static_cast<const uint8_t*>(row);
+  // DecodeGroup's unsigned codes less the zero point (Q4_K's min goes
+  // through s32 instead): the signed codes the matrix unit multiplies.
+  const int zero = type == WeightType::kQ8_0 ? 128 : type == WeightType::kQ4_0 ? 8 : 0;
   float acc = 0;
   for (int64_t b = 0; b < cols / kQK32; ++b) {
+    const Group g = DecodeGroup(type, static_cast<const uint8_t*>(row), b);
     int32_t dot = 0;
-    float scale, min = 0;
-    if (type == WeightType::kQ8_0) {
-      const auto* block = reinterpret_cast<const BlockQ8_0*>(bytes) + b;
-      for (int i = 0; i < kQK32; ++i) dot += block->qs[i] * acts.qs[kQK32 * b + i];
-      scale = F16ToF32(block->d);
-    } else if (type == WeightType::kQ4_0) {
-      const auto* block = reinterpret_cast<const BlockQ4_0*>(bytes) + b;
-      for (int i = 0; i < kQK32; ++i) {
-        const int code = (block->qs[i % 16] >> (4 * (i / 16))) & 0x0F;
-        dot += (code - 8) * acts.qs[kQK32 * b + i];
-      }
-      scale = F16ToF32(block->d);
-    } else {
-      const auto* block = reinterpret_cast<const BlockQ4_K*>(bytes) + b / 8;
-      const int g = static_cast<int>(b % 8);
-      for (int i = 0; i < kQK32; ++i) {
-        const int code = (block->qs[32 * (g / 2) + i] >> (4 * (g % 2))) & 0x0F;
-        dot += code * acts.qs[kQK32 * b + i];
-      }
-      uint8_t sc, mn;
-      UnpackScaleMinK4(g, block->scales, &sc, &mn);
-      scale = F16ToF32(block->d) * sc;
-      min = -(F16ToF32(block->dmin) * mn);
-    }
-    acc = std::fma(static_cast<float>(dot), scale * acts.d[b], acc);
-    if (type == WeightType::kQ4_K) acc = std::fma(min, acts.s32[b], acc);
+    for (int i = 0; i < kQK32; ++i) dot += (g.codes[i] - zero) * acts.qs[kQK32 * b + i];
+    acc = std::fma(static_cast<float>(dot), g.wscale[0] * acts.d[b], acc);
+    if (type == WeightType::kQ4_K) acc = std::fma(g.coef[0], acts.s32[b], acc);
   }
   return acc;
 }

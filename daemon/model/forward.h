@@ -47,10 +47,12 @@ inline constexpr int64_t kStreamingStepTokens = 256;
 // The fewest tokens a request's prompt has to feed for its callers to mark
 // them SequenceStep::prompt (the matrix unit's path): below, a prompt's
 // products have too few rows for the matrix unit to pay (it is 3x slower
-// than the vector loops at one row, 1.4-1.9x faster at 16). The engine's
-// threshold, per request, so that a request's path does not depend on what
-// it is batched with.
+// than the vector loops at one row, 1.4-1.9x faster at 16). Decided per
+// request, so that a request's path does not depend on what it is batched
+// with.
 inline constexpr int64_t kMatrixPromptTokens = 16;
+// Whether a request with `to_feed` prompt tokens marks them prompt.
+inline bool MatrixPrompt(int64_t to_feed) { return to_feed >= kMatrixPromptTokens; }
 
 // The KV cache of one sequence: per layer, K and V for n_ctx positions. For
 // MLA one row of kv_lora_rank + rope dims per position serves as both K and
