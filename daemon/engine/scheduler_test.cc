@@ -14,6 +14,7 @@
 #include "absl/synchronization/mutex.h"
 #include "daemon/engine/loaded_model.h"
 #include "daemon/engine/planning.h"
+#include "daemon/model/forward.h"
 #include "daemon/tools/synthetic_model.h"
 #include "gtest/gtest.h"
 #include "storage/env.h"
@@ -104,6 +105,10 @@ std::vector<std::vector<int32_t>> Solo(LoadedModel& model, int max_tokens) {
     absl::Status status = sink.Wait();
     EXPECT_TRUE(status.ok()) << status;
     out.push_back(sink.ids());
+    if (&prompt == &Prompts().back()) {
+      // The long prompt's premise: it is long enough for the matrix unit.
+      EXPECT_GE(sink.started().prompt_tokens(), model::kMatrixPromptTokens);
+    }
   }
   return out;
 }
