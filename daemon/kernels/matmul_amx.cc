@@ -10,6 +10,8 @@
 // 16 activation vectors from PrepareActs' tiles), and an AVX-512 epilogue
 // scales the 16 x 16 sums into f32 accumulators, block after block:
 //   acc[row][vec] = fma(float(sum), weight scale x activation scale, acc).
+// Q6_K, whose weight scale changes every 16 elements, takes each block in
+// two parts of 16 bytes (kParts): two products and two epilogues.
 // DotBlocksSequentialRef (matvec_scalar.cc) is that arithmetic in plain C++.
 // Per block: two tiles of rows (32), loaded once, by the call's vectors two
 // tiles (32) at a time, all 8 tile registers: A0 A1 (weights), B0 B1
@@ -34,7 +36,8 @@
 namespace waste::kernels::internal::amx {
 namespace {
 
-constexpr int kBlockBytes = 32;  // One block's codes: a tile row of A.
+constexpr int kBlockBytes = 32;    // One block's codes: a tile row of A.
+constexpr int kActsRowBytes = 64;  // A row of an activation tile: 16 x 4 bytes.
 
 // ldtilecfg's operand (palette 1).
 struct alignas(64) TileConfig {
@@ -45,16 +48,16 @@ struct alignas(64) TileConfig {
   uint8_t rows[16] = {};
 };
 
-// Tiles 0-1: weights (16 x 32 bytes); 2-3: activations (8 x 64); 4-7: sums
-// (16 x 16 int32). Loaded once per Rows call: each thread has its own tile
-// state.
-[[gnu::always_inline]] inline void ConfigureTiles() {
+// Tiles 0-1: weights (16 x `part` bytes: a block or its part); 2-3:
+// activations (part / 4 x 64); 4-7: sums (16 x 16 int32). Loaded once per
+// Rows call: each thread has its own tile state.
+[[gnu::always_inline]] inline void ConfigureTiles(int part) {
   TileConfig c;
   for (int t = 0; t < 2; ++t) {
     c.rows[t] = kTile;
-    c.colsb[t] = kBlockBytes;
-    c.rows[2 + t] = kBlockBytes / 4;
-    c.colsb[2 + t] = 64;
+    c.colsb[t] = static_cast<uint16_t>(part);
+    c.rows[2 + t] = static_cast<uint8_t>(part / 4);
+    c.colsb[2 + t] = kActsRowBytes;
   }
   for (int t = 4; t < 8; ++t) {
     c.rows[t] = kTile;
@@ -77,12 +80,13 @@ struct RowTile {
   // kInterleaved view (Q4_0 reads those).
   const uint8_t* row[kTile];
   bool grouped[kTile];
-  // Codes copied or unpacked for a tile load; absent rows zero. Q4_K
-  // unpacks a pair of groups at once: the odd one's go to stage_odd.
-  alignas(64) int8_t stage[kTile][kBlockBytes];
-  alignas(64) int8_t stage_odd[kTile][kBlockBytes];
-  // Per row, the weight scales and min coefficients (Q4_K: of the current
-  // super-block, in Q4KDecoder's lane order; Q8_0: the block's d in lane 0).
+  // Codes copied or unpacked for a tile load; absent rows zero. The K-types
+  // unpack 2 (Q4_K, Q5_K) or 4 (Q6_K) groups at once, group j into
+  // stage[j % 2 or 4].
+  alignas(64) int8_t stage[4][kTile][kBlockBytes];
+  // Per row, the weight scales and min coefficients (the K-types: of the
+  // current super-block, in their decoder's lane order; Q8_0: the block's d
+  // in lane 0).
   alignas(64) float coef[kTile][16];
 };
 
@@ -91,6 +95,7 @@ struct RowTile {
 // missing rows; the weight scale is the block's d.
 struct Q8Decoder {
   static constexpr bool kMin = false;
+  static constexpr int kParts = 1;
   static bool Reads(WeightLayout layout) { return layout == WeightLayout::kRows; }
   static constexpr int kBlock = sizeof(BlockQ8_0);
 
@@ -105,10 +110,10 @@ struct Q8Decoder {
       *stride = t.stride;
       return reinterpret_cast<const int8_t*>(p);
     }
-    std::memset(t.stage, 0, sizeof(t.stage));
-    for (int m = 0; m < t.rows; ++m) std::memcpy(t.stage[m], p + m * t.stride, kBlockBytes);
+    std::memset(t.stage[0], 0, sizeof(t.stage[0]));
+    for (int m = 0; m < t.rows; ++m) std::memcpy(t.stage[0][m], p + m * t.stride, kBlockBytes);
     *stride = kBlockBytes;
-    return &t.stage[0][0];
+    return &t.stage[0][0][0];
   }
 
   // Row m's weight scale of block b at scale[16 m] (0 for absent rows).
@@ -123,35 +128,53 @@ struct Q8Decoder {
   }
 };
 
-// Q4_K: groups 2p and 2p + 1 of a super-block are the low and high
-// nibbles of its 32 qs bytes 32p .., unpacked into the stages together; a
-// group's weight scale is d x sc and its min coefficient -(dmin x m)
-// (UnpackScaleMinK4), made per super-block for each row as one vector:
-// lanes 0-3 sc0-3, 4-7 m0-3, 8-11 sc4-7, 12-15 m4-7 (UnpackQ4KScales' bytes).
-struct Q4KDecoder {
+// Q4_K and Q5_K (kFive): groups 2p and 2p + 1 of a super-block are the low
+// and high nibbles of its 32 qs bytes 32p .., unpacked into the stages
+// together (Q5_K: bits 2p and 2p + 1 of its 32 qh bytes are their fifth
+// bits); a group's weight scale is d x sc and its min coefficient
+// -(dmin x m) (UnpackScaleMinK4), made per super-block for each row as one
+// vector: lanes 0-3 sc0-3, 4-7 m0-3, 8-11 sc4-7, 12-15 m4-7
+// (UnpackQ4KScales' bytes). Both blocks start with the same header.
+template <bool kFive>
+struct KMinDecoder {
   static constexpr bool kMin = true;
+  static constexpr int kParts = 1;
   static bool Reads(WeightLayout layout) { return layout == WeightLayout::kRows; }
-  static constexpr int kBlock = sizeof(BlockQ4_K);
+  static constexpr int kBlock = kFive ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K);
+  static constexpr size_t kQs = kFive ? offsetof(BlockQ5_K, qs) : offsetof(BlockQ4_K, qs);
 
   [[gnu::always_inline]] static const int8_t* Codes(RowTile& t, int64_t g, int64_t* stride) {
     *stride = kBlockBytes;
-    if (g % 2 == 1) return &t.stage_odd[0][0];
-    const int64_t offset = g / 8 * kBlock + offsetof(BlockQ4_K, qs) + 16 * (g % 8);
+    if (g % 2 == 1) return &t.stage[1][0][0];
+    const int64_t block = g / 8 * kBlock;
+    const int pair = static_cast<int>(g % 8) / 2;
     const __m256i low = _mm256_set1_epi8(0x0F);
+    const __m128i shift = _mm_cvtsi32_si128(2 * pair);
     for (int m = 0; m < kTile; ++m) {
-      __m256i bytes = _mm256_setzero_si256();
+      __m256i even = _mm256_setzero_si256();
+      __m256i odd = _mm256_setzero_si256();
       if (m < t.rows) {
-        const uint8_t* p = t.row[m] + offset;
+        const uint8_t* p = t.row[m] + block + kQs + 32 * pair;
         __builtin_prefetch(p + 2 * kBlock, 0, 3);
-        bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+        const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+        even = _mm256_and_si256(bytes, low);
+        odd = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low);
+        if constexpr (kFive) {
+          // Bits 2p, 2p + 1 of each qh byte to bit 4 (no bit of a byte
+          // crosses into its neighbour's bit 4).
+          const __m256i qh = _mm256_srl_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+                                                  t.row[m] + block + offsetof(BlockQ5_K, qh))),
+                                              shift);
+          const __m256i bit4 = _mm256_set1_epi8(0x10);
+          even = _mm256_or_si256(even, _mm256_and_si256(_mm256_slli_epi16(qh, 4), bit4));
+          odd = _mm256_or_si256(odd, _mm256_and_si256(_mm256_slli_epi16(qh, 3), bit4));
+        }
       }
-      _mm256_store_si256(reinterpret_cast<__m256i*>(t.stage[m]), _mm256_and_si256(bytes, low));
-      _mm256_store_si256(reinterpret_cast<__m256i*>(t.stage_odd[m]),
-                         _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low));
+      _mm256_store_si256(reinterpret_cast<__m256i*>(t.stage[0][m]), even);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(t.stage[1][m]), odd);
     }
-    return &t.stage[0][0];
+    return &t.stage[0][0][0];
   }
-
   [[gnu::always_inline]] static const float* Scales(RowTile& t, int64_t g, const float** min) {
     const int j = static_cast<int>(g % 8);
     if (j == 0) {
@@ -162,7 +185,7 @@ struct Q4KDecoder {
       for (int m = 0; m < kTile; ++m) {
         __m512 coef = _mm512_setzero_ps();
         if (m < t.rows) {
-          const auto* block = reinterpret_cast<const BlockQ4_K*>(t.row[m]) + g / 8;
+          const auto* block = reinterpret_cast<const BlockQ4_K*>(t.row[m] + g / 8 * kBlock);
           const KScaleWords w = UnpackQ4KScales(block->scales);
           const __m512 bytes = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
               _mm_set_epi64x(static_cast<int64_t>(w.hi), static_cast<int64_t>(w.lo))));
@@ -182,11 +205,77 @@ struct Q4KDecoder {
   }
 };
 
+// Q6_K: the 4 groups 4h .. 4h + 3 of super-block half h share its 64 ql
+// bytes 64h .. (low nibbles: groups 4h, 4h + 1; high: 4h + 2, 4h + 3) and 32
+// qh bytes 32h .. (2 bits each, group 4h + r at bits 2r): unpacked together,
+// less 32. A group's two parts of 16 have their own int8 scale: d x
+// scales[2j + part] in lane 2j + part of the row's vector.
+struct Q6KDecoder {
+  static constexpr bool kMin = false;
+  static constexpr int kParts = 2;
+  static bool Reads(WeightLayout layout) { return layout == WeightLayout::kRows; }
+  static constexpr int kBlock = sizeof(BlockQ6_K);
+
+  [[gnu::always_inline]] static const int8_t* Codes(RowTile& t, int64_t g, int64_t* stride) {
+    *stride = kBlockBytes;
+    if (g % 4 != 0) return &t.stage[g % 4][0][0];
+    const int64_t half = g % 8 / 4;
+    const int64_t ql = g / 8 * kBlock + offsetof(BlockQ6_K, ql) + 64 * half;
+    const int64_t qh = g / 8 * kBlock + offsetof(BlockQ6_K, qh) + 32 * half;
+    const __m256i low = _mm256_set1_epi8(0x0F);
+    const __m256i high = _mm256_set1_epi8(0x30);
+    const __m256i zero_point = _mm256_set1_epi8(32);
+    for (int m = 0; m < kTile; ++m) {
+      __m256i c[4] = {};
+      if (m < t.rows) {
+        auto load = [&t, m](int64_t offset) {
+          return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.row[m] + offset));
+        };
+        __builtin_prefetch(t.row[m] + ql + 2 * kBlock, 0, 3);
+        __builtin_prefetch(t.row[m] + ql + 2 * kBlock + 64, 0, 3);
+        const __m256i l0 = load(ql), l1 = load(ql + 32), h = load(qh);
+        // The high bits to bits 4-5 (epi16 shifts: what crosses a byte is
+        // masked off).
+        c[0] = _mm256_or_si256(_mm256_and_si256(l0, low),
+                               _mm256_and_si256(_mm256_slli_epi16(h, 4), high));
+        c[1] = _mm256_or_si256(_mm256_and_si256(l1, low),
+                               _mm256_and_si256(_mm256_slli_epi16(h, 2), high));
+        c[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low),
+                               _mm256_and_si256(h, high));
+        c[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low),
+                               _mm256_and_si256(_mm256_srli_epi16(h, 2), high));
+        for (__m256i& v : c) v = _mm256_sub_epi8(v, zero_point);
+      }
+      for (int r = 0; r < 4; ++r)
+        _mm256_store_si256(reinterpret_cast<__m256i*>(t.stage[r][m]), c[r]);
+    }
+    return &t.stage[0][0][0];
+  }
+
+  [[gnu::always_inline]] static const float* Scales(RowTile& t, int64_t g, const float** min) {
+    if (g % 8 == 0) {
+      for (int m = 0; m < kTile; ++m) {
+        __m512 coef = _mm512_setzero_ps();
+        if (m < t.rows) {
+          const auto* block = reinterpret_cast<const BlockQ6_K*>(t.row[m] + g / 8 * kBlock);
+          coef = _mm512_mul_ps(_mm512_set1_ps(F16ToF32(block->d)),
+                               _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(
+                                   reinterpret_cast<const __m128i*>(block->scales)))));
+        }
+        _mm512_store_ps(t.coef[m], coef);
+      }
+    }
+    *min = nullptr;
+    return &t.coef[0][2 * (g % 8)];
+  }
+};
+
 // Q4_0, as GGUF has its rows or kInterleaved (resident on AVX-512): a
 // block's 16 qs bytes unpack to its 32 codes (low nibbles first) less 8, as
 // int8; its d is the weight scale, read with the codes.
 struct Q40Decoder {
   static constexpr bool kMin = false;
+  static constexpr int kParts = 1;
   static bool Reads(WeightLayout layout) {
     return layout == WeightLayout::kRows || layout == WeightLayout::kInterleaved;
   }
@@ -221,11 +310,11 @@ struct Q40Decoder {
                                                  _mm_and_si128(bytes, low)),
                                 eight);
       }
-      _mm256_store_si256(reinterpret_cast<__m256i*>(t.stage[m]), codes);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(t.stage[0][m]), codes);
       t.coef[m][0] = F16ToF32(d);
     }
     *stride = kBlockBytes;
-    return &t.stage[0][0];
+    return &t.stage[0][0][0];
   }
 
   // The d of Codes' block, for each row.
@@ -253,30 +342,42 @@ template <bool kMin>
   }
 }
 
-// The rows' codes of block b in tile registers 0 (and 1), for kRowTiles
-// tiles of rows.
+// Bytes of a block's codes (a weight tile row) per part.
+template <typename Dec>
+constexpr int kPartBytes = kBlockBytes / Dec::kParts;
+
+// The rows' codes of a block, decoded once for all its parts.
+struct BlockCodes {
+  const int8_t* codes[2];
+  int64_t stride[2];
+};
+
 template <typename Dec, int kRowTiles>
-[[gnu::always_inline]] inline void LoadCodes(RowTile* rt, int64_t b) {
-  int64_t stride;
-  const int8_t* codes = Dec::Codes(rt[0], b, &stride);
-  CompilerFence();
-  _tile_loadd(0, codes, stride);
-  if constexpr (kRowTiles == 2) {
-    codes = Dec::Codes(rt[1], b, &stride);
-    CompilerFence();
-    _tile_loadd(1, codes, stride);
-  }
+[[gnu::always_inline]] inline BlockCodes DecodeBlock(RowTile* rt, int64_t b) {
+  BlockCodes c;
+  for (int i = 0; i < kRowTiles; ++i) c.codes[i] = Dec::Codes(rt[i], b, &c.stride[i]);
+  return c;
 }
 
-// The products of the loaded codes with vector tiles v (at a0) and, where
-// kTwo, v + 1 (at a1) of one block, added into acc[row tile][vector tile].
+// Part `part` of the rows' codes in tile registers 0 (and 1).
+template <typename Dec, int kRowTiles>
+[[gnu::always_inline]] inline void LoadPart(const BlockCodes& c, int part) {
+  CompilerFence();
+  _tile_loadd(0, c.codes[0] + part * kPartBytes<Dec>, c.stride[0]);
+  if constexpr (kRowTiles == 2) _tile_loadd(1, c.codes[1] + part * kPartBytes<Dec>, c.stride[1]);
+}
+
+// The products of the loaded codes with part `part` of vector tiles v (the
+// block's at a0) and, where kTwo, v + 1 (at a1), added into acc[row
+// tile][vector tile]; the part's weight scales are lane `part` of scale[i]'s.
 template <typename Dec, int kRowTiles, bool kTwo>
-[[gnu::always_inline]] inline void VectorPair(const uint8_t* a0, const uint8_t* a1,
+[[gnu::always_inline]] inline void VectorPair(const uint8_t* a0, const uint8_t* a1, int part,
                                               const float* const* scale, const float* const* min,
                                               float (*acc)[4][kTile][kTile], int v) {
   alignas(64) int32_t sums[2][2][kTile][kTile];
-  _tile_loadd(2, a0, 64);
-  if constexpr (kTwo) _tile_loadd(3, a1, 64);
+  const int offset = part * (kPartBytes<Dec> / 4) * kActsRowBytes;
+  _tile_loadd(2, a0 + offset, kActsRowBytes);
+  if constexpr (kTwo) _tile_loadd(3, a1 + offset, kActsRowBytes);
   _tile_zero(4);
   _tile_dpbssd(4, 0, 2);
   if constexpr (kTwo) {
@@ -303,30 +404,33 @@ template <typename Dec, int kRowTiles, bool kTwo>
     for (int j = 0; j < (kTwo ? 2 : 1); ++j) {
       const float* acts_scales =
           reinterpret_cast<const float*>((j == 0 ? a0 : a1) + kActsTileBytes);
-      Epilogue<Dec::kMin>(sums[i][j], scale[i], min[i], acts_scales, acc[i][v + j]);
+      Epilogue<Dec::kMin>(sums[i][j], scale[i] + part, min[i], acts_scales, acc[i][v + j]);
     }
   }
 }
 
 // kRowTiles tiles of rows by `vec_tiles` (<= 4) tiles of vectors over every
-// block, into acc[row tile][vector tile][row][vector]: each block's codes
-// are loaded (and unpacked) once for all the vector tiles, which go through
-// the tile registers two at a time.
+// block (and part of it), into acc[row tile][vector tile][row][vector]:
+// each block's codes are decoded once, and each part loaded once for all
+// the vector tiles, which go through the tile registers two at a time.
 template <typename Dec, int kRowTiles>
 void RowsPass(RowTile* rt, const uint8_t* acts, int64_t acts_tile_stride, int64_t blocks,
               int vec_tiles, float (*acc)[4][kTile][kTile]) {
   for (int64_t b = 0; b < blocks; ++b) {
     CompilerFence();
-    LoadCodes<Dec, kRowTiles>(rt, b);
+    const BlockCodes codes = DecodeBlock<Dec, kRowTiles>(rt, b);
     const float* scale[2];
     const float* min[2];
     for (int i = 0; i < kRowTiles; ++i) scale[i] = Dec::Scales(rt[i], b, &min[i]);
-    for (int v = 0; v < vec_tiles; v += 2) {
-      const uint8_t* a0 = acts + v * acts_tile_stride + b * kActsBlockBytes;
-      if (v + 1 < vec_tiles) {
-        VectorPair<Dec, kRowTiles, true>(a0, a0 + acts_tile_stride, scale, min, acc, v);
-      } else {
-        VectorPair<Dec, kRowTiles, false>(a0, nullptr, scale, min, acc, v);
+    for (int part = 0; part < Dec::kParts; ++part) {
+      LoadPart<Dec, kRowTiles>(codes, part);
+      for (int v = 0; v < vec_tiles; v += 2) {
+        const uint8_t* a0 = acts + v * acts_tile_stride + b * kActsBlockBytes;
+        if (v + 1 < vec_tiles) {
+          VectorPair<Dec, kRowTiles, true>(a0, a0 + acts_tile_stride, part, scale, min, acc, v);
+        } else {
+          VectorPair<Dec, kRowTiles, false>(a0, nullptr, part, scale, min, acc, v);
+        }
       }
     }
   }
@@ -338,7 +442,7 @@ void RowsAmx(const RowsTask& t, int64_t begin, int64_t end) {
     Avx512Kernels().rows(t, begin, end);
     return;
   }
-  ConfigureTiles();
+  ConfigureTiles(kPartBytes<Dec>);
   const int64_t blocks = t.w.cols / kQK32;
   const int64_t acts_tile_stride = blocks * kActsBlockBytes;
   RowTile rt[2];
@@ -377,7 +481,9 @@ void RowsAmx(const RowsTask& t, int64_t begin, int64_t end) {
 
 // The AVX-512 quantizer: the loops read its qs, d and s32.
 const IsaKernels kQ8_0Kernels = {avx512::QuantizeActsAvx512, RowsAmx<Q8Decoder>};
-const IsaKernels kQ4KKernels = {avx512::QuantizeActsAvx512, RowsAmx<Q4KDecoder>};
+const IsaKernels kQ4KKernels = {avx512::QuantizeActsAvx512, RowsAmx<KMinDecoder<false>>};
+const IsaKernels kQ5KKernels = {avx512::QuantizeActsAvx512, RowsAmx<KMinDecoder<true>>};
+const IsaKernels kQ6KKernels = {avx512::QuantizeActsAvx512, RowsAmx<Q6KDecoder>};
 const IsaKernels kQ4_0Kernels = {avx512::QuantizeActsAvx512, RowsAmx<Q40Decoder>};
 
 }  // namespace
@@ -388,6 +494,10 @@ const IsaKernels* Kernels(WeightType type) {
       return &kQ8_0Kernels;
     case WeightType::kQ4_K:
       return &kQ4KKernels;
+    case WeightType::kQ5_K:
+      return &kQ5KKernels;
+    case WeightType::kQ6_K:
+      return &kQ6KKernels;
     case WeightType::kQ4_0:
       return &kQ4_0Kernels;
     default:

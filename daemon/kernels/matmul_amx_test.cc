@@ -93,6 +93,15 @@ TEST_F(MatrixPathTest, Q4_KEqualsItsReferenceToTheBit) {
   ExpectReferenceBits(WeightType::kQ4_K, {256, 512, 1280});
 }
 
+TEST_F(MatrixPathTest, Q5_KEqualsItsReferenceToTheBit) {
+  ExpectReferenceBits(WeightType::kQ5_K, {256, 512, 1280});
+}
+
+// Q6_K: each block in two parts of 16, each with its own scale.
+TEST_F(MatrixPathTest, Q6_KEqualsItsReferenceToTheBit) {
+  ExpectReferenceBits(WeightType::kQ6_K, {256, 512, 1280});
+}
+
 TEST_F(MatrixPathTest, Q4_0EqualsItsReferenceToTheBit) {
   ExpectReferenceBits(WeightType::kQ4_0, {32, 96, 288, 1024});
 }
@@ -129,7 +138,8 @@ TEST_F(MatrixPathTest, InterleavedQ4_0EqualsItsReferenceToTheBit) {
 }
 
 TEST_F(MatrixPathTest, AgreesWithTheVectorPath) {
-  for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ4_K}) {
+  for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ4_K,
+                          WeightType::kQ5_K, WeightType::kQ6_K}) {
     const Matrix m = MakeMatrix(type, 50, 512, 0, 7);
     const Product matrix = RunProduct(m, 20, ProductPath::kMatrix, nullptr, 8);
     const Product vec = RunProduct(m, 20, ProductPath::kVector, nullptr, 8);
@@ -144,24 +154,24 @@ TEST_F(MatrixPathTest, AgreesWithTheVectorPath) {
 }
 
 TEST_F(MatrixPathTest, SharedProductsAndOtherTypes) {
-  // Q8_0 beside Q6_K in one MatMulShared: the Q8_0 rows take the matrix unit,
-  // the Q6_K rows (no matrix loop) the vector loops, bit for bit as alone.
+  // Q8_0 beside Q3_K in one MatMulShared: the Q8_0 rows take the matrix unit,
+  // the Q3_K rows (no matrix loop) the vector loops, bit for bit as alone.
   const Matrix q8 = MakeMatrix(WeightType::kQ8_0, 40, 256, 0, 11);
-  const Matrix q6k = MakeMatrix(WeightType::kQ6_K, 24, 256, 0, 12);
+  const Matrix q3k = MakeMatrix(WeightType::kQ3_K, 24, 256, 0, 12);
   const int64_t batch = 18;
   const Product alone8 = RunProduct(q8, batch, ProductPath::kMatrix, nullptr, 13);
-  const Product alone6 = RunProduct(q6k, batch, ProductPath::kVector, nullptr, 13);
-  std::vector<float> y8(batch * q8.rows), y6(batch * q6k.rows);
+  const Product alone3 = RunProduct(q3k, batch, ProductPath::kVector, nullptr, 13);
+  std::vector<float> y8(batch * q8.rows), y3(batch * q3k.rows);
   const SharedProduct products[] = {{q8.view(), y8.data(), q8.rows},
-                                    {q6k.view(), y6.data(), q6k.rows}};
+                                    {q3k.view(), y3.data(), q3k.rows}};
   Scratch scratch(std::max(MatVecScratchBytes(WeightType::kQ8_0, 256, batch),
-                           MatVecScratchBytes(WeightType::kQ6_K, 256, batch)));
+                           MatVecScratchBytes(WeightType::kQ3_K, 256, batch)));
   ThreadPool pool(2);
   ASSERT_TRUE(MatMulShared(products, alone8.x.data(), alone8.x_stride, batch, &pool, &scratch,
                            ProductPath::kMatrix)
                   .ok());
   EXPECT_EQ(0, std::memcmp(y8.data(), alone8.y.data(), y8.size() * sizeof(float)));
-  EXPECT_EQ(0, std::memcmp(y6.data(), alone6.y.data(), y6.size() * sizeof(float)));
+  EXPECT_EQ(0, std::memcmp(y3.data(), alone3.y.data(), y3.size() * sizeof(float)));
 }
 
 }  // namespace

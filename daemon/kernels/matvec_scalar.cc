@@ -254,18 +254,25 @@ float DotGroupsRef(WeightType type, const void* row, int64_t g_begin, int64_t g_
 
 float DotBlocksSequentialRef(WeightType type, const void* row, int64_t cols,
                              const QuantizedActs& acts) {
-  WCHECK(type == WeightType::kQ8_0 || type == WeightType::kQ4_0 || type == WeightType::kQ4_K)
+  const bool with_min = type == WeightType::kQ4_K || type == WeightType::kQ5_K;
+  const bool parts = type == WeightType::kQ6_K;
+  WCHECK(type == WeightType::kQ8_0 || type == WeightType::kQ4_0 || with_min || parts)
       << "no matrix-unit arithmetic for type " << static_cast<int>(type);
-  // DecodeGroup's unsigned codes less the zero point (Q4_K's min goes
-  // through s32 instead): the signed codes the matrix unit multiplies.
-  const int zero = type == WeightType::kQ8_0 ? 128 : type == WeightType::kQ4_0 ? 8 : 0;
+  // DecodeGroup's unsigned codes less the zero point (Q4_K's and Q5_K's min
+  // goes through s32 instead): the signed codes the matrix unit multiplies.
+  const int zero = type == WeightType::kQ8_0 ? 128 : type == WeightType::kQ4_0 ? 8 : parts ? 32 : 0;
+  // Q6_K's scale changes every 16 elements: a block is two parts in order.
+  const int part_len = parts ? kQK32 / 2 : kQK32;
   float acc = 0;
   for (int64_t b = 0; b < cols / kQK32; ++b) {
     const Group g = DecodeGroup(type, static_cast<const uint8_t*>(row), b);
-    int32_t dot = 0;
-    for (int i = 0; i < kQK32; ++i) dot += (g.codes[i] - zero) * acts.qs[kQK32 * b + i];
-    acc = std::fma(static_cast<float>(dot), g.wscale[0] * acts.d[b], acc);
-    if (type == WeightType::kQ4_K) acc = std::fma(g.coef[0], acts.s32[b], acc);
+    for (int p = 0; p < kQK32 / part_len; ++p) {
+      int32_t dot = 0;
+      for (int i = p * part_len; i < (p + 1) * part_len; ++i)
+        dot += (g.codes[i] - zero) * acts.qs[kQK32 * b + i];
+      acc = std::fma(static_cast<float>(dot), g.wscale[p] * acts.d[b], acc);
+    }
+    if (with_min) acc = std::fma(g.coef[0], acts.s32[b], acc);
   }
   return acc;
 }
