@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "daemon/kernels/dequantize.h"
 #include "daemon/kernels/fp16.h"
@@ -324,6 +325,75 @@ struct Q40Decoder {
   }
 };
 
+// IQ4_NL and MXFP4 (blocks of 32: a scale and 16 bytes of nibbles, placed as
+// Q4_0's) and IQ4_XS (super-blocks of 8 such groups, a 6-bit scale each):
+// each group's nibbles looked up in the type's 16 int8 values (vpshufb) are
+// its codes; the weight scale is the block's (IQ4_XS: d x (scale - 32),
+// per super-block for each row, lane j for group j).
+template <WeightType kType>
+struct TableDecoder {
+  static constexpr bool kMin = false;
+  static constexpr int kParts = 1;
+  static bool Reads(WeightLayout layout) { return layout == WeightLayout::kRows; }
+  static constexpr bool kSuper = kType == WeightType::kIQ4_XS;
+  using Block =
+      std::conditional_t<kSuper, BlockIQ4_XS,
+                         std::conditional_t<kType == WeightType::kMXFP4, BlockMXFP4, BlockIQ4_NL>>;
+  static constexpr int kBlock = sizeof(Block);
+
+  [[gnu::always_inline]] static const int8_t* Codes(RowTile& t, int64_t b, int64_t* stride) {
+    const int8_t* values = kType == WeightType::kMXFP4 ? kMxfp4Values : kIq4NlValues;
+    const __m256i table =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(values)));
+    const int64_t offset = kSuper ? b / 8 * kBlock + offsetof(Block, qs) + 16 * (b % 8)
+                                  : b * kBlock + offsetof(Block, qs);
+    const __m128i low = _mm_set1_epi8(0x0F);
+    for (int m = 0; m < kTile; ++m) {
+      __m256i codes = _mm256_setzero_si256();
+      if (m < t.rows) {
+        const uint8_t* qs = t.row[m] + offset;
+        if (b % 4 == 0) __builtin_prefetch(qs + 8 * kBlock / (kSuper ? 8 : 1), 0, 3);
+        const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+        codes = _mm256_shuffle_epi8(table,
+                                    _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(bytes, 4), low),
+                                                     _mm_and_si128(bytes, low)));
+      }
+      _mm256_store_si256(reinterpret_cast<__m256i*>(t.stage[0][m]), codes);
+    }
+    *stride = kBlockBytes;
+    return &t.stage[0][0][0];
+  }
+
+  [[gnu::always_inline]] static const float* Scales(RowTile& t, int64_t b, const float** min) {
+    *min = nullptr;
+    if constexpr (kSuper) {
+      if (b % 8 == 0) {
+        for (int m = 0; m < kTile; ++m) {
+          const auto* block =
+              reinterpret_cast<const BlockIQ4_XS*>(t.row[m < t.rows ? m : 0] + b / 8 * kBlock);
+          const float d = m < t.rows ? F16ToF32(block->d) : 0.0f;
+          for (int j = 0; j < 8; ++j) t.coef[m][j] = d * UnpackScaleIQ4XS(j, *block);
+        }
+      }
+      return &t.coef[0][b % 8];
+    } else {
+      for (int m = 0; m < kTile; ++m) {
+        float d = 0;
+        if (m < t.rows) {
+          const auto* block = reinterpret_cast<const Block*>(t.row[m]) + b;
+          if constexpr (kType == WeightType::kMXFP4) {
+            d = E8M0HalfToF32(block->e);
+          } else {
+            d = F16ToF32(block->d);
+          }
+        }
+        t.coef[m][0] = d;
+      }
+      return &t.coef[0][0];
+    }
+  }
+};
+
 // acc[m] (16 vectors) += sums[m] x scale[16 m] x da (+ min[16 m] x s32),
 // m < 16.
 template <bool kMin>
@@ -485,6 +555,12 @@ const IsaKernels kQ4KKernels = {avx512::QuantizeActsAvx512, RowsAmx<KMinDecoder<
 const IsaKernels kQ5KKernels = {avx512::QuantizeActsAvx512, RowsAmx<KMinDecoder<true>>};
 const IsaKernels kQ6KKernels = {avx512::QuantizeActsAvx512, RowsAmx<Q6KDecoder>};
 const IsaKernels kQ4_0Kernels = {avx512::QuantizeActsAvx512, RowsAmx<Q40Decoder>};
+const IsaKernels kIq4NlKernels = {avx512::QuantizeActsAvx512,
+                                  RowsAmx<TableDecoder<WeightType::kIQ4_NL>>};
+const IsaKernels kIq4XsKernels = {avx512::QuantizeActsAvx512,
+                                  RowsAmx<TableDecoder<WeightType::kIQ4_XS>>};
+const IsaKernels kMxfp4Kernels = {avx512::QuantizeActsAvx512,
+                                  RowsAmx<TableDecoder<WeightType::kMXFP4>>};
 
 }  // namespace
 
@@ -500,6 +576,12 @@ const IsaKernels* Kernels(WeightType type) {
       return &kQ6KKernels;
     case WeightType::kQ4_0:
       return &kQ4_0Kernels;
+    case WeightType::kIQ4_NL:
+      return &kIq4NlKernels;
+    case WeightType::kIQ4_XS:
+      return &kIq4XsKernels;
+    case WeightType::kMXFP4:
+      return &kMxfp4Kernels;
     default:
       return nullptr;
   }

@@ -102,6 +102,19 @@ TEST_F(MatrixPathTest, Q6_KEqualsItsReferenceToTheBit) {
   ExpectReferenceBits(WeightType::kQ6_K, {256, 512, 1280});
 }
 
+// The table types: nibbles looked up in 16 int8 values.
+TEST_F(MatrixPathTest, IQ4_NLEqualsItsReferenceToTheBit) {
+  ExpectReferenceBits(WeightType::kIQ4_NL, {32, 96, 288, 1024});
+}
+
+TEST_F(MatrixPathTest, IQ4_XSEqualsItsReferenceToTheBit) {
+  ExpectReferenceBits(WeightType::kIQ4_XS, {256, 512, 1280});
+}
+
+TEST_F(MatrixPathTest, MXFP4EqualsItsReferenceToTheBit) {
+  ExpectReferenceBits(WeightType::kMXFP4, {32, 96, 288, 1024});
+}
+
 TEST_F(MatrixPathTest, Q4_0EqualsItsReferenceToTheBit) {
   ExpectReferenceBits(WeightType::kQ4_0, {32, 96, 288, 1024});
 }
@@ -138,8 +151,9 @@ TEST_F(MatrixPathTest, InterleavedQ4_0EqualsItsReferenceToTheBit) {
 }
 
 TEST_F(MatrixPathTest, AgreesWithTheVectorPath) {
-  for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ4_K,
-                          WeightType::kQ5_K, WeightType::kQ6_K}) {
+  for (WeightType type :
+       {WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ4_K, WeightType::kQ5_K,
+        WeightType::kQ6_K, WeightType::kIQ4_NL, WeightType::kIQ4_XS, WeightType::kMXFP4}) {
     const Matrix m = MakeMatrix(type, 50, 512, 0, 7);
     const Product matrix = RunProduct(m, 20, ProductPath::kMatrix, nullptr, 8);
     const Product vec = RunProduct(m, 20, ProductPath::kVector, nullptr, 8);

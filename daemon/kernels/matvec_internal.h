@@ -283,8 +283,10 @@ void PrepareActs(const QuantizedActs* acts, int64_t batch, int64_t cols, uint8_t
 // and for Q4_K and Q5_K, whose codes are unsigned with a min,
 //   acc = fma(-(dmin x min), s32, acc).
 // Q8_0 and Q4_0 (weight scale: the block's d; Q4_0's codes less 8), Q4_K
-// and Q5_K (d x the group's scale), and Q6_K (codes less 32; a block is two
-// parts of 16, each its own fma with d x its scale), rows as GGUF has them.
+// and Q5_K (d x the group's scale), Q6_K (codes less 32; a block is two
+// parts of 16, each its own fma with d x its scale), and IQ4_NL, IQ4_XS and
+// MXFP4 (codes: their table's values; IQ4_XS's weight scale d x the group's
+// scale), rows as GGUF has them.
 float DotBlocksSequentialRef(WeightType type, const void* row, int64_t cols,
                              const QuantizedActs& acts);
 

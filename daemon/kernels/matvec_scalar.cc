@@ -256,11 +256,19 @@ float DotBlocksSequentialRef(WeightType type, const void* row, int64_t cols,
                              const QuantizedActs& acts) {
   const bool with_min = type == WeightType::kQ4_K || type == WeightType::kQ5_K;
   const bool parts = type == WeightType::kQ6_K;
-  WCHECK(type == WeightType::kQ8_0 || type == WeightType::kQ4_0 || with_min || parts)
+  const bool table =
+      type == WeightType::kIQ4_NL || type == WeightType::kIQ4_XS || type == WeightType::kMXFP4;
+  WCHECK(type == WeightType::kQ8_0 || type == WeightType::kQ4_0 || with_min || parts || table)
       << "no matrix-unit arithmetic for type " << static_cast<int>(type);
   // DecodeGroup's unsigned codes less the zero point (Q4_K's and Q5_K's min
-  // goes through s32 instead): the signed codes the matrix unit multiplies.
-  const int zero = type == WeightType::kQ8_0 ? 128 : type == WeightType::kQ4_0 ? 8 : parts ? 32 : 0;
+  // goes through s32 instead): the signed codes the matrix unit multiplies
+  // (the table types: their values).
+  const int zero = type == WeightType::kQ8_0    ? 128
+                   : type == WeightType::kQ4_0  ? 8
+                   : parts                      ? 32
+                   : type == WeightType::kMXFP4 ? kMxfp4CodeOffset
+                   : table                      ? 128
+                                                : 0;
   // Q6_K's scale changes every 16 elements: a block is two parts in order.
   const int part_len = parts ? kQK32 / 2 : kQK32;
   float acc = 0;
