@@ -368,11 +368,25 @@ struct TableDecoder {
     *min = nullptr;
     if constexpr (kSuper) {
       if (b % 8 == 0) {
+        // UnpackScaleIQ4XS for the 8 groups at once: nibble j of scales_l
+        // and bits 2j, 2j + 1 of scales_h as bits 4-5, less 32.
+        const __m256i j4 = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+        const __m256i j2 = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
         for (int m = 0; m < kTile; ++m) {
-          const auto* block =
-              reinterpret_cast<const BlockIQ4_XS*>(t.row[m < t.rows ? m : 0] + b / 8 * kBlock);
-          const float d = m < t.rows ? F16ToF32(block->d) : 0.0f;
-          for (int j = 0; j < 8; ++j) t.coef[m][j] = d * UnpackScaleIQ4XS(j, *block);
+          __m256 coef = _mm256_setzero_ps();
+          if (m < t.rows) {
+            const auto* block = reinterpret_cast<const BlockIQ4_XS*>(t.row[m] + b / 8 * kBlock);
+            const __m256i low = _mm256_and_si256(
+                _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(LoadU32(block->scales_l))),
+                                  j4),
+                _mm256_set1_epi32(0xF));
+            const __m256i high = _mm256_and_si256(
+                _mm256_srlv_epi32(_mm256_set1_epi32(block->scales_h), j2), _mm256_set1_epi32(3));
+            const __m256i ls = _mm256_sub_epi32(_mm256_or_si256(low, _mm256_slli_epi32(high, 4)),
+                                                _mm256_set1_epi32(32));
+            coef = _mm256_mul_ps(_mm256_set1_ps(F16ToF32(block->d)), _mm256_cvtepi32_ps(ls));
+          }
+          _mm256_store_ps(t.coef[m], coef);
         }
       }
       return &t.coef[0][b % 8];
