@@ -91,6 +91,14 @@ struct RowTile {
   alignas(64) float coef[kTile][16];
 };
 
+// A 32-element block's 16 bytes of nibbles at qs (Q4_0's placement) as its
+// 32 codes in element order: the low nibbles, then the high ones.
+[[gnu::always_inline]] inline __m256i Nibbles32(const uint8_t* qs) {
+  const __m128i low = _mm_set1_epi8(0x0F);
+  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(bytes, 4), low), _mm_and_si128(bytes, low));
+}
+
 // Q8_0: each block's codes load straight from the rows when all 16 are there
 // (tile load with the row stride), else from a copy with zeros for the
 // missing rows; the weight scale is the block's d.
@@ -284,7 +292,6 @@ struct Q40Decoder {
   static constexpr int kUnit = 8 * kBlock;
 
   [[gnu::always_inline]] static const int8_t* Codes(RowTile& t, int64_t b, int64_t* stride) {
-    const __m128i low = _mm_set1_epi8(0x0F);
     const __m256i eight = _mm256_set1_epi8(8);
     for (int m = 0; m < kTile; ++m) {
       __m256i codes = _mm256_setzero_si256();
@@ -306,10 +313,7 @@ struct Q40Decoder {
           if (b % 4 == 0) __builtin_prefetch(scale + 8 * kBlock, 0, 3);
         }
         std::memcpy(&d, scale, 2);
-        const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-        codes = _mm256_sub_epi8(_mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(bytes, 4), low),
-                                                 _mm_and_si128(bytes, low)),
-                                eight);
+        codes = _mm256_sub_epi8(Nibbles32(qs), eight);
       }
       _mm256_store_si256(reinterpret_cast<__m256i*>(t.stage[0][m]), codes);
       t.coef[m][0] = F16ToF32(d);
@@ -321,6 +325,64 @@ struct Q40Decoder {
   // The d of Codes' block, for each row.
   [[gnu::always_inline]] static const float* Scales(RowTile& t, int64_t, const float** min) {
     *min = nullptr;
+    return &t.coef[0][0];
+  }
+};
+
+// Q4_1, Q5_0 and Q5_1: a block's nibbles as Q4_0's (Nibbles32), the Q5
+// types' fifth bits (bit j of qh: element j) as bit 4; Q5_0's codes less 16,
+// Q4_1's and Q5_1's unsigned with a min coefficient m against s32. Weight
+// scale d in lane 0 of the row's vector, m in lane 1.
+template <WeightType kType>
+struct LegacyDecoder {
+  static constexpr bool kMin = kType != WeightType::kQ5_0;
+  static constexpr bool kFive = kType != WeightType::kQ4_1;
+  static constexpr int kParts = 1;
+  static bool Reads(WeightLayout layout) { return layout == WeightLayout::kRows; }
+  using Block =
+      std::conditional_t<kType == WeightType::kQ4_1, BlockQ4_1,
+                         std::conditional_t<kType == WeightType::kQ5_0, BlockQ5_0, BlockQ5_1>>;
+  static constexpr int kBlock = sizeof(Block);
+
+  [[gnu::always_inline]] static const int8_t* Codes(RowTile& t, int64_t b, int64_t* stride) {
+    // Byte j of the vector tests bit j % 8 of qh byte j / 8.
+    const __m256i spread =
+        _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303);
+    const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201));
+    for (int m = 0; m < kTile; ++m) {
+      __m256i codes = _mm256_setzero_si256();
+      if (m < t.rows) {
+        const auto* block = reinterpret_cast<const Block*>(t.row[m]) + b;
+        if (b % 4 == 0) __builtin_prefetch(block + 8, 0, 3);
+        codes = Nibbles32(block->qs);
+        if constexpr (kFive) {
+          const __m256i qh =
+              _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(LoadU32(block->qh))), spread);
+          const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(qh, bit), bit);
+          codes = _mm256_or_si256(codes, _mm256_and_si256(set, _mm256_set1_epi8(0x10)));
+        }
+        if constexpr (kType == WeightType::kQ5_0) {
+          codes = _mm256_sub_epi8(codes, _mm256_set1_epi8(16));
+        }
+      }
+      _mm256_store_si256(reinterpret_cast<__m256i*>(t.stage[0][m]), codes);
+    }
+    *stride = kBlockBytes;
+    return &t.stage[0][0][0];
+  }
+
+  [[gnu::always_inline]] static const float* Scales(RowTile& t, int64_t b, const float** min) {
+    for (int m = 0; m < kTile; ++m) {
+      float d = 0, mn = 0;
+      if (m < t.rows) {
+        const auto* block = reinterpret_cast<const Block*>(t.row[m]) + b;
+        d = F16ToF32(block->d);
+        if constexpr (kMin) mn = F16ToF32(block->m);
+      }
+      t.coef[m][0] = d;
+      t.coef[m][1] = mn;
+    }
+    *min = kMin ? &t.coef[0][1] : nullptr;
     return &t.coef[0][0];
   }
 };
@@ -347,16 +409,12 @@ struct TableDecoder {
         _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(values)));
     const int64_t offset = kSuper ? b / 8 * kBlock + offsetof(Block, qs) + 16 * (b % 8)
                                   : b * kBlock + offsetof(Block, qs);
-    const __m128i low = _mm_set1_epi8(0x0F);
     for (int m = 0; m < kTile; ++m) {
       __m256i codes = _mm256_setzero_si256();
       if (m < t.rows) {
         const uint8_t* qs = t.row[m] + offset;
         if (b % 4 == 0) __builtin_prefetch(qs + 8 * kBlock / (kSuper ? 8 : 1), 0, 3);
-        const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-        codes = _mm256_shuffle_epi8(table,
-                                    _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(bytes, 4), low),
-                                                     _mm_and_si128(bytes, low)));
+        codes = _mm256_shuffle_epi8(table, Nibbles32(qs));
       }
       _mm256_store_si256(reinterpret_cast<__m256i*>(t.stage[0][m]), codes);
     }
@@ -569,6 +627,12 @@ const IsaKernels kQ4KKernels = {avx512::QuantizeActsAvx512, RowsAmx<KMinDecoder<
 const IsaKernels kQ5KKernels = {avx512::QuantizeActsAvx512, RowsAmx<KMinDecoder<true>>};
 const IsaKernels kQ6KKernels = {avx512::QuantizeActsAvx512, RowsAmx<Q6KDecoder>};
 const IsaKernels kQ4_0Kernels = {avx512::QuantizeActsAvx512, RowsAmx<Q40Decoder>};
+const IsaKernels kQ4_1Kernels = {avx512::QuantizeActsAvx512,
+                                 RowsAmx<LegacyDecoder<WeightType::kQ4_1>>};
+const IsaKernels kQ5_0Kernels = {avx512::QuantizeActsAvx512,
+                                 RowsAmx<LegacyDecoder<WeightType::kQ5_0>>};
+const IsaKernels kQ5_1Kernels = {avx512::QuantizeActsAvx512,
+                                 RowsAmx<LegacyDecoder<WeightType::kQ5_1>>};
 const IsaKernels kIq4NlKernels = {avx512::QuantizeActsAvx512,
                                   RowsAmx<TableDecoder<WeightType::kIQ4_NL>>};
 const IsaKernels kIq4XsKernels = {avx512::QuantizeActsAvx512,
@@ -590,6 +654,12 @@ const IsaKernels* Kernels(WeightType type) {
       return &kQ6KKernels;
     case WeightType::kQ4_0:
       return &kQ4_0Kernels;
+    case WeightType::kQ4_1:
+      return &kQ4_1Kernels;
+    case WeightType::kQ5_0:
+      return &kQ5_0Kernels;
+    case WeightType::kQ5_1:
+      return &kQ5_1Kernels;
     case WeightType::kIQ4_NL:
       return &kIq4NlKernels;
     case WeightType::kIQ4_XS:

@@ -102,6 +102,19 @@ TEST_F(MatrixPathTest, Q6_KEqualsItsReferenceToTheBit) {
   ExpectReferenceBits(WeightType::kQ6_K, {256, 512, 1280});
 }
 
+// The legacy types: Q5_0 signed, Q4_1 and Q5_1 with a min.
+TEST_F(MatrixPathTest, Q4_1EqualsItsReferenceToTheBit) {
+  ExpectReferenceBits(WeightType::kQ4_1, {32, 96, 288, 1024});
+}
+
+TEST_F(MatrixPathTest, Q5_0EqualsItsReferenceToTheBit) {
+  ExpectReferenceBits(WeightType::kQ5_0, {32, 96, 288, 1024});
+}
+
+TEST_F(MatrixPathTest, Q5_1EqualsItsReferenceToTheBit) {
+  ExpectReferenceBits(WeightType::kQ5_1, {32, 96, 288, 1024});
+}
+
 // The table types: nibbles looked up in 16 int8 values.
 TEST_F(MatrixPathTest, IQ4_NLEqualsItsReferenceToTheBit) {
   ExpectReferenceBits(WeightType::kIQ4_NL, {32, 96, 288, 1024});
@@ -153,7 +166,8 @@ TEST_F(MatrixPathTest, InterleavedQ4_0EqualsItsReferenceToTheBit) {
 TEST_F(MatrixPathTest, AgreesWithTheVectorPath) {
   for (WeightType type :
        {WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ4_K, WeightType::kQ5_K,
-        WeightType::kQ6_K, WeightType::kIQ4_NL, WeightType::kIQ4_XS, WeightType::kMXFP4}) {
+        WeightType::kQ6_K, WeightType::kQ4_1, WeightType::kQ5_0, WeightType::kQ5_1,
+        WeightType::kIQ4_NL, WeightType::kIQ4_XS, WeightType::kMXFP4}) {
     const Matrix m = MakeMatrix(type, 50, 512, 0, 7);
     const Product matrix = RunProduct(m, 20, ProductPath::kMatrix, nullptr, 8);
     const Product vec = RunProduct(m, 20, ProductPath::kVector, nullptr, 8);

@@ -87,14 +87,15 @@ inline constexpr int64_t kMaxBatch = 64;
 
 // Which loops a MatMul's rows take where the CPU has a matrix unit
 // (MatrixUnitAvailable: AMX-INT8) and it has a loop for the weight type
-// (Q8_0, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS and MXFP4 as GGUF has their rows; Q4_0 also
-// kInterleaved): kVector, the vector loops, as on every other machine and type; kMatrix, the matrix
-// unit, several times their rate on a prefill's 16 and more activation vectors but not on a decode
-// step's one. Its sums round differently (each 32-element block's (Q6_K: 16-element part's) integer
-// dot scaled into one f32 accumulator, block after block), so a vector's results depend on the path
-// it took, never on the batch or its place in it: callers that promise the same results for a token
-// alone and in any batch (the engine's batched sessions) choose the path by what the token is (a
-// prompt's or a sampled one), not by the batch's size. Elsewhere kMatrix runs the vector loops.
+// (Q8_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS and MXFP4 as GGUF has their rows;
+// Q4_0 also kInterleaved): kVector, the vector loops, as on every other machine and type; kMatrix,
+// the matrix unit, several times their rate on a prefill's 16 and more activation vectors but not
+// on a decode step's one. Its sums round differently (each 32-element block's (Q6_K: 16-element
+// part's) integer dot scaled into one f32 accumulator, block after block), so a vector's results
+// depend on the path it took, never on the batch or its place in it: callers that promise the same
+// results for a token alone and in any batch (the engine's batched sessions) choose the path by
+// what the token is (a prompt's or a sampled one), not by the batch's size. Elsewhere kMatrix runs
+// the vector loops.
 enum class ProductPath : uint8_t { kVector, kMatrix };
 
 // Scratch memory for the quantized activations of one call. Allocate once

@@ -280,13 +280,14 @@ void PrepareActs(const QuantizedActs* acts, int64_t batch, int64_t cols, uint8_t
 // The matrix-unit arithmetic in plain C++, the reference its loops match to
 // the bit: per 32-element block b in order, from acc = 0,
 //   acc = fma(float(integer dot of the block's codes), weight scale x d, acc)
-// and for Q4_K and Q5_K, whose codes are unsigned with a min,
-//   acc = fma(-(dmin x min), s32, acc).
-// Q8_0 and Q4_0 (weight scale: the block's d; Q4_0's codes less 8), Q4_K
-// and Q5_K (d x the group's scale), Q6_K (codes less 32; a block is two
-// parts of 16, each its own fma with d x its scale), and IQ4_NL, IQ4_XS and
-// MXFP4 (codes: their table's values; IQ4_XS's weight scale d x the group's
-// scale), rows as GGUF has them.
+// and for the types whose codes are unsigned with a min (Q4_1, Q5_1: m;
+// Q4_K, Q5_K: -(dmin x the group's min)),
+//   acc = fma(min coefficient, s32, acc).
+// Q8_0, Q4_0 and Q5_0 (weight scale: the block's d; codes less 128, 8, 16),
+// Q4_1 and Q5_1 (d), Q4_K and Q5_K (d x the group's scale), Q6_K (codes less
+// 32; a block is two parts of 16, each its own fma with d x its scale), and
+// IQ4_NL, IQ4_XS and MXFP4 (codes: their table's values; IQ4_XS's weight
+// scale d x the group's scale), rows as GGUF has them.
 float DotBlocksSequentialRef(WeightType type, const void* row, int64_t cols,
                              const QuantizedActs& acts);
 

@@ -254,17 +254,20 @@ float DotGroupsRef(WeightType type, const void* row, int64_t g_begin, int64_t g_
 
 float DotBlocksSequentialRef(WeightType type, const void* row, int64_t cols,
                              const QuantizedActs& acts) {
-  const bool with_min = type == WeightType::kQ4_K || type == WeightType::kQ5_K;
+  const bool with_min = type == WeightType::kQ4_K || type == WeightType::kQ5_K ||
+                        type == WeightType::kQ4_1 || type == WeightType::kQ5_1;
   const bool parts = type == WeightType::kQ6_K;
   const bool table =
       type == WeightType::kIQ4_NL || type == WeightType::kIQ4_XS || type == WeightType::kMXFP4;
-  WCHECK(type == WeightType::kQ8_0 || type == WeightType::kQ4_0 || with_min || parts || table)
+  WCHECK(type == WeightType::kQ8_0 || type == WeightType::kQ4_0 || type == WeightType::kQ5_0 ||
+         with_min || parts || table)
       << "no matrix-unit arithmetic for type " << static_cast<int>(type);
-  // DecodeGroup's unsigned codes less the zero point (Q4_K's and Q5_K's min
-  // goes through s32 instead): the signed codes the matrix unit multiplies
-  // (the table types: their values).
+  // DecodeGroup's unsigned codes less the zero point (the types with a min
+  // take it through s32 instead): the signed codes the matrix unit
+  // multiplies (the table types: their values).
   const int zero = type == WeightType::kQ8_0    ? 128
                    : type == WeightType::kQ4_0  ? 8
+                   : type == WeightType::kQ5_0  ? 16
                    : parts                      ? 32
                    : type == WeightType::kMXFP4 ? kMxfp4CodeOffset
                    : table                      ? 128
