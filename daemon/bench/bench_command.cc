@@ -5,6 +5,8 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -38,7 +40,8 @@ Loads MODEL under a RAM budget (everything resident when it fits, else
 streaming through the plan's pool), prefills a fixed prompt, decodes
 greedily, and prints prefill/decode tok/s, time to first token, bytes read
 per token, hit rate, I/O wait share and read GB/s, next to this machine's
-memory read bandwidth measured in the same run.
+memory read bandwidth measured in the same run and the share of the
+machine's CPU time a hypervisor took from it (steal) while it ran.
 
   --ram-budget SIZE       e.g. 8GiB (default: the plan's recommended size)
   --vram-budget SIZE      GPU memory for the plan's VRAM tier: the trunk and
@@ -100,7 +103,30 @@ struct BenchResult {
   cache::ChunkStoreStats prefill_before;  // After load, before the prompt.
   int hotlist_preloaded = -1;             // -1: no --hotlist.
   bool lookahead = false;
+  // The host's steal over prefill and over decode (StealShare: nullopt where
+  // /proc/stat gives none, or the phase ended within one clock tick).
+  bool host_times = false;  // /proc/stat counts steal here.
+  std::optional<double> steal_prefill, steal_decode;
 };
+
+// Steal above this share of the machine's CPU time marks a run's figures as
+// slowed by the host (its other guests), not by this program.
+constexpr double kDisturbingSteal = 0.05;
+
+// "host: ..." for the text output.
+std::string StealLine(const BenchResult& r) {
+  if (!r.host_times) return "host:           steal not known (no /proc/stat steal count)\n";
+  if (!r.steal_decode)
+    return "host:           decode ended within one clock tick: steal not counted\n";
+  std::string line =
+      absl::StrFormat("host:           hypervisor steal %.1f%% of the machine's CPU time in decode",
+                      100 * *r.steal_decode);
+  if (r.steal_prefill) absl::StrAppendFormat(&line, ", %.1f%% in prefill", 100 * *r.steal_prefill);
+  if (std::max(*r.steal_decode, r.steal_prefill.value_or(0)) > kDisturbingSteal) {
+    line += " (the host's other guests slowed this run: its figures are low)";
+  }
+  return line + "\n";
+}
 
 // Records which expert chunks decode acquires, for a routing trace.
 class TraceStore final : public cache::ForwardingChunkStore {
@@ -279,6 +305,15 @@ void Print(const BenchResult& r, const PlannedModel& pm, const memory::MemoryPla
     j["bound"] = bound.name;
     num("bound_tokens_per_second", bound.tokens_per_second);
     num("bound_achieved_share", bound.achieved_share);
+    auto optional_num = [&](const char* key, std::optional<double> v) {
+      if (v) {
+        j[key] = *v;
+      } else {
+        j[key] = nullptr;
+      }
+    };
+    optional_num("steal_share_prefill", r.steal_prefill);
+    optional_num("steal_share_decode", r.steal_decode);
     if (r.moe) {
       const double prefill_bytes = r.before.bytes_read - r.prefill_before.bytes_read;
       num("prefill_read_bytes_per_token", prefill_bytes / r.prompt_tokens);
@@ -332,6 +367,7 @@ void Print(const BenchResult& r, const PlannedModel& pm, const memory::MemoryPla
       100 * touched_gbps / r.memory_gbps, FormatBytes(r.peak_rss_bytes),
       100.0 * r.peak_rss_bytes / pm.budget_bytes, bound.name, bound.tokens_per_second,
       100 * bound.achieved_share);
+  std::cout << StealLine(r);
   if (tiers != nullptr) std::cout << TierText(*tiers);
   if (r.moe) {
     const double prefill_bytes = r.before.bytes_read - r.prefill_before.bytes_read;
@@ -462,6 +498,7 @@ absl::Status Bench(const ParsedArgs& args) {
   for (int64_t i = 1; i < prompt; ++i) tokens[i] = static_cast<int32_t>((i * 7919 + 3) % n_vocab);
 
   r.prefill_before = store->Stats();
+  const std::optional<HostCpuTimes> host_before_prefill = ReadHostCpuTimes();
   start = absl::Now();
   const bool matrix_prompt = model::MatrixPrompt(prompt);  // As the engine decides.
   if (args.Has("prefill-one-by-one")) {
@@ -474,6 +511,9 @@ absl::Status Bench(const ParsedArgs& args) {
   int32_t token =
       static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
   r.prefill_seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  const std::optional<HostCpuTimes> host_before_decode = ReadHostCpuTimes();
+  r.host_times = host_before_prefill.has_value();
+  r.steal_prefill = StealShare(host_before_prefill, host_before_decode);
 
   r.before = store->Stats();
   r.streaming_before = store->StreamingStats();
@@ -486,6 +526,7 @@ absl::Status Bench(const ParsedArgs& args) {
     token = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
   }
   r.decode_seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  r.steal_decode = StealShare(host_before_decode, ReadHostCpuTimes());
   r.after = store->Stats();
   r.streaming_after = store->StreamingStats();
   r.moe_after = forward.moe_stats();

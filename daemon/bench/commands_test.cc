@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "daemon/bench/memory_bandwidth.h"
 #include "daemon/kernels/cpu_features.h"
@@ -89,6 +90,14 @@ TEST(BenchCommandTest, StreamsStories260KAndReports) {
   EXPECT_TRUE(doc.at("bound") == "disk read" || doc.at("bound") == "memory") << doc.at("bound");
   EXPECT_GT(doc.at("bound_tokens_per_second").get<double>(), 0);
   EXPECT_GT(doc.at("bound_achieved_share").get<double>(), 0);
+  // The host's steal beside the figures: a share where /proc/stat counts it.
+  for (const char* key : {"steal_share_prefill", "steal_share_decode"}) {
+    ASSERT_TRUE(doc.contains(key)) << key;
+    if (!doc.at(key).is_null()) {
+      EXPECT_GE(doc.at(key).get<double>(), 0) << key;
+      EXPECT_LE(doc.at(key).get<double>(), 1) << key;
+    }
+  }
 }
 
 TEST(BenchCommandTest, ResidentWhenEverythingFits) {
@@ -105,6 +114,38 @@ TEST(BenchCommandTest, ResidentWhenEverythingFits) {
   EXPECT_NE(out.find("(same threads"), std::string::npos) << out;
   // Nothing read from disk: memory is the bound.
   EXPECT_NE(out.find("bound:          memory, "), std::string::npos) << out;
+  // The host's steal, or why it was not counted (4 tokens of this model can
+  // end within one clock tick).
+  if (ReadHostCpuTimes()) {
+    EXPECT_TRUE(out.find("host:           hypervisor steal ") != std::string::npos ||
+                out.find("host:           decode ended within one clock tick") != std::string::npos)
+        << out;
+  } else {
+    EXPECT_NE(out.find("host:           steal not known"), std::string::npos) << out;
+  }
+}
+
+TEST(BenchCommandTest, SessionRoundsSayTheHostsSteal) {
+  ::testing::internal::CaptureStdout();
+  EXPECT_EQ(RunBench({Stories(), "--ram-budget", "128MiB", "--sessions", "1,2", "--prompt-tokens",
+                      "4", "--gen-tokens", "8", "--mem-bench-bytes", "64MiB"}),
+            0);
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_NE(out.find("read/token  steal"), std::string::npos) << out;
+  // Each round's row ends in its steal share (or n/a within a clock tick).
+  for (const char* row : {"\n       1 ", "\n       2 "}) {
+    const size_t at = out.find(row);
+    ASSERT_NE(at, std::string::npos) << row << " not in:\n" << out;
+    const std::string line = out.substr(at + 1, out.find('\n', at + 1) - at - 1);
+    EXPECT_TRUE(line.back() == '%' || line.ends_with("n/a")) << line;
+  }
+  // The late-arrival request's other asks for more tokens than this context
+  // holds, so it may end before the poll sees it decode: the run then says
+  // so and ends (it once waited forever).
+  EXPECT_TRUE(out.find("late arrival: time to first token") != std::string::npos ||
+              out.find("late arrival: not measured: a request ended before the 1 others") !=
+                  std::string::npos)
+      << out;
 }
 
 TEST(PlanCommandTest, VramBudgetShowsThreeTiers) {
@@ -150,6 +191,34 @@ TEST(BenchCommandTest, VramTierOnTheFakeDeviceAndNoCudaSaysSo) {
   if (code != 0) {
     EXPECT_NE(err.find("no CUDA device"), std::string::npos) << err;
     EXPECT_NE(err.find("--device fake"), std::string::npos) << err;
+  }
+}
+
+TEST(HostCpuTimesTest, ParsesTheCpuLineAndItsSteal) {
+  // A 5.x kernel's first lines: user nice system idle iowait irq softirq
+  // steal guest guest_nice.
+  const std::optional<HostCpuTimes> t = ParseHostCpuTimes(
+      "cpu  6729898 71 357363 6254291 182489 0 19277 358266 0 0\n"
+      "cpu0 3364949 35 178681 3127145 91244 0 9638 179133 0 0\n");
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->steal, 358266u);
+  EXPECT_EQ(t->total, 6729898u + 71 + 357363 + 6254291 + 182489 + 0 + 19277 + 358266);
+  // Not the machine's line, or too old a kernel to count steal.
+  EXPECT_FALSE(ParseHostCpuTimes("cpu0 1 2 3 4 5 6 7 8\n").has_value());
+  EXPECT_FALSE(ParseHostCpuTimes("cpu  1 2 3 4 5 6 7\n").has_value());
+  EXPECT_FALSE(ParseHostCpuTimes("cpu  1 2 3 x 5 6 7 8\n").has_value());
+  EXPECT_FALSE(ParseHostCpuTimes("").has_value());
+}
+
+TEST(HostCpuTimesTest, StealShareOfTheTicksBetweenReadings) {
+  const HostCpuTimes a{.total = 1000, .steal = 100}, b{.total = 1400, .steal = 200};
+  EXPECT_DOUBLE_EQ(StealShare(a, b).value(), 0.25);
+  EXPECT_FALSE(StealShare(a, a).has_value());  // No tick passed.
+  EXPECT_FALSE(StealShare(std::nullopt, b).has_value());
+  EXPECT_FALSE(StealShare(b, a).has_value());
+  // This machine: a share, where it counts steal at all.
+  if (const std::optional<HostCpuTimes> now = ReadHostCpuTimes()) {
+    EXPECT_LE(now->steal, now->total);
   }
 }
 

@@ -5,11 +5,14 @@
 
 #include <cstring>
 #include <fstream>
+#include <sstream>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "daemon/kernels/cpu_features.h"
@@ -86,6 +89,40 @@ std::string MachineSummary(int threads) {
   return absl::StrCat(CpuModelName(), ", ", std::string(kernels::IsaName(kernels::DetectIsa())),
                       " kernels, ", threads, threads == 1 ? " thread" : " threads",
                       kernels::MatrixUnitAvailable() ? ", AMX for prompt tokens" : "");
+}
+
+std::optional<HostCpuTimes> ParseHostCpuTimes(absl::string_view proc_stat) {
+  const absl::string_view line = proc_stat.substr(0, proc_stat.find('\n'));
+  const std::vector<absl::string_view> fields = absl::StrSplit(line, ' ', absl::SkipWhitespace());
+  // "cpu", then user nice system idle iowait irq softirq steal; guest and
+  // guest_nice, where present, are already counted in user and nice.
+  constexpr size_t kSteal = 8;
+  if (fields.size() <= kSteal || fields[0] != "cpu") return std::nullopt;
+  HostCpuTimes t;
+  for (size_t i = 1; i <= kSteal; ++i) {
+    uint64_t ticks = 0;
+    if (!absl::SimpleAtoi(fields[i], &ticks)) return std::nullopt;
+    t.total += ticks;
+    if (i == kSteal) t.steal = ticks;
+  }
+  return t;
+}
+
+std::optional<HostCpuTimes> ReadHostCpuTimes() {
+  std::ifstream in("/proc/stat");
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return ParseHostCpuTimes(text.str());
+}
+
+std::optional<double> StealShare(const std::optional<HostCpuTimes>& before,
+                                 const std::optional<HostCpuTimes>& after) {
+  if (!before || !after || after->total <= before->total || after->steal < before->steal) {
+    return std::nullopt;
+  }
+  return static_cast<double>(after->steal - before->steal) /
+         static_cast<double>(after->total - before->total);
 }
 
 }  // namespace waste::bench

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <iostream>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
@@ -49,6 +51,10 @@ class TimedSink : public engine::GenerationSink {
   int tokens() const {
     absl::MutexLock lock(&mu_);
     return tokens_;
+  }
+  bool finished() const {
+    absl::MutexLock lock(&mu_);
+    return finished_;
   }
   const v1::GenerateDone& done() const { return done_; }
 
@@ -138,13 +144,16 @@ absl::StatusOr<Round> RunRound(engine::LoadedModel& model, int sessions, int64_t
 
 // Time to first token of a request that arrives while `others` requests
 // decode (each already past its first few tokens), and of the same request
-// alone.
+// alone. nullopt when one of the others ended (its tokens or its context
+// used up) before all of them were decoding: there was no moment to arrive
+// late at.
 struct LateArrival {
   double alone_seconds = 0, late_seconds = 0;
 };
 
-absl::StatusOr<LateArrival> MeasureLateArrival(engine::LoadedModel& model, int others,
-                                               int64_t prompt, int64_t gen) {
+absl::StatusOr<std::optional<LateArrival>> MeasureLateArrival(engine::LoadedModel& model,
+                                                              int others, int64_t prompt,
+                                                              int64_t gen) {
   LateArrival out;
   auto request = [&](int session, int64_t tokens) {
     v1::GenerateRequest r;
@@ -167,9 +176,16 @@ absl::StatusOr<LateArrival> MeasureLateArrival(engine::LoadedModel& model, int o
   // Wait until every one of them decodes.
   while (true) {
     const engine::SchedulerStats stats = model.SchedulerCounters();
-    bool decoding = stats.running == others;
-    for (auto& sink : sinks) decoding = decoding && sink->tokens() >= 4;
+    bool decoding = stats.running == others, ended = false;
+    for (auto& sink : sinks) {
+      decoding = decoding && sink->tokens() >= 4;
+      ended = ended || sink->finished();
+    }
     if (decoding) break;
+    if (ended) {
+      for (auto& sink : sinks) RETURN_IF_ERROR(sink->Wait());
+      return std::nullopt;
+    }
     absl::SleepFor(absl::Milliseconds(1));
   }
   TimedSink late(absl::Now());
@@ -226,36 +242,50 @@ absl::Status BenchSessions(const PlannedModel& pm, const memory::MemoryPlan& pla
       pm.path, MachineSummary(threads), plan.all_resident() ? "resident" : "streaming",
       FormatBytes(pm.budget_bytes), FormatBytes(loaded_plan.bytes_read_per_token()),
       loaded_plan.concurrent_sessions(), prompt, gen, memory_gbps);
-  std::cout << absl::StrFormat("%8s %11s %7s %12s %10s %10s %7s %10s %12s %12s%s\n", "sessions",
+  std::cout << absl::StrFormat("%8s %11s %7s %12s %10s %10s %7s %10s %12s %12s %6s%s\n", "sessions",
                                "aggregate", "gain", "per-session", "ttft mean", "ttft max", "steps",
-                               "batch", "read/step", "read/token",
+                               "batch", "read/step", "read/token", "steal",
                                plan.sizes.moe ? "   ideal" : "");
   double base = 0;
   int64_t peak_rss = 0;
   for (int n : sessions) {
+    const std::optional<HostCpuTimes> host_before = ReadHostCpuTimes();
     ASSIGN_OR_RETURN(Round r, RunRound(*model, n, prompt, gen));
+    const std::optional<double> steal = StealShare(host_before, ReadHostCpuTimes());
     if (n == 1 && base == 0) base = r.aggregate_tps;
     const double gain = base > 0 ? r.aggregate_tps / base : 0;
     std::cout << absl::StrFormat(
-        "%8d %7.2f t/s %6.2fx %8.2f t/s %8.0f ms %8.0f ms %7d %10.2f %12s %12s", n, r.aggregate_tps,
-        gain, r.per_session_tps, 1e3 * r.ttft_mean, 1e3 * r.ttft_max, r.steps, r.mean_batch,
-        FormatBytes(r.steps > 0 ? r.bytes / r.steps : 0),
-        FormatBytes(r.generated > 0 ? r.bytes / r.generated : 0));
+        "%8d %7.2f t/s %6.2fx %8.2f t/s %8.0f ms %8.0f ms %7d %10.2f %12s %12s %6s", n,
+        r.aggregate_tps, gain, r.per_session_tps, 1e3 * r.ttft_mean, 1e3 * r.ttft_max, r.steps,
+        r.mean_batch, FormatBytes(r.steps > 0 ? r.bytes / r.steps : 0),
+        FormatBytes(r.generated > 0 ? r.bytes / r.generated : 0),
+        steal ? absl::StrFormat("%5.1f%%", 100 * *steal) : std::string("   n/a"));
     if (plan.sizes.moe) std::cout << absl::StrFormat(" %6.2fx", r.ideal_moe_gain);
     std::cout << "\n";
     peak_rss = std::max(peak_rss, PeakRssBytes());
   }
   const int others = std::min(3, pm.sessions - 1);
   if (others > 0) {
-    ASSIGN_OR_RETURN(LateArrival late, MeasureLateArrival(*model, others, prompt, gen));
-    std::cout << absl::StrFormat(
-        "\nlate arrival: time to first token %.0f ms while %d others decode, %.0f ms alone "
-        "(%.2fx)\n",
-        1e3 * late.late_seconds, others, 1e3 * late.alone_seconds,
-        late.alone_seconds > 0 ? late.late_seconds / late.alone_seconds : 0);
+    ASSIGN_OR_RETURN(std::optional<LateArrival> late,
+                     MeasureLateArrival(*model, others, prompt, gen));
+    if (late) {
+      std::cout << absl::StrFormat(
+          "\nlate arrival: time to first token %.0f ms while %d others decode, %.0f ms alone "
+          "(%.2fx)\n",
+          1e3 * late->late_seconds, others, 1e3 * late->alone_seconds,
+          late->alone_seconds > 0 ? late->late_seconds / late->alone_seconds : 0);
+    } else {
+      std::cout << absl::StrFormat(
+          "\nlate arrival: not measured: a request ended before the %d others decoded together "
+          "(each asks for 4 x --gen-tokens in a context of %d positions); raise --gen-tokens "
+          "or --ctx\n",
+          others, pm.input.n_ctx);
+    }
   }
   std::cout << absl::StrFormat(
       "\ngain: aggregate decode over the 1-session round (run --sessions 1,... to get it)%s\n"
+      "steal: the share of the machine's CPU time a hypervisor took during the round (above "
+      "5%% the host's other guests slowed it)\n"
       "peak RSS:   %s (%.1f%% of the budget)\n",
       plan.sizes.moe ? "; ideal: expert choices per expert read in those steps (what sharing "
                        "the union of routed experts can give when none is cached)"
