@@ -17,6 +17,7 @@
 #include "common/format.h"
 #include "common/status_macros.h"
 #include "daemon/bench/commands.h"
+#include "daemon/bench/compute_rate.h"
 #include "daemon/bench/device_tier.h"
 #include "daemon/bench/memory_bandwidth.h"
 #include "daemon/bench/model_budget.h"
@@ -79,6 +80,9 @@ machine's CPU time a hypervisor took from it (steal) while it ran.
   --no-repack             keep resident matrices in the file's layout (default:
                           Q4_0, and on AVX2 Q8_0 and Q4_K, repacked at load)
   --mem-bench-bytes SIZE  memory bandwidth buffer (default min(1GiB, budget/4))
+  --no-compute-probe      skip the in-cache kernel probe after decode (the
+                          compute bound: each weight type's kernel rate with
+                          its weights in cache, same threads)
   --json                  machine-readable output
 )";
 
@@ -106,12 +110,32 @@ struct BenchResult {
   // The host's steal over prefill and over decode (StealShare: nullopt where
   // /proc/stat gives none, or the phase ended within one clock tick).
   bool host_times = false;  // /proc/stat counts steal here.
+  // The decode kernels' rates with the weights in cache (nullopt: not
+  // probed), the third bound beside memory and disk.
+  std::optional<ComputeBound> compute;
   std::optional<double> steal_prefill, steal_decode;
 };
 
 // Steal above this share of the machine's CPU time marks a run's figures as
 // slowed by the host (its other guests), not by this program.
 constexpr double kDisturbingSteal = 0.05;
+
+// "compute: ..." for the text output: each type's in-cache rate and share
+// of the product bytes, and the tok/s they allow.
+std::string ComputeLine(const BenchResult& r) {
+  if (!r.compute) return "compute:        not probed\n";
+  const ComputeBound& c = *r.compute;
+  uint64_t total = 0;
+  for (const TypeBytes& t : c.types) total += t.bytes;
+  std::string line = "compute:        kernels in cache";
+  for (size_t i = 0; i < c.types.size(); ++i) {
+    absl::StrAppendFormat(&line, "%s %s %.1f GB/s (%.0f%% of bytes)", i == 0 ? "" : ",",
+                          kernels::GetWeightTypeInfo(c.types[i].type).name, c.gbps[i],
+                          100.0 * c.types[i].bytes / std::max<uint64_t>(1, total));
+  }
+  absl::StrAppendFormat(&line, " -> %.2f tok/s\n", 1 / c.seconds_per_token);
+  return line;
+}
 
 // "host: ..." for the text output.
 std::string StealLine(const BenchResult& r) {
@@ -210,10 +234,12 @@ absl::StatusOr<storage::IoEngine> ParseEngine(const std::string& name) {
 
 // The bound a decode run is measured against: a token must bring its
 // weights in from memory (the bytes it touches at the machine's measured
-// read rate) and, when streaming, read its missed bytes from disk (at the
-// rate the reads ran at in this run): the bytes it read less read-ahead
-// that went unused (wrong lookahead guesses cost read time, but are not
-// what the token needed). The slower of the two applies.
+// read rate), multiply them through (its product bytes at the rates the
+// kernels reach on this machine with the weights in cache) and, when
+// streaming, read its missed bytes from disk (at the rate the reads ran at
+// in this run): the bytes it read less read-ahead that went unused (wrong
+// lookahead guesses cost read time, but are not what the token needed). The
+// slowest of the three applies.
 struct DecodeBound {
   const char* name = "memory";
   double tokens_per_second = 0;
@@ -221,13 +247,14 @@ struct DecodeBound {
 };
 
 DecodeBound DecodeBoundOf(double decode_tps, double touched_bytes_per_token, double memory_gbps,
-                          double read_bytes_per_token, double read_gbps) {
+                          double read_bytes_per_token, double read_gbps, double compute_seconds) {
   const double memory_seconds = memory_gbps > 0 ? touched_bytes_per_token / (memory_gbps * 1e9) : 0;
   const double read_seconds =
       read_gbps > 0 && read_bytes_per_token > 0 ? read_bytes_per_token / (read_gbps * 1e9) : 0;
   DecodeBound bound;
-  if (read_seconds > memory_seconds) bound.name = "disk read";
-  const double seconds = std::max(memory_seconds, read_seconds);
+  if (compute_seconds > memory_seconds) bound.name = "compute";
+  if (read_seconds > std::max(memory_seconds, compute_seconds)) bound.name = "disk read";
+  const double seconds = std::max({memory_seconds, read_seconds, compute_seconds});
   if (seconds > 0) {
     bound.tokens_per_second = 1 / seconds;
     bound.achieved_share = decode_tps / bound.tokens_per_second;
@@ -257,7 +284,7 @@ void Print(const BenchResult& r, const PlannedModel& pm, const memory::MemoryPla
   const double touched_gbps = r.touched_bytes_per_token * decode_tps / 1e9;
   const DecodeBound bound =
       DecodeBoundOf(decode_tps, static_cast<double>(r.touched_bytes_per_token), r.memory_gbps,
-                    needed_per_token, read_gbps);
+                    needed_per_token, read_gbps, r.compute ? r.compute->seconds_per_token : 0);
   if (json) {
     // Keys in the order written; non-finite numbers are written as null.
     nlohmann::ordered_json j;
@@ -312,6 +339,17 @@ void Print(const BenchResult& r, const PlannedModel& pm, const memory::MemoryPla
         j[key] = nullptr;
       }
     };
+    if (r.compute) {
+      num("compute_bound_tokens_per_second", 1 / r.compute->seconds_per_token);
+      nlohmann::ordered_json& kernels_json = j["kernel_gbps_in_cache"] =
+          nlohmann::ordered_json::object();
+      for (size_t i = 0; i < r.compute->types.size(); ++i) {
+        kernels_json[std::string(kernels::GetWeightTypeInfo(r.compute->types[i].type).name)] =
+            r.compute->gbps[i];
+      }
+    } else {
+      j["compute_bound_tokens_per_second"] = nullptr;
+    }
     optional_num("steal_share_prefill", r.steal_prefill);
     optional_num("steal_share_decode", r.steal_decode);
     if (r.moe) {
@@ -367,7 +405,7 @@ void Print(const BenchResult& r, const PlannedModel& pm, const memory::MemoryPla
       100 * touched_gbps / r.memory_gbps, FormatBytes(r.peak_rss_bytes),
       100.0 * r.peak_rss_bytes / pm.budget_bytes, bound.name, bound.tokens_per_second,
       100 * bound.achieved_share);
-  std::cout << StealLine(r);
+  std::cout << ComputeLine(r) << StealLine(r);
   if (tiers != nullptr) std::cout << TierText(*tiers);
   if (r.moe) {
     const double prefill_bytes = r.before.bytes_read - r.prefill_before.bytes_read;
@@ -531,6 +569,13 @@ absl::Status Bench(const ParsedArgs& args) {
   r.streaming_after = store->StreamingStats();
   r.moe_after = forward.moe_stats();
   r.peak_rss_bytes = PeakRssBytes();  // Before a second probe adds its buffer.
+  if (!args.Has("no-compute-probe")) {
+    // Resident runs hold their matrices in the resident layouts (unless
+    // --no-repack); streamed chunks keep the file's.
+    ASSIGN_OR_RETURN(
+        r.compute,
+        MeasureComputeBound(*pm.model, plan.all_resident() && !args.Has("no-repack"), r.threads));
+  }
   if (pm.usable.bytes > 0 && pm.budget_bytes + mem_bytes <= pm.usable.bytes) {
     ASSIGN_OR_RETURN(r.memory_gbps_after, MeasureMemoryReadGbps(mem_bytes, r.threads));
     r.memory_gbps = std::max(r.memory_gbps, r.memory_gbps_after);
@@ -558,13 +603,25 @@ absl::Status Bench(const ParsedArgs& args) {
 }  // namespace
 
 int RunBench(const std::vector<std::string>& args) {
-  std::vector<FlagDef> flags = {
-      {"json", false},         {"help", false},         {"buffered", false},
-      {"prompt-tokens", true}, {"gen-tokens", true},    {"threads", true},
-      {"policy", true},        {"io-engine", true},     {"mem-bench-bytes", true},
-      {"lookahead", false},    {"no-lookahead", false}, {"lookahead-guesses", true},
-      {"no-repack", false},    {"hotlist", true},       {"prefill-one-by-one", false},
-      {"trace-out", true},     {"prefill-chunk", true}, {"device", true}};
+  std::vector<FlagDef> flags = {{"json", false},
+                                {"help", false},
+                                {"buffered", false},
+                                {"prompt-tokens", true},
+                                {"gen-tokens", true},
+                                {"threads", true},
+                                {"policy", true},
+                                {"io-engine", true},
+                                {"mem-bench-bytes", true},
+                                {"lookahead", false},
+                                {"no-lookahead", false},
+                                {"lookahead-guesses", true},
+                                {"no-repack", false},
+                                {"hotlist", true},
+                                {"prefill-one-by-one", false},
+                                {"trace-out", true},
+                                {"prefill-chunk", true},
+                                {"device", true},
+                                {"no-compute-probe", false}};
   AddBudgetFlags(&flags);
   absl::StatusOr<ParsedArgs> parsed = ParseArgs(args, flags);
   if (!parsed.ok()) {

@@ -87,9 +87,30 @@ TEST(BenchCommandTest, StreamsStories260KAndReports) {
   EXPECT_DOUBLE_EQ(doc.at("memory_read_gbps").get<double>(), std::max(before, after));
   // Streaming at the floor: the run is held to the slower of memory and
   // disk, and says how close it came.
-  EXPECT_TRUE(doc.at("bound") == "disk read" || doc.at("bound") == "memory") << doc.at("bound");
+  EXPECT_TRUE(doc.at("bound") == "disk read" || doc.at("bound") == "memory" ||
+              doc.at("bound") == "compute")
+      << doc.at("bound");
   EXPECT_GT(doc.at("bound_tokens_per_second").get<double>(), 0);
   EXPECT_GT(doc.at("bound_achieved_share").get<double>(), 0);
+  // The bound is the slowest of the three: memory (touched bytes at the
+  // probe's rate), the kernels' in-cache rates, and the disk (the bytes a
+  // token needed at the rate reads ran at).
+  const double memory_tps = doc.at("memory_read_gbps").get<double>() * 1e9 /
+                            doc.at("weight_bytes_touched_per_token").get<double>();
+  const double compute_tps = doc.at("compute_bound_tokens_per_second").get<double>();
+  EXPECT_GT(compute_tps, 0);
+  EXPECT_FALSE(doc.at("kernel_gbps_in_cache").empty());
+  double disk_tps = 1e30;
+  if (doc.at("needed_read_bytes_per_token").get<double>() > 0) {
+    disk_tps = doc.at("read_busy_gbps").get<double>() * 1e9 /
+               doc.at("needed_read_bytes_per_token").get<double>();
+  }
+  const double slowest = std::min({memory_tps, compute_tps, disk_tps});
+  EXPECT_NEAR(doc.at("bound_tokens_per_second").get<double>(), slowest, 1e-6 * slowest);
+  const char* name = slowest == memory_tps    ? "memory"
+                     : slowest == compute_tps ? "compute"
+                                              : "disk read";
+  EXPECT_EQ(doc.at("bound"), name);
   // The host's steal beside the figures: a share where /proc/stat counts it.
   for (const char* key : {"steal_share_prefill", "steal_share_decode"}) {
     ASSERT_TRUE(doc.contains(key)) << key;
@@ -112,8 +133,11 @@ TEST(BenchCommandTest, ResidentWhenEverythingFits) {
       << out;
   EXPECT_NE(out.find("machine reads "), std::string::npos) << out;
   EXPECT_NE(out.find("(same threads"), std::string::npos) << out;
-  // Nothing read from disk: memory is the bound.
-  EXPECT_NE(out.find("bound:          memory, "), std::string::npos) << out;
+  // Nothing read from disk: memory or the kernels are the bound.
+  EXPECT_TRUE(out.find("bound:          memory, ") != std::string::npos ||
+              out.find("bound:          compute, ") != std::string::npos)
+      << out;
+  EXPECT_NE(out.find("compute:        kernels in cache F32 "), std::string::npos) << out;
   // The host's steal, or why it was not counted (4 tokens of this model can
   // end within one clock tick).
   if (ReadHostCpuTimes()) {

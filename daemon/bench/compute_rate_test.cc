@@ -1,0 +1,100 @@
+#include "daemon/bench/compute_rate.h"
+
+#include <string>
+
+#include "daemon/tools/test_models.h"
+#include "gtest/gtest.h"
+
+namespace waste::bench {
+namespace {
+
+uint64_t TotalBytes(const std::vector<TypeBytes>& types) {
+  uint64_t total = 0;
+  for (const TypeBytes& t : types) total += t.bytes;
+  return total;
+}
+
+absl::StatusOr<tools::testing::LoadedModel> Mixtral(const std::string& name, int64_t used) {
+  tools::MkModelOptions o;
+  o.arch = tools::SyntheticArch::kMixtral;
+  o.out = ::testing::TempDir() + "/" + name;
+  o.dim = 256;
+  o.layers = 2;
+  o.heads = 4;
+  o.ffn = 512;
+  o.experts = 8;
+  o.experts_used = used;
+  o.type = storage::GgmlType::kQ4_K;
+  if (absl::Status s = tools::testing::WriteModel(o, {}); !s.ok()) return s;
+  return tools::testing::LoadModel(o.out);
+}
+
+// A decode step multiplies its layers' matrices, n_expert_used of each MoE
+// layer's experts and the output head: the bytes the chunks hold less the
+// token embeddings, the unused experts and the norm vectors.
+TEST(ComputeRateTest, ProductBytesAreWhatADecodeStepMultiplies) {
+  auto two = Mixtral("compute_top2.gguf", 2);
+  ASSERT_TRUE(two.ok()) << two.status();
+  const model::Model& m = *two->model;
+  uint64_t trunk = 0, experts = 0, n_experts = 0;
+  for (const memory::ChunkSpec& c : m.chunks()) {
+    if (c.kind == memory::ChunkKind::kExpert) {
+      experts += c.tensor_bytes;
+      ++n_experts;
+    } else if (c.layer >= 0) {
+      trunk += c.tensor_bytes;
+    }
+  }
+  const model::GlobalTensors& g = m.globals();
+  const uint64_t head = g.output.rows * g.output.row_bytes;
+  const uint64_t touched = trunk + head + experts / n_experts * 2 * m.hparams().n_layer;
+  const std::vector<TypeBytes> types = ProductBytesByType(m);
+  // Less only the norms: two f32 vectors of 256 per layer.
+  EXPECT_EQ(TotalBytes(types), touched - 2 * 2 * 256 * 4);
+  // The router (f32, 8 x 256 per layer) is a product too.
+  bool f32 = false;
+  for (const TypeBytes& t : types) {
+    EXPECT_GT(t.cols, 0);
+    if (t.type == kernels::WeightType::kF32) {
+      f32 = true;
+      EXPECT_EQ(t.bytes, 2u * 8 * 256 * 4);
+    }
+  }
+  EXPECT_TRUE(f32);
+  // Two more experts per token: two more experts' bytes per layer.
+  auto four = Mixtral("compute_top4.gguf", 4);
+  ASSERT_TRUE(four.ok()) << four.status();
+  EXPECT_EQ(TotalBytes(ProductBytesByType(*four->model)) - TotalBytes(types),
+            experts / n_experts * 2 * 2);
+}
+
+TEST(ComputeRateTest, ProbesAKernelAndRefusesARaggedWidth) {
+  for (bool resident : {false, true}) {
+    for (int threads : {1, 2}) {
+      const absl::StatusOr<double> gbps =
+          MeasureKernelGbps(kernels::WeightType::kQ4_0, 512, resident, threads, 16 << 10, 0.002, 2);
+      ASSERT_TRUE(gbps.ok()) << gbps.status();
+      EXPECT_GT(*gbps, 0.01) << resident << " " << threads;
+    }
+  }
+  const absl::StatusOr<double> ragged =
+      MeasureKernelGbps(kernels::WeightType::kQ4_K, 300, false, 1, 16 << 10, 0.002, 1);
+  EXPECT_EQ(ragged.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ComputeRateTest, BoundSumsEachTypesTime) {
+  auto loaded = Mixtral("compute_bound.gguf", 2);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const absl::StatusOr<ComputeBound> bound = MeasureComputeBound(*loaded->model, true, 1);
+  ASSERT_TRUE(bound.ok()) << bound.status();
+  ASSERT_EQ(bound->gbps.size(), bound->types.size());
+  double seconds = 0;
+  for (size_t i = 0; i < bound->types.size(); ++i) {
+    EXPECT_GT(bound->gbps[i], 0);
+    seconds += bound->types[i].bytes / (bound->gbps[i] * 1e9);
+  }
+  EXPECT_DOUBLE_EQ(bound->seconds_per_token, seconds);
+}
+
+}  // namespace
+}  // namespace waste::bench
