@@ -569,9 +569,10 @@ absl::Status Bench(const ParsedArgs& args) {
   r.streaming_after = store->StreamingStats();
   r.moe_after = forward.moe_stats();
   r.peak_rss_bytes = PeakRssBytes();  // Before a second probe adds its buffer.
-  if (!args.Has("no-compute-probe")) {
+  if (!args.Has("no-compute-probe") && tier.weights == nullptr) {
     // Resident runs hold their matrices in the resident layouts (unless
-    // --no-repack); streamed chunks keep the file's.
+    // --no-repack); streamed chunks keep the file's. (With a VRAM tier, part
+    // of the products run on the device: its tier report has the bounds.)
     ASSIGN_OR_RETURN(
         r.compute,
         MeasureComputeBound(*pm.model, plan.all_resident() && !args.Has("no-repack"), r.threads));

@@ -206,6 +206,9 @@ TEST(BenchCommandTest, VramTierOnTheFakeDeviceAndNoCudaSaysSo) {
   EXPECT_GT(doc.at("vram_bytes_per_token").get<double>(), 0);
   EXPECT_GT(doc.at("device_products_per_token").get<double>(), 0);
   EXPECT_TRUE(doc.at("bound_seconds_per_token").contains("hbm"));
+  // The device runs part of the products: the tiers' bounds stand, the CPU
+  // kernels' probe does not.
+  EXPECT_TRUE(doc.at("compute_bound_tokens_per_second").is_null());
 
   // Without a GPU (or a CUDA build) the default device is refused clearly.
   ::testing::internal::CaptureStderr();
