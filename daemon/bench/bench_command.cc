@@ -438,6 +438,11 @@ absl::Status Bench(const ParsedArgs& args) {
     return absl::InvalidArgumentError(
         "--prompt-tokens, --gen-tokens and --threads must be positive");
   }
+  ASSIGN_OR_RETURN(const int64_t guesses, args.GetInt("lookahead-guesses", 0));
+  if (guesses < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--lookahead-guesses must be 0 (half of top-k) or more, got ", guesses));
+  }
   std::optional<cache::PolicyKind> policy;
   if (std::optional<std::string> name = args.Get("policy")) {
     ASSIGN_OR_RETURN(policy, cache::ParsePolicyKind(*name));
@@ -527,7 +532,6 @@ absl::Status Bench(const ParsedArgs& args) {
                 : args.Has("lookahead")  ? true
                                          : plan.lookahead_by_default();
   forward.set_router_lookahead(r.lookahead);
-  ASSIGN_OR_RETURN(const int64_t guesses, args.GetInt("lookahead-guesses", 0));
   forward.set_lookahead_guesses(static_cast<int>(guesses));
   const int64_t n_vocab = pm.model->hparams().n_vocab;
   std::vector<float> logits(n_vocab);

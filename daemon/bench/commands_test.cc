@@ -149,6 +149,18 @@ TEST(BenchCommandTest, ResidentWhenEverythingFits) {
   }
 }
 
+TEST(BenchCommandTest, RefusesBadFlagsBeforeLoading) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{Stories(), "--lookahead-guesses", "-1"},
+        std::vector<std::string>{Stories(), "--gen-tokens", "0"},
+        std::vector<std::string>{Stories(), "--sessions", "0"}}) {
+    ::testing::internal::CaptureStderr();
+    EXPECT_EQ(RunBench(args), 2) << args[1];
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(err.find(args[1]), std::string::npos) << err;
+  }
+}
+
 TEST(BenchCommandTest, SessionRoundsSayTheHostsSteal) {
   ::testing::internal::CaptureStdout();
   EXPECT_EQ(RunBench({Stories(), "--ram-budget", "128MiB", "--sessions", "1,2", "--prompt-tokens",
