@@ -156,4 +156,16 @@ absl::StatusOr<ComputeBound> MeasureComputeBound(const model::Model& model, bool
   return bound;
 }
 
+ComputeBound FasterOf(const ComputeBound& a, const ComputeBound& b) {
+  ComputeBound out = a;
+  out.seconds_per_token = 0;
+  for (size_t i = 0; i < out.types.size(); ++i) {
+    if (i < b.gbps.size() && b.types[i].type == a.types[i].type) {
+      out.gbps[i] = std::max(a.gbps[i], b.gbps[i]);
+    }
+    out.seconds_per_token += static_cast<double>(out.types[i].bytes) / (out.gbps[i] * 1e9);
+  }
+  return out;
+}
+
 }  // namespace waste::bench

@@ -51,6 +51,11 @@ struct ComputeBound {
 absl::StatusOr<ComputeBound> MeasureComputeBound(const model::Model& model, bool resident,
                                                  int threads);
 
+// Per type the faster of two probes of the same model (a busy host slows
+// one probe more than the other; the bound is what the kernels can do),
+// with the time per token recomputed.
+ComputeBound FasterOf(const ComputeBound& a, const ComputeBound& b);
+
 }  // namespace waste::bench
 
 #endif  // WASTE_DAEMON_BENCH_COMPUTE_RATE_H_

@@ -94,6 +94,19 @@ TEST(ComputeRateTest, BoundSumsEachTypesTime) {
     seconds += bound->types[i].bytes / (bound->gbps[i] * 1e9);
   }
   EXPECT_DOUBLE_EQ(bound->seconds_per_token, seconds);
+  // Of two probes, each type's faster rate counts.
+  ASSERT_GE(bound->types.size(), 2u);  // Q4_K, and the f32 router.
+  ComputeBound slower = *bound, faster = *bound;
+  slower.gbps[0] /= 2;
+  faster.gbps.back() *= 2;
+  const ComputeBound best = FasterOf(slower, faster);
+  EXPECT_EQ(best.gbps[0], bound->gbps[0]);
+  EXPECT_EQ(best.gbps.back(), 2 * bound->gbps.back());
+  double best_seconds = 0;
+  for (size_t i = 0; i < best.types.size(); ++i) {
+    best_seconds += best.types[i].bytes / (best.gbps[i] * 1e9);
+  }
+  EXPECT_DOUBLE_EQ(best.seconds_per_token, best_seconds);
 }
 
 }  // namespace
