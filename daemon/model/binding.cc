@@ -127,16 +127,6 @@ absl::Status BindMlaAttention(ChunkBuilder* b, const HParams& hp, int64_t l, Lay
                           true, &layer->wkv_a_mqa));
   RETURN_IF_ERROR(
       b->Bind(p + "attn_kv_a_norm.weight", mla.kv_lora_rank, 0, true, &layer->kv_a_norm));
-  if (!b->Has(p + "attn_k_b.weight") && b->Has(p + "attn_kv_b.weight")) {
-    // DeepSeek GGUFs converted before llama.cpp split this tensor (its MLA
-    // change of April 2025) hold K and V's decompression fused, with K's
-    // half untransposed: the absorbed form below needs it split.
-    return absl::UnimplementedError(absl::StrCat(
-        hp.arch_name, ": tensor '", p,
-        "attn_kv_b.weight' is the fused MLA form of files converted before April 2025; waste "
-        "runs MLA absorbed and needs it split into attn_k_b and attn_v_b: convert the model "
-        "again with a current llama.cpp convert_hf_to_gguf.py, or use a GGUF made since"));
-  }
   RETURN_IF_ERROR(b->BindStacked(p + "attn_k_b.weight", mla.qk_nope, mla.kv_lora_rank, hp.n_head,
                                  /*whole=*/true, &layer->wk_b, nullptr));
   RETURN_IF_ERROR(b->BindStacked(p + "attn_v_b.weight", mla.kv_lora_rank, mla.v_head, hp.n_head,

@@ -23,9 +23,6 @@ class ChunkBuilder {
                uint64_t* weight_bytes, int64_t* max_cols)
       : gguf_(gguf), chunks_(chunks), weight_bytes_(weight_bytes), max_cols_(max_cols) {}
 
-  // Whether the file has a tensor called `name`.
-  bool Has(const std::string& name) const { return gguf_.FindTensor(name) != nullptr; }
-
   // Binds `name` with the expected shape {cols, rows} (rows 0 for 1-D) into
   // the open chunk. A missing required tensor, a shape mismatch or a type
   // the kernels cannot compute is an error naming the tensor.

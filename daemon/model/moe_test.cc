@@ -199,22 +199,6 @@ TEST_F(MoeTest, ExpertsRunTogetherAsEachAlone) {
   }
 }
 
-// DeepSeek files converted before April 2025 fuse MLA's K and V
-// decompression into attn_kv_b; they are refused with what to do, not with
-// a missing tensor.
-TEST(MlaFusedKvTest, OldFusedAttnKvBIsRefusedWithTheRemedy) {
-  const tools::MkModelOptions o = SmallDeepseek("mla_fused.gguf");
-  ASSERT_TRUE(
-      tools::testing::WriteModel(o, {}, {{"blk.0.attn_k_b.weight", "blk.0.attn_kv_b.weight"}})
-          .ok());
-  auto loaded = tools::testing::LoadModel(o.out);
-  ASSERT_FALSE(loaded.ok());
-  EXPECT_EQ(loaded.status().code(), absl::StatusCode::kUnimplemented);
-  for (const char* part : {"blk.0.attn_kv_b.weight", "fused MLA form", "convert_hf_to_gguf.py"}) {
-    EXPECT_NE(loaded.status().message().find(part), std::string::npos) << loaded.status();
-  }
-}
-
 // Real files mix types per tensor (e.g. Q4_K gate and up, Q6_K down); with
 // gate, up and down each of its own type, decode still gives prefill's
 // logits (its experts' gate and up then run as one loop per type).

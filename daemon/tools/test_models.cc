@@ -5,20 +5,12 @@
 
 namespace waste::tools::testing {
 
-absl::Status WriteModel(const tools::MkModelOptions& options, const MetadataOverrides& overrides,
-                        const TensorRenames& renames) {
+absl::Status WriteModel(const tools::MkModelOptions& options, const MetadataOverrides& overrides) {
   storage::Env* env = storage::Env::Default();
   tools::MkModelOptions first = options;
-  const bool rewrite = !overrides.empty() || !renames.empty();
-  if (rewrite) first.out = options.out + ".base";
+  if (!overrides.empty()) first.out = options.out + ".base";
   RETURN_IF_ERROR(tools::WriteSyntheticModel(first, env).status());
-  if (!rewrite) return absl::OkStatus();
-  auto name_of = [&renames](const std::string& name) {
-    for (const auto& [from, to] : renames) {
-      if (from == name) return to;
-    }
-    return name;
-  };
+  if (overrides.empty()) return absl::OkStatus();
 
   ASSIGN_OR_RETURN(auto gguf, storage::GgufFile::Open(env, first.out));
   ASSIGN_OR_RETURN(auto in, env->NewRandomAccessFile(first.out));
@@ -33,13 +25,13 @@ absl::Status WriteModel(const tools::MkModelOptions& options, const MetadataOver
   }
   for (const auto& [key, value] : overrides) RETURN_IF_ERROR(writer.AddMetadata(key, value));
   for (const storage::TensorInfo& t : gguf->tensors()) {
-    RETURN_IF_ERROR(writer.AddTensor(name_of(t.name), t.type, t.shape).status());
+    RETURN_IF_ERROR(writer.AddTensor(t.name, t.type, t.shape).status());
   }
   RETURN_IF_ERROR(writer.WriteHeader());
   for (const storage::TensorInfo& t : gguf->tensors()) {
     std::string bytes(t.size, '\0');
     RETURN_IF_ERROR(in->Read(t.offset, t.size, bytes.data()));
-    RETURN_IF_ERROR(writer.AppendTensorData(name_of(t.name), bytes));
+    RETURN_IF_ERROR(writer.AppendTensorData(t.name, bytes));
   }
   RETURN_IF_ERROR(writer.Finish());
   RETURN_IF_ERROR(out->Close());

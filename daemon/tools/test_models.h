@@ -18,14 +18,10 @@
 namespace waste::tools::testing {
 
 using MetadataOverrides = std::vector<std::pair<std::string, storage::GgufValue>>;
-// Tensor names to write under another name: {from, to}.
-using TensorRenames = std::vector<std::pair<std::string, std::string>>;
 
-// Writes options.out with mkmodel, then, if `overrides` or `renames` is not
-// empty, rewrites it with those keys replaced or appended and those tensors
-// renamed (the tensors' data copied).
-absl::Status WriteModel(const MkModelOptions& options, const MetadataOverrides& overrides,
-                        const TensorRenames& renames = {});
+// Writes options.out with mkmodel, then, if `overrides` is not empty,
+// rewrites it with those keys replaced or appended (the tensors copied).
+absl::Status WriteModel(const MkModelOptions& options, const MetadataOverrides& overrides);
 
 // A model file opened, bound and read into a resident store.
 struct LoadedModel {
