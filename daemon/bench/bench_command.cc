@@ -121,6 +121,13 @@ struct BenchResult {
 // slowed by the host (its other guests), not by this program.
 constexpr double kDisturbingSteal = 0.05;
 
+// A probed type's name: "Q4_0", or "Q4_0 repacked" for the matrices the run
+// holds in the resident layout.
+std::string KernelName(const TypeBytes& t) {
+  std::string name(kernels::GetWeightTypeInfo(t.type).name);
+  return t.repacked ? name + " repacked" : name;
+}
+
 // "compute: ..." for the text output: each type's in-cache rate and share
 // of the product bytes, and the tok/s they allow.
 std::string ComputeLine(const BenchResult& r) {
@@ -131,7 +138,7 @@ std::string ComputeLine(const BenchResult& r) {
   std::string line = "compute:        kernels in cache (faster of probes before and after)";
   for (size_t i = 0; i < c.types.size(); ++i) {
     absl::StrAppendFormat(&line, "%s %s %.1f GB/s (%.0f%% of bytes)", i == 0 ? "" : ",",
-                          kernels::GetWeightTypeInfo(c.types[i].type).name, c.gbps[i],
+                          KernelName(c.types[i]), c.gbps[i],
                           100.0 * c.types[i].bytes / std::max<uint64_t>(1, total));
   }
   absl::StrAppendFormat(&line, " -> %.2f tok/s\n", 1 / c.seconds_per_token);
@@ -345,8 +352,7 @@ void Print(const BenchResult& r, const PlannedModel& pm, const memory::MemoryPla
       nlohmann::ordered_json& kernels_json = j["kernel_gbps_in_cache"] =
           nlohmann::ordered_json::object();
       for (size_t i = 0; i < r.compute->types.size(); ++i) {
-        kernels_json[std::string(kernels::GetWeightTypeInfo(r.compute->types[i].type).name)] =
-            r.compute->gbps[i];
+        kernels_json[KernelName(r.compute->types[i])] = r.compute->gbps[i];
       }
     } else {
       j["compute_bound_tokens_per_second"] = nullptr;

@@ -5,6 +5,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -71,11 +72,13 @@ struct ProbeMatrix {
 
 }  // namespace
 
-std::vector<TypeBytes> ProductBytesByType(const model::Model& model) {
-  std::map<kernels::WeightType, TypeBytes> by_type;
+std::vector<TypeBytes> ProductBytesByType(const model::Model& model, bool resident) {
+  std::map<std::pair<kernels::WeightType, bool>, TypeBytes> by_type;
   auto add = [&](const model::TensorRef& t, uint64_t bytes) {
-    TypeBytes& e = by_type[t.type];
+    const bool repacked = resident && t.interleaves;
+    TypeBytes& e = by_type[{t.type, repacked}];
     e.type = t.type;
+    e.repacked = repacked;
     e.bytes += bytes;
     e.cols = std::max(e.cols, t.cols);
   };
@@ -98,7 +101,7 @@ std::vector<TypeBytes> ProductBytesByType(const model::Model& model) {
     }
   }
   std::vector<TypeBytes> out;
-  for (const auto& [type, e] : by_type) out.push_back(e);
+  for (const auto& [key, e] : by_type) out.push_back(e);
   std::sort(out.begin(), out.end(),
             [](const TypeBytes& a, const TypeBytes& b) { return a.bytes > b.bytes; });
   return out;
@@ -147,9 +150,9 @@ absl::StatusOr<double> MeasureKernelGbps(kernels::WeightType type, int64_t cols,
 absl::StatusOr<ComputeBound> MeasureComputeBound(const model::Model& model, bool resident,
                                                  int threads) {
   ComputeBound bound;
-  bound.types = ProductBytesByType(model);
+  bound.types = ProductBytesByType(model, resident);
   for (const TypeBytes& t : bound.types) {
-    ASSIGN_OR_RETURN(double gbps, MeasureKernelGbps(t.type, t.cols, resident, threads));
+    ASSIGN_OR_RETURN(double gbps, MeasureKernelGbps(t.type, t.cols, t.repacked, threads));
     bound.gbps.push_back(gbps);
     bound.seconds_per_token += static_cast<double>(t.bytes) / (gbps * 1e9);
   }
@@ -160,7 +163,8 @@ ComputeBound FasterOf(const ComputeBound& a, const ComputeBound& b) {
   ComputeBound out = a;
   out.seconds_per_token = 0;
   for (size_t i = 0; i < out.types.size(); ++i) {
-    if (i < b.gbps.size() && b.types[i].type == a.types[i].type) {
+    if (i < b.gbps.size() && b.types[i].type == a.types[i].type &&
+        b.types[i].repacked == a.types[i].repacked) {
       out.gbps[i] = std::max(a.gbps[i], b.gbps[i]);
     }
     out.seconds_per_token += static_cast<double>(out.types[i].bytes) / (out.gbps[i] * 1e9);

@@ -16,19 +16,24 @@
 namespace waste::bench {
 
 // The weight bytes of one type that a decode step multiplies through, and
-// the width of its widest matrix (the probe's row width).
+// the width of its widest matrix (the probe's row width). `repacked`: these
+// are matrices a resident load rewrites into this ISA's resident layout
+// (TensorRef::interleaves); the expert slices and MLA's per-head matrices
+// stay as the file has them, and so does everything when weights stream.
 struct TypeBytes {
   kernels::WeightType type = kernels::WeightType::kF32;
+  bool repacked = false;
   uint64_t bytes = 0;
   int64_t cols = 0;
 };
 
-// Per weight type, the bytes of the matrices a decode step's products read:
+// Per weight type (and, in a `resident` run, repacked or not), the bytes of
+// the matrices a decode step's products read:
 // every layer's (the routed experts at n_expert_used of n_expert, each
 // layer's at its expert slices' types) and the output head; not the token
 // embeddings (one row per token) nor norms and biases (no products). Their
 // sum is what TouchedBytesPerToken counts, less those small vectors.
-std::vector<TypeBytes> ProductBytesByType(const model::Model& model);
+std::vector<TypeBytes> ProductBytesByType(const model::Model& model, bool resident);
 
 // A type's kernel rate in GB/s of weights: `threads` threads, each
 // multiplying its own matrix of `cols` columns and about `bytes_per_thread`
@@ -42,7 +47,8 @@ absl::StatusOr<double> MeasureKernelGbps(kernels::WeightType type, int64_t cols,
                                          int threads, uint64_t bytes_per_thread = 192 << 10,
                                          double seconds = 0.02, int passes = 5);
 
-// A decode step's compute time at the probed rates: sum of bytes / rate.
+// A decode step's compute time at the probed rates: sum of bytes / rate
+// (the repacked entries probed in the resident layouts).
 struct ComputeBound {
   std::vector<TypeBytes> types;
   std::vector<double> gbps;  // Per entry of types.

@@ -14,7 +14,8 @@ uint64_t TotalBytes(const std::vector<TypeBytes>& types) {
   return total;
 }
 
-absl::StatusOr<tools::testing::LoadedModel> Mixtral(const std::string& name, int64_t used) {
+absl::StatusOr<tools::testing::LoadedModel> Mixtral(
+    const std::string& name, int64_t used, storage::GgmlType type = storage::GgmlType::kQ4_K) {
   tools::MkModelOptions o;
   o.arch = tools::SyntheticArch::kMixtral;
   o.out = ::testing::TempDir() + "/" + name;
@@ -24,7 +25,7 @@ absl::StatusOr<tools::testing::LoadedModel> Mixtral(const std::string& name, int
   o.ffn = 512;
   o.experts = 8;
   o.experts_used = used;
-  o.type = storage::GgmlType::kQ4_K;
+  o.type = type;
   if (absl::Status s = tools::testing::WriteModel(o, {}); !s.ok()) return s;
   return tools::testing::LoadModel(o.out);
 }
@@ -48,7 +49,7 @@ TEST(ComputeRateTest, ProductBytesAreWhatADecodeStepMultiplies) {
   const model::GlobalTensors& g = m.globals();
   const uint64_t head = g.output.rows * g.output.row_bytes;
   const uint64_t touched = trunk + head + experts / n_experts * 2 * m.hparams().n_layer;
-  const std::vector<TypeBytes> types = ProductBytesByType(m);
+  const std::vector<TypeBytes> types = ProductBytesByType(m, false);
   // Less only the norms: two f32 vectors of 256 per layer.
   EXPECT_EQ(TotalBytes(types), touched - 2 * 2 * 256 * 4);
   // The router (f32, 8 x 256 per layer) is a product too.
@@ -64,8 +65,35 @@ TEST(ComputeRateTest, ProductBytesAreWhatADecodeStepMultiplies) {
   // Two more experts per token: two more experts' bytes per layer.
   auto four = Mixtral("compute_top4.gguf", 4);
   ASSERT_TRUE(four.ok()) << four.status();
-  EXPECT_EQ(TotalBytes(ProductBytesByType(*four->model)) - TotalBytes(types),
+  EXPECT_EQ(TotalBytes(ProductBytesByType(*four->model, false)) - TotalBytes(types),
             experts / n_experts * 2 * 2);
+}
+
+// Q4_0 is repacked on every ISA when resident: its layer matrices and head
+// then count apart from the expert slices, which stay as the file has them;
+// streamed, all of them are one entry.
+TEST(ComputeRateTest, ResidentRunsCountRepackedMatricesApart) {
+  auto loaded = Mixtral("compute_q4_0.gguf", 2, storage::GgmlType::kQ4_0);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const model::Model& m = *loaded->model;
+  const model::LayerTensors& l0 = m.layers()[0];
+  const uint64_t experts =
+      2 * 2 *
+      (l0.gate_exps.rows * l0.gate_exps.row_bytes + l0.up_exps.rows * l0.up_exps.row_bytes +
+       l0.down_exps.rows * l0.down_exps.row_bytes);
+  uint64_t q4_0_plain = 0, q4_0_repacked = 0;
+  for (const TypeBytes& t : ProductBytesByType(m, true)) {
+    if (t.type != kernels::WeightType::kQ4_0) continue;
+    (t.repacked ? q4_0_repacked : q4_0_plain) += t.bytes;
+  }
+  EXPECT_EQ(q4_0_plain, experts);
+  EXPECT_GT(q4_0_repacked, 0u);
+  const std::vector<TypeBytes> streamed = ProductBytesByType(m, false);
+  EXPECT_EQ(TotalBytes(streamed), TotalBytes(ProductBytesByType(m, true)));
+  for (const TypeBytes& t : streamed) {
+    EXPECT_FALSE(t.repacked);
+    if (t.type == kernels::WeightType::kQ4_0) EXPECT_EQ(t.bytes, q4_0_plain + q4_0_repacked);
+  }
 }
 
 TEST(ComputeRateTest, ProbesAKernelAndRefusesARaggedWidth) {
