@@ -16,12 +16,10 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "daemon/kernels/cpu_features.h"
+#include "daemon/kernels/matvec.h"
 
 namespace waste::bench {
 namespace {
-
-// The kernels' read-ahead distance (kPrefetchBytes in matvec_internal.h).
-constexpr int kPrefetchDistance = 6144;
 
 // Four independent accumulators so the loop is bound by loads, not by the
 // add latency.
@@ -33,8 +31,10 @@ __attribute__((target("avx2"))) uint64_t SumAvx2(const uint8_t* data, uint64_t b
     // Two lines asked for ahead, at the distance and with the hint the
     // decode kernels use (PrefetchAhead): without, one core keeps too few
     // lines in flight to read what the kernels read.
-    _mm_prefetch(reinterpret_cast<const char*>(p) + kPrefetchDistance, _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(p) + kPrefetchDistance + 64, _MM_HINT_T0);
+    if constexpr (kernels::kPrefetchBytes > 0) {
+      _mm_prefetch(reinterpret_cast<const char*>(p) + kernels::kPrefetchBytes, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(p) + kernels::kPrefetchBytes + 64, _MM_HINT_T0);
+    }
     a0 = _mm256_add_epi64(a0, _mm256_load_si256(p));
     a1 = _mm256_add_epi64(a1, _mm256_load_si256(p + 1));
     a2 = _mm256_add_epi64(a2, _mm256_load_si256(p + 2));

@@ -198,22 +198,7 @@ inline void RunRowTiles(const RowsTask& t, int64_t begin, int64_t end, DotRowFn 
 // too, but a zero point ten times the weights' magnitude costs f32 digits.)
 inline constexpr int kMxfp4CodeOffset = 12;
 
-// How far ahead of the bytes being decoded the SIMD loops prefetch the
-// weight stream. The hardware prefetchers alone left the 1 GiB decode at
-// ~60% of the machine's read bandwidth. 2 KiB ahead (the first setting)
-// covers ~100 ns at one core's ~29 GB/s; with both cores streaming, and
-// under other processes' load, misses take longer: streaming 256 MiB on 2
-// threads (matvec_bench --cache_kib=262144 --cpu_threads=2, CPU time, 3
-// runs each on a loaded machine), 6 KiB gave the best median for Q4_0, Q4_K
-// and Q8_0 on both ISAs (AVX-512 Q4_0 51.9 vs 48.0 GB/s, Q4_K 44.0 vs 39.9,
-// Q8_0 61.1 vs 53.9; AVX2 Q4_0 37.1 vs 35.4, Q8_0 43.5 vs 37.2), 8 and
-// 12 KiB no better. A third sweep, under heavier load, did not separate 0,
-// 2 and 6 KiB: confirm on a quiet machine. Rows are usually contiguous, so
-// this runs into the next rows; a prefetch past the matrix is harmless.
-#ifndef WASTE_MATVEC_PREFETCH
-#define WASTE_MATVEC_PREFETCH 6144
-#endif
-inline constexpr int kPrefetchBytes = WASTE_MATVEC_PREFETCH;
+// kPrefetchBytes (matvec.h): how far ahead the loops read.
 
 // Asks for the lines kPrefetchBytes past the kBytes at p (prefetcht0 in every
 // ISA's build, so one definition serves them all).
