@@ -257,10 +257,15 @@ TEST(HostCpuTimesTest, StealShareOfTheTicksBetweenReadings) {
   EXPECT_FALSE(StealShare(a, a).has_value());  // No tick passed.
   EXPECT_FALSE(StealShare(std::nullopt, b).has_value());
   EXPECT_FALSE(StealShare(b, a).has_value());
-  // This machine: a share, where it counts steal at all.
-  if (const std::optional<HostCpuTimes> now = ReadHostCpuTimes()) {
-    EXPECT_LE(now->steal, now->total);
-  }
+  // This machine's /proc/stat (Linux since 2.6.11 counts steal) reads, and
+  // its counters only grow.
+  const std::optional<HostCpuTimes> first = ReadHostCpuTimes();
+  ASSERT_TRUE(first.has_value());
+  EXPECT_GT(first->total, 0u);
+  const std::optional<HostCpuTimes> second = ReadHostCpuTimes();
+  ASSERT_TRUE(second.has_value());
+  EXPECT_GE(second->total, first->total);
+  EXPECT_GE(second->steal, first->steal);
 }
 
 TEST(MemoryBandwidthTest, MeasuresSomething) {
