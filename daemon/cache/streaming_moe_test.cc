@@ -184,6 +184,26 @@ TEST_P(StreamedMoeMatchesResident, TrunkStreamedBelowTheTrunkFloor) {
   ExpectStreamedMatchesResident(o, /*trunk_streamed=*/true);
 }
 
+// A DeepSeek file converted before llama.cpp's MLA split (one attn_kv_b per
+// layer, whose key rows each step's first pass derives W_k_b from): the
+// experts streamed, then the trunk too.
+TEST(StreamedFusedMlaTest, TokensAndLogitsBitIdentical) {
+  tools::MkModelOptions o = MoeOptions(tools::SyntheticArch::kDeepseek2);
+  o.mla_fused = true;
+  o.out = ::testing::TempDir() + "/streaming_fused_mla.gguf";
+  ExpectStreamedMatchesResident(o);
+  o.out = ::testing::TempDir() + "/streaming_fused_mla_trunk.gguf";
+  o.layers = 16;
+  o.experts = 8;
+  o.experts_used = 2;
+  o.expert_ffn = 32;
+  ExpectStreamedMatchesResident(o, /*trunk_streamed=*/true);
+  auto gguf = storage::GgufFile::Open(storage::Env::Default(), o.out);
+  ASSERT_TRUE(gguf.ok()) << gguf.status();
+  EXPECT_NE((*gguf)->FindTensor("blk.3.attn_kv_b.weight"), nullptr);
+  EXPECT_EQ((*gguf)->FindTensor("blk.3.attn_k_b.weight"), nullptr);
+}
+
 INSTANTIATE_TEST_SUITE_P(Archs, StreamedMoeMatchesResident,
                          ::testing::Values(tools::SyntheticArch::kMixtral,
                                            tools::SyntheticArch::kQwen3Moe,

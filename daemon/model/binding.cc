@@ -127,10 +127,15 @@ absl::Status BindMlaAttention(ChunkBuilder* b, const HParams& hp, int64_t l, Lay
                           true, &layer->wkv_a_mqa));
   RETURN_IF_ERROR(
       b->Bind(p + "attn_kv_a_norm.weight", mla.kv_lora_rank, 0, true, &layer->kv_a_norm));
-  RETURN_IF_ERROR(b->BindStacked(p + "attn_k_b.weight", mla.qk_nope, mla.kv_lora_rank, hp.n_head,
-                                 /*whole=*/true, &layer->wk_b, nullptr));
-  RETURN_IF_ERROR(b->BindStacked(p + "attn_v_b.weight", mla.kv_lora_rank, mla.v_head, hp.n_head,
-                                 /*whole=*/true, &layer->wv_b, nullptr));
+  if (mla.fused_kv_b) {
+    RETURN_IF_ERROR(b->Bind(p + "attn_kv_b.weight", mla.kv_lora_rank,
+                            hp.n_head * (mla.qk_nope + mla.v_head), true, &layer->wkv_b));
+  } else {
+    RETURN_IF_ERROR(b->BindStacked(p + "attn_k_b.weight", mla.qk_nope, mla.kv_lora_rank, hp.n_head,
+                                   /*whole=*/true, &layer->wk_b, nullptr));
+    RETURN_IF_ERROR(b->BindStacked(p + "attn_v_b.weight", mla.kv_lora_rank, mla.v_head, hp.n_head,
+                                   /*whole=*/true, &layer->wv_b, nullptr));
+  }
   return b->Bind(p + "attn_output.weight", hp.n_head * mla.v_head, hp.n_embd, true, &layer->wo);
 }
 

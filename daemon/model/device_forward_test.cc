@@ -82,6 +82,7 @@ struct Case {
   std::string name;
   tools::SyntheticArch arch;
   storage::GgmlType type;
+  bool mla_fused = false;
 };
 
 class DeviceForwardTest : public ::testing::TestWithParam<Case> {
@@ -109,6 +110,7 @@ class DeviceForwardTest : public ::testing::TestWithParam<Case> {
       o.head_dim = 64;
       o.rope_dim = 32;
       o.kv_lora_rank = 128;
+      o.mla_fused = GetParam().mla_fused;
     }
     ASSERT_TRUE(tools::testing::WriteModel(o, {}).ok());
     auto loaded = tools::testing::LoadModel(o.out);
@@ -188,7 +190,10 @@ TEST_P(DeviceForwardTest, PartOfTheModelInVramGivesTheCpuLogits) { RunThreeTiers
 
 TEST_P(DeviceForwardTest, AllOfItInVramReadsNothingFromTheStore) {
   RunThreeTiers(1.5);
-  EXPECT_EQ(acquired_, 0u);
+  // But a fused attn_kv_b's attention, which only the CPU computes
+  // (DeviceWeights::Eligible): every layer's, from host memory.
+  EXPECT_EQ(acquired_,
+            GetParam().mla_fused ? static_cast<size_t>(m_.model->hparams().n_layer) : 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -197,7 +202,9 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"llama_q8_0", tools::SyntheticArch::kLlama, storage::GgmlType::kQ8_0},
         Case{"llama_q4_k", tools::SyntheticArch::kLlama, storage::GgmlType::kQ4_K},
         Case{"qwen3moe_q8_0", tools::SyntheticArch::kQwen3Moe, storage::GgmlType::kQ8_0},
-        Case{"deepseek2_q6_k", tools::SyntheticArch::kDeepseek2, storage::GgmlType::kQ6_K}),
+        Case{"deepseek2_q6_k", tools::SyntheticArch::kDeepseek2, storage::GgmlType::kQ6_K},
+        Case{"deepseek2_fused_q6_k", tools::SyntheticArch::kDeepseek2, storage::GgmlType::kQ6_K,
+             /*mla_fused=*/true}),
     [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
 TEST(DeviceWeightsTest, TypesTheDeviceLacksStayOffIt) {

@@ -69,6 +69,9 @@ std::vector<bool> DeviceWeights::Eligible(const Model& model) {
       ok = ok && (!t->present || gpu::DeviceComputes(t->type));
     }
     for (const ExpertRef& e : l.experts) eligible[e.chunk] = eligible[e.chunk] && ok;
+    // A fused attn_kv_b is also read by column (kernels::TransposedProduct),
+    // which only the CPU does: its attention stays in host memory.
+    if (l.wkv_b.present) eligible[l.wkv_b.place.chunk] = false;
   }
   return eligible;
 }

@@ -70,7 +70,8 @@ class DeviceWeights {
   // Device memory the step's activations take (PlanInput::vram_scratch_bytes).
   static uint64_t ScratchBytes(const Model& model, int64_t max_step_tokens);
   // Whether a device can hold chunk `id` (every matrix in it of a type
-  // gpu::DeviceComputes), by ChunkId (PlanInput::vram_eligible).
+  // gpu::DeviceComputes, and no fused MLA attn_kv_b), by ChunkId
+  // (PlanInput::vram_eligible).
   static std::vector<bool> Eligible(const Model& model);
 
   bool OnDevice(memory::ChunkId id) const {

@@ -23,6 +23,7 @@
 #include <span>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "daemon/cache/chunk_store.h"
 #include "daemon/kernels/matvec.h"
@@ -288,13 +289,17 @@ class Forward {
                               std::span<const kernels::SharedProduct> products, const float* x,
                               int64_t x_stride, int64_t n,
                               const kernels::ProductPath* paths = nullptr);
-  // The per-head products of an MLA tensor (attn_k_b, attn_v_b): head h
-  // multiplies x + h * x_head into y + h * y_head, n rows each. On the CPU
-  // one kernels::MatMulEach (one parallel loop for all heads), else Product
-  // per head.
-  absl::Status HeadProducts(const internal::ChunkLease& chunk, const TensorRef& t, const float* x,
-                            int64_t x_head, int64_t x_stride, int64_t n, float* y, int64_t y_head,
-                            int64_t y_stride);
+  // Head h's matrix of an MLA tensor (attn_k_b, attn_v_b, a fused
+  // attn_kv_b's value rows) in the chunk's slot.
+  using HeadView = absl::FunctionRef<kernels::WeightView(int64_t h)>;
+  // The per-head products of an MLA tensor: head h multiplies x + h * x_head
+  // into y + h * y_head, n rows each. On the CPU one kernels::MatMulEach (one
+  // parallel loop for all heads), else Product per head. `observed` false:
+  // not shown to the observer (a fused attn_kv_b's value rows; its input is
+  // shown whole), never for a device chunk.
+  absl::Status HeadProducts(const internal::ChunkLease& chunk, HeadView view, bool observed,
+                            const float* x, int64_t x_head, int64_t x_stride, int64_t n, float* y,
+                            int64_t y_head, int64_t y_stride);
   // Prefetch hints for the store, less the chunks on the device; the first
   // needed_now are what the step waits for next (ChunkStore::Prefetch).
   void PrefetchChunks(const memory::ChunkId* ids, size_t n, size_t needed_now = 0);

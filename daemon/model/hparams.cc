@@ -129,28 +129,41 @@ absl::Status ReadMla(const storage::GgufFile& gguf, bool yarn, HParams* hp) {
   MlaParams& mla = hp->mla;
   mla.q_lora_rank = OptionalInt(gguf, a + ".attention.q_lora_rank", 0);
   ASSIGN_OR_RETURN(mla.kv_lora_rank, RequiredInt(gguf, a + ".attention.kv_lora_rank"));
-  absl::StatusOr<int64_t> k_mla = RequiredInt(gguf, a + ".attention.key_length_mla");
-  absl::StatusOr<int64_t> v_mla = RequiredInt(gguf, a + ".attention.value_length_mla");
-  if (!k_mla.ok() || !v_mla.ok()) {
-    return absl::UnimplementedError(absl::StrCat(
-        gguf.path(), ": ", a,
-        ".attention.key_length_mla/value_length_mla are missing: only "
-        "MLA files with split attn_k_b/attn_v_b are supported (re-convert with a current "
-        "llama.cpp)"));
-  }
+  const std::string k_key = a + ".attention.key_length_mla",
+                    v_key = a + ".attention.value_length_mla";
+  const bool split = gguf.GetInt(k_key).ok();
   mla.qk_rope = hp->rope.n_rot;
-  mla.qk_nope = *k_mla - mla.qk_rope;
-  mla.v_head = *v_mla;
-  if (mla.qk_nope <= 0) {
+  if (split != gguf.GetInt(v_key).ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(gguf.path(), ": ", a, ".attention.key_length_mla ", *k_mla,
-                     " must exceed rope.dimension_count ", mla.qk_rope));
+        absl::StrCat(gguf.path(), ": ", a,
+                     ".attention.key_length_mla and value_length_mla come together; the file "
+                     "has only one of them"));
   }
-  if (hp->n_head_kv != 1 || hp->head_dim != mla.kv_lora_rank + mla.qk_rope) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(gguf.path(), ": MLA expects ", a, ".attention.head_count_kv 1 and key_length ",
-                     mla.kv_lora_rank + mla.qk_rope, " (kv_lora_rank + rope dims), got ",
-                     hp->n_head_kv, " and ", hp->head_dim));
+  if (split) {
+    // The split form (attn_k_b, attn_v_b): stored as MQA over the latent.
+    ASSIGN_OR_RETURN(const int64_t k_mla, RequiredInt(gguf, k_key));
+    ASSIGN_OR_RETURN(mla.v_head, RequiredInt(gguf, v_key));
+    mla.qk_nope = k_mla - mla.qk_rope;
+    if (hp->n_head_kv != 1 || hp->head_dim != mla.kv_lora_rank + mla.qk_rope) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(gguf.path(), ": MLA expects ", a,
+                       ".attention.head_count_kv 1 and key_length ", mla.kv_lora_rank + mla.qk_rope,
+                       " (kv_lora_rank + rope dims), got ", hp->n_head_kv, " and ", hp->head_dim));
+    }
+  } else {
+    // Converted before llama.cpp split attn_kv_b (spring 2025): key_length
+    // and value_length are the per-head sizes, one KV head per head. The
+    // cache holds the latent all the same (mla.cc).
+    mla.fused_kv_b = true;
+    mla.qk_nope = hp->head_dim - mla.qk_rope;
+    ASSIGN_OR_RETURN(mla.v_head, RequiredInt(gguf, a + ".attention.value_length"));
+    hp->n_head_kv = 1;
+    hp->head_dim = mla.kv_lora_rank + mla.qk_rope;
+  }
+  if (mla.qk_nope <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        gguf.path(), ": ", a, ".attention.key_length", mla.fused_kv_b ? "" : "_mla", " ",
+        mla.qk_nope + mla.qk_rope, " must exceed rope.dimension_count ", mla.qk_rope));
   }
   kernels::ops::RopeParams& rope = hp->rope;
   const float rope_attn_factor =

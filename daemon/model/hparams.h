@@ -52,6 +52,10 @@ struct MlaParams {
   int64_t qk_nope = 0;  // Per-head query/key dims without rope.
   int64_t qk_rope = 0;  // = rope.n_rot.
   int64_t v_head = 0;   // Per-head value dims after attn_v_b.
+  // Files converted before llama.cpp's split (spring 2025) hold W_k_b and
+  // W_v_b as one attn_kv_b of n_head * (qk_nope + v_head) rows of
+  // kv_lora_rank: per head its qk_nope key rows, then its v_head value rows.
+  bool fused_kv_b = false;
   // Attention score scale: mscale^2 / sqrt(qk_nope + qk_rope), with YaRN's
   // mscale as llama.cpp's deepseek2 graph computes it.
   float kq_scale = 0;

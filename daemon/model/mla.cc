@@ -10,11 +10,16 @@
 // position) and attention is MQA over it with head_dim kv_lora_rank + rope.
 // That row is both K and V: the kernel's output per head is
 // [sum p c | sum p k_pe], of which the first kv_lora_rank dims are used.
+// Files with the fused attn_kv_b (MlaParams::fused_kv_b) hold W_k_b,h
+// transposed, as rows of kv_lora_rank: the absorption reads a copy derived
+// once per layer (fused_keys.h); W_v_b,h is rows of it as they are.
+#include "common/logging.h"
 #include "common/status_macros.h"
 #include "daemon/kernels/ops/ops.h"
 #include "daemon/kernels/ops/rope.h"
 #include "daemon/model/chunk_lease.h"
 #include "daemon/model/forward.h"
+#include "daemon/model/fused_keys.h"
 #include "daemon/model/step_workspace.h"
 
 namespace waste::model {
@@ -74,8 +79,27 @@ absl::Status Forward::MlaAttention(std::span<const SequenceStep> steps, const La
     }
   }
   // Absorb W_k_b into the query: q_h[:kv_lora] = W_k_b,h q_nope_h.
-  RETURN_IF_ERROR(HeadProducts(chunk, layer.wk_b, ws.mla_q.data(), q_head, q_stride, n, ws.q.data(),
-                               row, abs_stride));
+  const int64_t kv_b_head = mla.qk_nope + mla.v_head;  // Rows per head of a fused attn_kv_b.
+  if (mla.fused_kv_b) {
+    // What llama.cpp's imatrix sees of attn_kv_b: the latent, every row.
+    if (observer_ != nullptr) {
+      observer_->OnProduct(chunk.id(), layer.wkv_b.place.slot_offset, chunk.View(layer.wkv_b),
+                           ws.k.data(), row, n);
+    }
+    uint8_t* keys = reinterpret_cast<uint8_t*>(ws.fused_keys.data()) +
+                    l * internal::FusedKeyLayerBytes(*model_);
+    if (!ws.fused_keys_ready[l]) {
+      internal::DeriveFusedKeys(*model_, layer, slot, pool_, keys);
+      ws.fused_keys_ready[l] = 1;
+    }
+    RETURN_IF_ERROR(HeadProducts(
+        chunk, [&](int64_t h) { return internal::FusedKeyView(*model_, layer, keys, h); },
+        /*observed=*/false, ws.mla_q.data(), q_head, q_stride, n, ws.q.data(), row, abs_stride));
+  } else {
+    RETURN_IF_ERROR(HeadProducts(
+        chunk, [&](int64_t h) { return layer.wk_b.MatrixView(slot, h); }, /*observed=*/true,
+        ws.mla_q.data(), q_head, q_stride, n, ws.q.data(), row, abs_stride));
+  }
 
   // Each sequence's rows against its own cache.
   ops::AttentionParams params;
@@ -96,32 +120,38 @@ absl::Status Forward::MlaAttention(std::span<const SequenceStep> steps, const La
                    });
   }
   // Decompress each head's latent mix: v_h = W_v_b,h (sum p c).
-  RETURN_IF_ERROR(HeadProducts(chunk, layer.wv_b, ws.att.data(), row, abs_stride, n, ws.xb.data(),
-                               mla.v_head, v_stride));
+  RETURN_IF_ERROR(HeadProducts(
+      chunk,
+      [&](int64_t h) {
+        return mla.fused_kv_b ? layer.wkv_b.RowsView(slot, h * kv_b_head + mla.qk_nope, mla.v_head)
+                              : layer.wv_b.MatrixView(slot, h);
+      },
+      /*observed=*/!mla.fused_kv_b, ws.att.data(), row, abs_stride, n, ws.xb.data(), mla.v_head,
+      v_stride));
   RETURN_IF_ERROR(Product(chunk, chunk.View(layer.wo), ws.xb.data(), v_stride, n, ws.tmp.data(), d,
                           ws.row_paths.data()));
   ops::Add(ws.x.data(), ws.tmp.data(), n * d, ws.x.data());
   return absl::OkStatus();
 }
 
-absl::Status Forward::HeadProducts(const ChunkLease& chunk, const TensorRef& t, const float* x,
-                                   int64_t x_head, int64_t x_stride, int64_t n, float* y,
-                                   int64_t y_head, int64_t y_stride) {
+absl::Status Forward::HeadProducts(const ChunkLease& chunk, HeadView view, bool observed,
+                                   const float* x, int64_t x_head, int64_t x_stride, int64_t n,
+                                   float* y, int64_t y_head, int64_t y_stride) {
   const int64_t n_head = model_->hparams().n_head;
-  if (observer_ != nullptr || chunk.on_device()) {
+  WCHECK(observed || !chunk.on_device()) << "a device chunk's products are always observed";
+  if ((observed && observer_ != nullptr) || chunk.on_device()) {
     // The heads are independent: on a device, one batch.
     internal::ProductBatch batch(device_, chunk);
     for (int64_t h = 0; h < n_head; ++h) {
-      RETURN_IF_ERROR(Product(chunk, t.MatrixView(chunk.slot(), h), x + h * x_head, x_stride, n,
-                              y + h * y_head, y_stride));
+      RETURN_IF_ERROR(
+          Product(chunk, view(h), x + h * x_head, x_stride, n, y + h * y_head, y_stride));
     }
     return batch.End();
   }
   kernels::OwnProduct* products = ws_->head_products.data();
   for (int64_t b = 0; b < n; b += kMaxProductRows) {
     for (int64_t h = 0; h < n_head; ++h) {
-      products[h] = {t.MatrixView(chunk.slot(), h), x + b * x_stride + h * x_head,
-                     y + b * y_stride + h * y_head};
+      products[h] = {view(h), x + b * x_stride + h * x_head, y + b * y_stride + h * y_head};
     }
     RETURN_IF_ERROR(kernels::MatMulEach({products, static_cast<size_t>(n_head)}, x_stride, y_stride,
                                         std::min(kMaxProductRows, n - b), pool_, &ws_->matvec));

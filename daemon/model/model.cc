@@ -87,7 +87,8 @@ void Model::MarkInterleaving(Model* model) {
     if (t->interleaves) t->interleaved_layout = layout;
   };
   // Not token_embd (read by row), nor output when it is token_embd (tied);
-  // not wk_b/wv_b (per-head views of 3-D tensors) nor the expert slices.
+  // not wk_b/wv_b (per-head views of 3-D tensors), wkv_b (read by column
+  // and by per-head rows) nor the expert slices.
   GlobalTensors& g = model->globals_;
   if (g.output.place.chunk != g.token_embd.place.chunk ||
       g.output.place.slot_offset != g.token_embd.place.slot_offset) {
@@ -107,15 +108,13 @@ void ForEachTensor(const Model& model, absl::FunctionRef<void(const TensorRef&)>
     if (t->present) fn(*t);
   }
   for (const LayerTensors& l : model.layers()) {
-    for (const TensorRef* t : {&l.attn_norm, &l.wq,          &l.wk,
-                               &l.wv,        &l.wo,          &l.bq,
-                               &l.bk,        &l.bv,          &l.q_norm,
-                               &l.k_norm,    &l.ffn_norm,    &l.gate,
-                               &l.up,        &l.down,        &l.wq_a,
-                               &l.q_a_norm,  &l.wq_b,        &l.wkv_a_mqa,
-                               &l.kv_a_norm, &l.wk_b,        &l.wv_b,
-                               &l.router,    &l.expert_bias, &l.gate_shexp,
-                               &l.up_shexp,  &l.down_shexp,  &l.gate_inp_shexp}) {
+    for (const TensorRef* t : {&l.attn_norm,  &l.wq,        &l.wk,         &l.wv,
+                               &l.wo,         &l.bq,        &l.bk,         &l.bv,
+                               &l.q_norm,     &l.k_norm,    &l.ffn_norm,   &l.gate,
+                               &l.up,         &l.down,      &l.wq_a,       &l.q_a_norm,
+                               &l.wq_b,       &l.wkv_a_mqa, &l.kv_a_norm,  &l.wk_b,
+                               &l.wv_b,       &l.wkv_b,     &l.router,     &l.expert_bias,
+                               &l.gate_shexp, &l.up_shexp,  &l.down_shexp, &l.gate_inp_shexp}) {
       if (t->present) fn(*t);
     }
   }

@@ -45,6 +45,10 @@ struct TensorRef {
     if (repacked && interleaves) view.layout = interleaved_layout;
     return view;
   }
+  // Rows [first, first + rows) of a 2-D tensor (a head's part of wkv_b).
+  kernels::WeightView RowsView(const uint8_t* slot, int64_t first, int64_t rows) const {
+    return kernels::DenseWeightView(type, rows, cols, Data(slot) + first * row_bytes);
+  }
   // Matrix `i` of a stacked tensor bound whole.
   kernels::WeightView MatrixView(const uint8_t* slot, int64_t i) const {
     return kernels::DenseWeightView(type, rows, cols, Data(slot) + i * rows * row_bytes);
@@ -75,8 +79,10 @@ struct LayerTensors {
 
   // MLA (deepseek2), in attn_chunk. wq is used when q_lora_rank is 0.
   // wk_b: n_head matrices [kv_lora_rank x qk_nope]; wv_b: n_head matrices
-  // [v_head x kv_lora_rank].
-  TensorRef wq_a, q_a_norm, wq_b, wkv_a_mqa, kv_a_norm, wk_b, wv_b;
+  // [v_head x kv_lora_rank]; or, in files with mla.fused_kv_b, neither but
+  // wkv_b [n_head * (qk_nope + v_head) x kv_lora_rank] (per head W_k_b^T's
+  // rows, then W_v_b's).
+  TensorRef wq_a, q_a_norm, wq_b, wkv_a_mqa, kv_a_norm, wk_b, wv_b, wkv_b;
 
   // MoE block, when hparams.IsMoeLayer: router [n_expert x n_embd] (F32),
   // the selection bias, the shared expert and its sigmoid gate in ffn_chunk.

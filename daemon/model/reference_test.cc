@@ -48,8 +48,11 @@ class Reference {
     n_group_used_ = Int("expert_group_used_count", 0);
     if (arch_ == "deepseek2") {
       kv_lora_ = Int("attention.kv_lora_rank", 0);
-      qk_head_ = Int("attention.key_length_mla", 0);
-      v_head_ = Int("attention.value_length_mla", 0);
+      // Files from before llama.cpp's split have one attn_kv_b and give
+      // the per-head lengths as key_length / value_length.
+      fused_ = Has("blk.0.attn_kv_b.weight");
+      qk_head_ = fused_ ? head_dim_ : Int("attention.key_length_mla", 0);
+      v_head_ = Int(fused_ ? "attention.value_length" : "attention.value_length_mla", 0);
       nope_ = qk_head_ - n_rot_;
       // DeepSeek's modeling code: softmax_scale = mscale(factor,
       // mscale_all_dims)^2 / sqrt(qk_head); cos/sin scaled by
@@ -227,17 +230,36 @@ class Reference {
         double s = 0;
         for (int64_t j = 0; j < nope_; ++j) {
           double k_nope = 0;  // (W_k_b,h^T c)[j]
-          for (int64_t r = 0; r < kv_lora_; ++r) k_nope += K_b(p, h, r)[j] * ct[r];
+          if (fused_) {
+            k_nope = Dot(KvB(p, h * (nope_ + v_head_) + j), ct);
+          } else {
+            for (int64_t r = 0; r < kv_lora_; ++r) k_nope += K_b(p, h, r)[j] * ct[r];
+          }
           s += qh[j] * k_nope;
         }
         for (int64_t j = 0; j < n_rot_; ++j) s += qh[nope_ + j] * keys_[l][t][j];
         scores.push_back(s * kq_scale_);
-        vals.push_back(MatVec(p + "attn_v_b.weight", ct, h));
+        if (fused_) {
+          Vec v(v_head_);
+          for (int64_t i = 0; i < v_head_; ++i) {
+            v[i] = Dot(KvB(p, h * (nope_ + v_head_) + nope_ + i), ct);
+          }
+          vals.push_back(v);
+        } else {
+          vals.push_back(MatVec(p + "attn_v_b.weight", ct, h));
+        }
       }
       Vec o = Attend(scores, vals);
       out.insert(out.end(), o.begin(), o.end());
     }
     return MatVec(p + "attn_output.weight", out);
+  }
+  // Row r of a fused attn_kv_b: per head its key rows, then its value rows.
+  const Vec& KvB(const std::string& p, int64_t r) {
+    auto key = std::make_tuple(p, int64_t{-1}, r);
+    auto it = k_b_.find(key);
+    if (it == k_b_.end()) it = k_b_.emplace(key, Row(p + "attn_kv_b.weight", r)).first;
+    return it->second;
   }
   const Vec& K_b(const std::string& p, int64_t h, int64_t r) {
     auto key = std::make_tuple(p, h, r);
@@ -315,6 +337,7 @@ class Reference {
   bool sigmoid_, norm_w_;
   double scale_w_;
   int64_t kv_lora_ = 0, qk_head_ = 0, v_head_ = 0, nope_ = 0, orig_ctx_ = 0;
+  bool fused_ = false;
   double factor_ = 1, kq_scale_ = 0;
   std::map<int64_t, std::vector<Vec>> keys_, values_;
   std::map<std::tuple<std::string, int64_t, int64_t>, Vec> k_b_;
@@ -328,6 +351,7 @@ struct Case {
   double tolerance;  // Relative to the logits' scale.
   int64_t q_lora_rank = -1;
   tools::testing::MetadataOverrides overrides = {};
+  bool mla_fused = false;
 };
 
 class ReferenceTest : public ::testing::TestWithParam<Case> {};
@@ -358,6 +382,7 @@ TEST_P(ReferenceTest, LogitsMatchTheReferenceForEightSteps) {
     options.rope_dim = 16;
     options.kv_lora_rank = 64;
     options.q_lora_rank = c.q_lora_rank;
+    options.mla_fused = c.mla_fused;
     options.ctx = 16384;  // > 4096: YaRN with factor 4.
   }
   auto written = tools::testing::WriteModel(options, c.overrides);
@@ -385,6 +410,53 @@ TEST_P(ReferenceTest, LogitsMatchTheReferenceForEightSteps) {
 using storage::GgmlType;
 using storage::GgufValue;
 using tools::SyntheticArch;
+
+// A file from before llama.cpp's MLA split reads as the same MLA (its
+// per-head lengths from key_length/value_length, the cache the latent); one
+// with half of the split form's keys is refused, naming them, and one that
+// claims the split form without its tensors names the missing tensor.
+TEST(FusedMlaFileTest, HyperparametersAndRefusals) {
+  tools::MkModelOptions o;
+  o.arch = SyntheticArch::kDeepseek2;
+  o.out = ::testing::TempDir() + "/fused_mla_hparams.gguf";
+  o.dim = 128;
+  o.layers = 2;
+  o.heads = 4;
+  o.head_dim = 32;
+  o.rope_dim = 16;
+  o.kv_lora_rank = 64;
+  o.experts = 4;
+  o.expert_ffn = 64;
+  o.vocab = 320;
+  o.mla_fused = true;
+  ASSERT_TRUE(tools::testing::WriteModel(o, {}).ok());
+  auto loaded = tools::testing::LoadModel(o.out);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const HParams& hp = loaded->model->hparams();
+  EXPECT_TRUE(hp.mla.fused_kv_b);
+  EXPECT_EQ(hp.mla.qk_nope, 32);
+  EXPECT_EQ(hp.mla.v_head, 32);
+  EXPECT_EQ(hp.n_head_kv, 1);
+  EXPECT_EQ(hp.head_dim, 64 + 16);
+  EXPECT_TRUE(loaded->model->layers()[1].wkv_b.present);
+  EXPECT_FALSE(loaded->model->layers()[1].wk_b.present);
+
+  ASSERT_TRUE(
+      tools::testing::WriteModel(o, {{"deepseek2.attention.key_length_mla", GgufValue::Uint32(48)}})
+          .ok());
+  absl::Status half = tools::testing::LoadModel(o.out).status();
+  EXPECT_EQ(half.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(half.message().find("value_length_mla"), std::string::npos) << half;
+
+  ASSERT_TRUE(tools::testing::WriteModel(
+                  o, {{"deepseek2.attention.key_length_mla", GgufValue::Uint32(48)},
+                      {"deepseek2.attention.value_length_mla", GgufValue::Uint32(32)},
+                      {"deepseek2.attention.key_length", GgufValue::Uint32(80)},
+                      {"deepseek2.attention.head_count_kv", GgufValue::Uint32(1)}})
+                  .ok());
+  absl::Status split = tools::testing::LoadModel(o.out).status();
+  EXPECT_NE(split.message().find("attn_k_b.weight' is missing"), std::string::npos) << split;
+}
 
 INSTANTIATE_TEST_SUITE_P(
     Architectures, ReferenceTest,
@@ -417,7 +489,24 @@ INSTANTIATE_TEST_SUITE_P(
                            1e-4,
                            -1,
                            {{"deepseek2.expert_group_count", GgufValue::Uint32(4)},
-                            {"deepseek2.expert_group_used_count", GgufValue::Uint32(2)}}}),
+                            {"deepseek2.expert_group_used_count", GgufValue::Uint32(2)}}},
+                      // Converted before llama.cpp's MLA split: one attn_kv_b.
+                      Case{"deepseek2_fused_f32",
+                           SyntheticArch::kDeepseek2,
+                           GgmlType::kF32,
+                           1e-4,
+                           -1,
+                           {},
+                           /*mla_fused=*/true},
+                      // Every expert used: no near-tie in routing to flip
+                      // with the activations' rounding.
+                      Case{"deepseek2_fused_q8_0",
+                           SyntheticArch::kDeepseek2,
+                           GgmlType::kQ8_0,
+                           5e-2,
+                           -1,
+                           {{"deepseek2.expert_used_count", GgufValue::Uint32(8)}},
+                           /*mla_fused=*/true}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 }  // namespace

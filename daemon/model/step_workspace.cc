@@ -4,6 +4,7 @@
 
 #include "common/logging.h"
 #include "daemon/kernels/ops/rope.h"
+#include "daemon/model/fused_keys.h"
 
 namespace waste::model::internal {
 namespace {
@@ -17,10 +18,17 @@ size_t MatVecScratchFor(const Model& model, int64_t rows) {
   };
   consider(model.globals().output);
   for (const LayerTensors& l : model.layers()) {
-    for (const TensorRef* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down, &l.wq_a,
-                               &l.wq_b, &l.wkv_a_mqa, &l.wk_b, &l.wv_b, &l.gate_shexp, &l.up_shexp,
-                               &l.down_shexp, &l.router, &l.gate_exps, &l.up_exps, &l.down_exps}) {
+    for (const TensorRef* t :
+         {&l.wq,         &l.wk,     &l.wv,        &l.wo,         &l.gate,
+          &l.up,         &l.down,   &l.wq_a,      &l.wq_b,       &l.wkv_a_mqa,
+          &l.wk_b,       &l.wv_b,   &l.wkv_b,     &l.gate_shexp, &l.up_shexp,
+          &l.down_shexp, &l.router, &l.gate_exps, &l.up_exps,    &l.down_exps}) {
       consider(*t);
+    }
+    if (l.wkv_b.present) {  // Its derived W_k_b (fused_keys.h).
+      const int64_t nope = model.hparams().mla.qk_nope;
+      bytes = std::max(bytes,
+                       kernels::MatVecScratchBytes(FusedKeyType(l.wkv_b.type, nope), nope, rows));
     }
   }
   return bytes;
@@ -36,6 +44,8 @@ struct BufferSizes {
   int64_t first_row, head_sequences, logits;
   int64_t embd_row;  // Bytes: one embedding row read from the store.
   size_t matvec;
+  uint64_t fused_keys;  // Bytes, every layer's.
+  int64_t fused_ready;  // Their per-layer flags.
 
   BufferSizes(const Model& model, const ForwardOptions& options) {
     const HParams& hp = model.hparams();
@@ -72,6 +82,8 @@ struct BufferSizes {
     const GlobalTensors& g = model.globals();
     embd_row = g.embd_separate() ? static_cast<int64_t>(g.token_embd.row_bytes) : 0;
     matvec = MatVecScratchFor(model, std::min(t, kMaxProductRows));
+    fused_keys = storage::AlignUp(hp.n_layer * FusedKeyLayerBytes(model), 64);
+    fused_ready = fused_keys > 0 ? hp.n_layer : 0;
   }
   uint64_t Bytes() const {
     return sizeof(float) *
@@ -82,7 +94,7 @@ struct BufferSizes {
            lookahead * (2 * sizeof(int32_t) + sizeof(float)) +
            (experts + prefetch) * sizeof(memory::ChunkId) + first_row * sizeof(int64_t) +
            (first_row - 1 + head_sequences) * sizeof(kernels::ProductPath) +
-           head_sequences * sizeof(int32_t) + embd_row + matvec +
+           head_sequences * sizeof(int32_t) + embd_row + matvec + fused_keys + fused_ready +
            (heads + 2 * together) * sizeof(kernels::OwnProduct) + together * sizeof(int32_t);
   }
 };
@@ -153,6 +165,11 @@ StepWorkspace::StepWorkspace(const Model& model, const ForwardOptions& options) 
   logits.resize(size.logits);
   embd_row.resize(size.embd_row);
   matvec = kernels::Scratch(size.matvec);
+  if (size.fused_keys > 0) {
+    fused_keys = storage::AlignedBuffer(size.fused_keys, 64);
+    WCHECK(fused_keys.data() != nullptr) << "cannot allocate the derived MLA key matrices";
+  }
+  fused_keys_ready.assign(size.fused_ready, 0);
 }
 
 uint64_t StepWorkspace::Bytes(const Model& model, const ForwardOptions& options) {
@@ -189,7 +206,8 @@ uint64_t StepWorkspace::bytes() const {
          BytesOf(prefetch_ids) + BytesOf(lookahead_ids) + BytesOf(lookahead_union) +
          BytesOf(first_row) + BytesOf(row_paths) + BytesOf(head_paths) + BytesOf(head_sequences) +
          BytesOf(group_start) + BytesOf(group_done) + BytesOf(embd_row) + BytesOf(head_products) +
-         BytesOf(experts_together) + BytesOf(expert_products) + matvec.bytes();
+         BytesOf(experts_together) + BytesOf(expert_products) + matvec.bytes() + fused_keys.size() +
+         BytesOf(fused_keys_ready);
 }
 
 }  // namespace waste::model::internal

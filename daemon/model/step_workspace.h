@@ -14,6 +14,7 @@
 #include "daemon/kernels/ops/attention.h"
 #include "daemon/model/forward.h"
 #include "daemon/model/model.h"
+#include "storage/aligned_buffer.h"
 
 namespace waste::model::internal {
 
@@ -100,6 +101,10 @@ struct StepWorkspace {
   // ChunkStore::ReadPart); empty when the embeddings are tied.
   std::vector<uint8_t> embd_row;
   kernels::Scratch matvec;
+  // MLA with a fused attn_kv_b: each layer's derived W_k_b (fused_keys.h),
+  // FusedKeyLayerBytes apart, made by the first step that runs the layer.
+  storage::AlignedBuffer fused_keys;
+  std::vector<uint8_t> fused_keys_ready;  // Per layer.
 };
 
 }  // namespace waste::model::internal

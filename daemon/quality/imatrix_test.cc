@@ -252,6 +252,24 @@ TEST(Imatrix, ExpertsAndHeadsGetTheirOwnColumns) {
   ASSERT_NE(gate, nullptr);
   EXPECT_NE(std::vector<float>(gate->values.begin(), gate->values.begin() + 64),
             std::vector<float>(gate->values.begin() + 64, gate->values.begin() + 128));
+
+  // A file from before llama.cpp's MLA split: attn_kv_b's input is the normed
+  // latent, for all its rows (what llama-imatrix records of it); an RMS norm
+  // with weights 1 makes each token's squares average 1.
+  mk.experts_used = 4;
+  mk.mla_fused = true;
+  mk.out = dir + "/ds2-fused.gguf";
+  ASSERT_TRUE(tools::WriteSyntheticModel(mk, storage::Env::Default()).ok());
+  run = ComputeImatrix(storage::Env::Default(), mk.out, text, options);
+  ASSERT_TRUE(run.ok()) << run.status();
+  const ImatrixEntry* kv_b = run->matrix.Find("blk.0.attn_kv_b.weight");
+  ASSERT_NE(kv_b, nullptr);
+  EXPECT_EQ(kv_b->values.size(), 16u);  // kv_lora_rank: dim / 4.
+  double mean = 0;
+  for (float v : kv_b->values) mean += v / kv_b->ncall;
+  EXPECT_NEAR(mean / kv_b->values.size(), 1.0, 1e-3);
+  EXPECT_EQ(run->matrix.Find("blk.0.attn_k_b.weight"), nullptr);
+  EXPECT_NE(run->matrix.Find("blk.0.attn_q_b.weight"), nullptr);
 }
 
 // Reads a tensor of `path` as f32 rows.

@@ -32,6 +32,8 @@ Writes a synthetic GGUF model (random weights, llama.cpp's names and keys).
   --experts N --experts-used N --expert-ffn N     MoE archs
   --shared-experts N --dense-layers N             deepseek2
   --q-lora-rank N --kv-lora-rank N --rope-dim N   deepseek2 (MLA)
+  --mla-fused         deepseek2: one attn_kv_b per layer, as files converted
+                      before llama.cpp's MLA split (spring 2025) have it
   --seed S            weights are a function of the seed (1)
   --tokenizer-from F  copy every tokenizer.* key from GGUF F (default: a
                       built-in byte-level BPE vocabulary)
@@ -41,7 +43,7 @@ Writes a synthetic GGUF model (random weights, llama.cpp's names and keys).
 }  // namespace
 
 absl::StatusOr<MkModelOptions> ParseMkModelArgs(const std::vector<std::string>& args) {
-  std::vector<FlagDef> defs = {{"help", false}};
+  std::vector<FlagDef> defs = {{"help", false}, {"mla-fused", false}};
   for (const char* name : {"arch",         "out",         "type",
                            "dim",          "layers",      "heads",
                            "kv-heads",     "head-dim",    "ffn",
@@ -107,6 +109,7 @@ absl::StatusOr<MkModelOptions> ParseMkModelArgs(const std::vector<std::string>& 
   ASSIGN_OR_RETURN(int64_t threads, parsed.GetInt("threads", 0));
   o.threads = static_cast<int>(std::clamp<int64_t>(threads, 0, 256));
   o.tokenizer_from = parsed.GetOr("tokenizer-from", "");
+  o.mla_fused = parsed.Has("mla-fused");
   return o;
 }
 

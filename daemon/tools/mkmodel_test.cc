@@ -314,6 +314,29 @@ TEST(MkModelTest, Deepseek2HasEveryKeyLlamaCppRequires) {
   }
 }
 
+// --mla-fused: MLA as converters wrote it before llama.cpp's split (which
+// llama.cpp of early 2025 loads, and which reference_test and
+// streaming_moe_test run): per-head key/value lengths, a KV head per head,
+// one attn_kv_b of each head's key rows then its value rows.
+TEST(MkModelTest, Deepseek2FusedIsTheFormBeforeTheSplit) {
+  MkModelOptions o = Small(SyntheticArch::kDeepseek2);
+  o.mla_fused = true;
+  Written w = Write(o);
+  ASSERT_NE(w.gguf, nullptr);
+  const GgufFile& g = *w.gguf;
+  // dim 256 / 4 heads: qk_nope = v = 64, rope 32, kv_lora_rank 64.
+  EXPECT_EQ(*g.GetUint("deepseek2.attention.head_count_kv"), 4u);
+  EXPECT_EQ(*g.GetUint("deepseek2.attention.key_length"), 96u);
+  EXPECT_EQ(*g.GetUint("deepseek2.attention.value_length"), 64u);
+  EXPECT_FALSE(g.Has("deepseek2.attention.key_length_mla"));
+  EXPECT_FALSE(g.Has("deepseek2.attention.value_length_mla"));
+  const storage::TensorInfo* kv_b = g.FindTensor("blk.1.attn_kv_b.weight");
+  ASSERT_NE(kv_b, nullptr);
+  EXPECT_EQ(kv_b->shape, (std::vector<int64_t>{64, 4 * (64 + 64)}));
+  EXPECT_EQ(g.FindTensor("blk.1.attn_k_b.weight"), nullptr);
+  EXPECT_EQ(g.FindTensor("blk.1.attn_v_b.weight"), nullptr);
+}
+
 TEST(MkModelTest, DeterministicForASeedWhateverTheThreads) {
   MkModelOptions o = Small(SyntheticArch::kQwen3Moe, GgmlType::kQ4_K);
   o.threads = 1;
@@ -401,6 +424,9 @@ TEST(MkModelTest, RefusesInconsistentShapes) {
   o.experts = 8;
   EXPECT_EQ(WriteSyntheticModel(o, &env).status().code(), absl::StatusCode::kInvalidArgument);
   o = Small(SyntheticArch::kLlama);
+  o.mla_fused = true;
+  EXPECT_EQ(WriteSyntheticModel(o, &env).status().code(), absl::StatusCode::kInvalidArgument);
+  o = Small(SyntheticArch::kLlama);
   o.dim = 100;
   o.heads = 3;
   EXPECT_EQ(WriteSyntheticModel(o, &env).status().code(), absl::StatusCode::kInvalidArgument);
@@ -417,6 +443,10 @@ TEST(MkModelTest, ParsesFlags) {
   EXPECT_EQ(o->experts, 16);
   EXPECT_EQ(o->kv_lora_rank, 128);
   EXPECT_EQ(o->seed, 7u);
+  EXPECT_FALSE(o->mla_fused);
+  o = ParseMkModelArgs({"--arch", "deepseek2", "--out", "x.gguf", "--mla-fused"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_TRUE(o->mla_fused);
   EXPECT_FALSE(ParseMkModelArgs({"--arch", "gpt5", "--out", "x"}).ok());
   EXPECT_FALSE(ParseMkModelArgs({"--dim", "4"}).ok());  // No --out.
   EXPECT_FALSE(ParseMkModelArgs({"--out", "x", "--type", "tq1_0"}).ok());

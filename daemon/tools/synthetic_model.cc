@@ -90,19 +90,26 @@ void SpecBuilder::Metadata() {
   F32("rope.freq_base", qwen ? 1000000.0f : 10000.0f);
 
   if (o_.arch == SyntheticArch::kDeepseek2) {
-    // MLA is stored as MQA over the latent (convert_hf_to_gguf.py): one KV
-    // head of key_length = kv_lora_rank + rope dims; the *_mla lengths are
-    // the per-head sizes after decompression through attn_k_b / attn_v_b.
-    U32("attention.head_count_kv", 1);
     U32("rope.dimension_count", o_.rope_dim);
     // llama.cpp requires q_lora_rank of every deepseek2 but the 27-layer
     // Lite (0 here: attn_q instead of attn_q_a/attn_q_b).
     U32("attention.q_lora_rank", o_.q_lora_rank);
     U32("attention.kv_lora_rank", o_.kv_lora_rank);
-    U32("attention.key_length", o_.kv_lora_rank + o_.rope_dim);
-    U32("attention.value_length", o_.kv_lora_rank);
-    U32("attention.key_length_mla", o_.head_dim + o_.rope_dim);
-    U32("attention.value_length_mla", o_.head_dim);
+    if (o_.mla_fused) {
+      // As before the split: attention as MHA after decompression, per head.
+      U32("attention.head_count_kv", o_.heads);
+      U32("attention.key_length", o_.head_dim + o_.rope_dim);
+      U32("attention.value_length", o_.head_dim);
+    } else {
+      // MLA is stored as MQA over the latent (convert_hf_to_gguf.py): one
+      // KV head of key_length = kv_lora_rank + rope dims; the *_mla lengths
+      // are the per-head sizes after decompression through attn_k_b / attn_v_b.
+      U32("attention.head_count_kv", 1);
+      U32("attention.key_length", o_.kv_lora_rank + o_.rope_dim);
+      U32("attention.value_length", o_.kv_lora_rank);
+      U32("attention.key_length_mla", o_.head_dim + o_.rope_dim);
+      U32("attention.value_length_mla", o_.head_dim);
+    }
     U32("leading_dense_block_count", o_.dense_layers);
     U32("expert_feed_forward_length", o_.expert_ffn);
     U32("expert_count", o_.experts);
@@ -166,10 +173,14 @@ void SpecBuilder::MlaAttention(int64_t layer) {
   }
   Matrix(Blk(layer, "attn_kv_a_mqa.weight"), {o_.dim, o_.kv_lora_rank + o_.rope_dim});
   Norm(Blk(layer, "attn_kv_a_norm.weight"), o_.kv_lora_rank);
-  // The split form current converters write (the absorbed MLA path);
-  // only old files carry the fused attn_kv_b.
-  Matrix(Blk(layer, "attn_k_b.weight"), {o_.head_dim, o_.kv_lora_rank, o_.heads});
-  Matrix(Blk(layer, "attn_v_b.weight"), {o_.kv_lora_rank, o_.head_dim, o_.heads});
+  if (o_.mla_fused) {
+    // Per head its key rows, then its value rows (qk_nope = v = head_dim).
+    Matrix(Blk(layer, "attn_kv_b.weight"), {o_.kv_lora_rank, o_.heads * 2 * o_.head_dim});
+  } else {
+    // The split form current converters write (the absorbed MLA path).
+    Matrix(Blk(layer, "attn_k_b.weight"), {o_.head_dim, o_.kv_lora_rank, o_.heads});
+    Matrix(Blk(layer, "attn_v_b.weight"), {o_.kv_lora_rank, o_.head_dim, o_.heads});
+  }
   Matrix(Blk(layer, "attn_output.weight"), {o_.heads * o_.head_dim, o_.dim});
 }
 
@@ -395,10 +406,11 @@ absl::StatusOr<MkModelOptions> ResolveOptions(const MkModelOptions& options, int
     if (auto s = Positive("kv-lora-rank", o.kv_lora_rank); !s.ok()) return s;
     if (auto s = Positive("rope-dim", o.rope_dim); !s.ok()) return s;
   } else {
-    if (o.dense_layers > 0 || o.q_lora_rank > 0 || o.kv_lora_rank > 0 || o.rope_dim > 0) {
+    if (o.dense_layers > 0 || o.q_lora_rank > 0 || o.kv_lora_rank > 0 || o.rope_dim > 0 ||
+        o.mla_fused) {
       return absl::InvalidArgumentError(
-          "--dense-layers, --q-lora-rank, --kv-lora-rank and --rope-dim apply to --arch "
-          "deepseek2 only");
+          "--dense-layers, --q-lora-rank, --kv-lora-rank, --rope-dim and --mla-fused apply to "
+          "--arch deepseek2 only");
     }
     if (o.arch != SyntheticArch::kDeepseek2) o.shared_experts = 0;
     o.dense_layers = 0;

@@ -55,6 +55,9 @@ struct MkModelOptions {
   int64_t q_lora_rank = -1;     // deepseek2: -1 means dim / 2; 0 writes attn_q.
   int64_t kv_lora_rank = 0;     // deepseek2: 0 means dim / 4.
   int64_t rope_dim = 0;         // deepseek2 qk_rope_head_dim: 0 means head_dim / 2.
+  // deepseek2: MLA as converters wrote it before llama.cpp's split (spring
+  // 2025): one attn_kv_b, key/value_length per head, head_count_kv = heads.
+  bool mla_fused = false;
   storage::GgmlType type = storage::GgmlType::kQ8_0;
   uint64_t seed = 1;
   std::string tokenizer_from;  // Copy tokenizer.* from this GGUF.
