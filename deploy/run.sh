@@ -4,6 +4,7 @@
 #
 #   bash deploy/run.sh                      # a demo model made by `wasted mkmodel`
 #   MODEL=/path/to/model.gguf bash deploy/run.sh
+#   MODEL=/path/to/model-00001-of-00004.gguf bash deploy/run.sh   (split: its first part)
 #   bash deploy/run.sh --model /path/to/model.gguf [--prompt TEXT] [--max-tokens N]
 #                      [--ram-budget SIZE]   (RAM_BUDGET=8GiB works too)
 #
@@ -40,8 +41,19 @@ models="$work/models"
 mkdir -p "$models"
 if [[ -n "$model" ]]; then
   [[ -f "$model" ]] || { echo "run: model file $model not found" >&2; exit 1; }
-  ln -s "$(cd "$(dirname "$model")" && pwd)/$(basename "$model")" "$models/"
-  name="$(basename "$model" .gguf)"
+  dir="$(cd "$(dirname "$model")" && pwd)"
+  base="$(basename "$model")"
+  if [[ "$base" =~ ^(.+)-00001-of-([0-9]{5})\.gguf$ ]]; then
+    # Split by gguf-split: every part goes along; the model is named without
+    # the part suffix.
+    name="${BASH_REMATCH[1]}"
+    for part in "$dir/$name"-[0-9][0-9][0-9][0-9][0-9]-of-"${BASH_REMATCH[2]}".gguf; do
+      ln -s "$part" "$models/"
+    done
+  else
+    ln -s "$dir/$base" "$models/"
+    name="$(basename "$model" .gguf)"
+  fi
 else
   echo "run: no MODEL given; making a demo model (random weights: the text is noise)" >&2
   demo_dir="${XDG_CACHE_HOME:-$HOME/.cache}/waste/demo"

@@ -112,9 +112,20 @@ struct TensorInfo {
   int64_t NumRows() const;
 };
 
+class GgufFile;
+
+// Joins a split model's parts into its first part's GgufFile (split_gguf.cc).
+class GgufSplitJoiner {
+ public:
+  static absl::Status Join(Env* env, GgufFile* first);
+};
+
 class GgufFile {
  public:
-  // Opens and validates `path`, read through `env`.
+  // Opens and validates `path`, read through `env`. When it is the first
+  // part of a model split by gguf-split, every part is opened, checked and
+  // its tensors listed too, at their offsets in the joined address space
+  // (split_gguf.h: read the data through OpenModelFile).
   static absl::StatusOr<std::unique_ptr<GgufFile>> Open(Env* env, const std::string& path);
 
   // Parses an already open file. Only the header is read (through
@@ -124,9 +135,16 @@ class GgufFile {
 
   uint32_t version() const { return version_; }
   uint64_t alignment() const { return alignment_; }
-  // Absolute offset where tensor data begins.
+  // Absolute offset where tensor data begins (of the first part).
   uint64_t data_offset() const { return data_offset_; }
+  // The extent of the file, or of a split model's joined address space
+  // (its parts and the holes between them).
   uint64_t file_size() const { return file_size_; }
+  // Bytes on disk: the file's, or all of a split model's parts'.
+  uint64_t disk_bytes() const { return disk_bytes_; }
+  // Parts of a split model the file was opened as; 1 if not split.
+  int split_count() const { return split_count_; }
+  // The file's (a split model's first part's) path.
   const std::string& path() const { return path_; }
 
   // Metadata, in file order.
@@ -151,7 +169,8 @@ class GgufFile {
   const TensorInfo* FindTensor(std::string_view name) const;
 
  private:
-  friend class GgufParser;  // gguf_reader.cc fills the fields below.
+  friend class GgufParser;       // gguf_reader.cc fills the fields below,
+  friend class GgufSplitJoiner;  // split_gguf.cc adds a split model's parts.
   GgufFile() = default;
 
   std::string path_;
@@ -159,6 +178,8 @@ class GgufFile {
   uint64_t alignment_ = 32;
   uint64_t data_offset_ = 0;
   uint64_t file_size_ = 0;
+  uint64_t disk_bytes_ = 0;
+  int split_count_ = 1;
   std::vector<std::pair<std::string, GgufValue>> metadata_;
   absl::flat_hash_map<std::string, size_t> metadata_index_;
   std::vector<TensorInfo> tensors_;

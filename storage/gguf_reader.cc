@@ -138,6 +138,7 @@ class GgufParser {
   GgufParser(const RandomAccessFile& file, GgufFile* out) : cur_(file), out_(*out) {
     out_.path_ = file.Path();
     out_.file_size_ = file.Size();
+    out_.disk_bytes_ = file.Size();
   }
 
   absl::Status Run() {
@@ -573,7 +574,9 @@ absl::StatusOr<std::unique_ptr<GgufFile>> GgufFile::Parse(const RandomAccessFile
 
 absl::StatusOr<std::unique_ptr<GgufFile>> GgufFile::Open(Env* env, const std::string& path) {
   ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, env->NewRandomAccessFile(path));
-  return Parse(*file);
+  ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> gguf, Parse(*file));
+  RETURN_IF_ERROR(GgufSplitJoiner::Join(env, gguf.get()));
+  return gguf;
 }
 
 }  // namespace waste::storage

@@ -31,6 +31,7 @@
 #include "daemon/kernels/thread_pool.h"
 #include "daemon/model/forward.h"
 #include "storage/env.h"
+#include "storage/split_gguf.h"
 
 namespace waste::bench {
 namespace {
@@ -505,7 +506,7 @@ absl::Status Bench(const ParsedArgs& args) {
   absl::Time start = absl::Now();
   storage::Env* env = storage::Env::Default();
   ASSIGN_OR_RETURN(std::unique_ptr<storage::RandomAccessFile> file,
-                   env->NewRandomAccessFile(pm.path, {.direct = !args.Has("buffered")}));
+                   storage::OpenModelFile(env, pm.path, {.direct = !args.Has("buffered")}));
   cache::StreamingStoreOptions options = cache::StreamingStoreOptions::FromPlan(plan);
   if (policy) options.policy = *policy;
   options.io.engine = engine;

@@ -19,6 +19,8 @@
 #include "gtest/gtest.h"
 #include "storage/env.h"
 #include "storage/gguf.h"
+#include "storage/split_gguf.h"
+#include "storage/split_gguf_testing.h"
 
 namespace waste::cache {
 namespace {
@@ -202,6 +204,46 @@ TEST(StreamedFusedMlaTest, TokensAndLogitsBitIdentical) {
   ASSERT_TRUE(gguf.ok()) << gguf.status();
   EXPECT_NE((*gguf)->FindTensor("blk.3.attn_kv_b.weight"), nullptr);
   EXPECT_EQ((*gguf)->FindTensor("blk.3.attn_k_b.weight"), nullptr);
+}
+
+// A model split by gguf-split, opened by its first part as llama.cpp users
+// do: resident, and streamed through O_DIRECT reads of the joined parts at
+// the plan's floor, its tokens and logits are those of the whole file.
+TEST(SplitModelTest, PartsGiveTheWholeFilesTokensAndLogits) {
+  tools::MkModelOptions o = MoeOptions(tools::SyntheticArch::kQwen3Moe);
+  o.out = ::testing::TempDir() + "/split_moe.gguf";
+  ASSERT_TRUE(tools::testing::WriteModel(o, {}).ok());
+  auto whole = tools::testing::LoadModel(o.out);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  auto want = Generate(*whole->model, whole->store.get(), 8, false);
+  ASSERT_TRUE(want.ok()) << want.status();
+
+  storage::Env* env = storage::Env::Default();
+  auto parts = storage::testing::WriteSplitParts(env, o.out, 3);
+  ASSERT_TRUE(parts.ok()) << parts.status();
+  auto split = tools::testing::LoadModel((*parts)[0]);
+  ASSERT_TRUE(split.ok()) << split.status();
+  EXPECT_EQ(split->gguf->split_count(), 3);
+  const model::Model& model = *split->model;
+  auto resident = Generate(model, split->store.get(), 8, false);
+  ASSERT_TRUE(resident.ok()) << resident.status();
+  EXPECT_EQ(resident->tokens, want->tokens);
+  EXPECT_EQ(resident->logits, want->logits);
+
+  memory::PlanInput input = model::PlanInputFor(model, kCtx, kKv);
+  auto plan = memory::PlanMemory(input, memory::ComputePlanSizes(input, {}).floor_bytes);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_FALSE(plan->all_resident());
+  auto file = storage::OpenModelFile(env, (*parts)[0], {.direct = true});
+  ASSERT_TRUE(file.ok()) << file.status();
+  auto store = StreamingChunkStore::Create(env, **file, model.chunks(),
+                                           StreamingStoreOptions::FromPlan(*plan));
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto streamed = Generate(model, store->get(), 8, true);
+  ASSERT_TRUE(streamed.ok()) << streamed.status();
+  EXPECT_EQ(streamed->tokens, want->tokens);
+  EXPECT_EQ(streamed->logits, want->logits);
+  EXPECT_GT((*store)->Stats().misses, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, StreamedMoeMatchesResident,

@@ -9,10 +9,11 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/escaping.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "common/logging.h"
+#include "storage/split_gguf.h"
 
 namespace waste {
 namespace fs = std::filesystem;
@@ -40,8 +41,8 @@ void WarnOutside(const std::string& link, const std::string& target) {
 }  // namespace
 
 bool IsValidModelName(const std::string& name) {
-  return !name.empty() && name != "." && name != ".." &&
-         name.find('/') == std::string::npos && name.find('\0') == std::string::npos;
+  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
+         name.find('\0') == std::string::npos;
 }
 
 absl::Status ModelCatalog::Validate() const {
@@ -88,6 +89,19 @@ std::vector<ModelFile> ModelCatalog::Scan() const {
       model.name = entry.path().stem().string();
       model.path = fs::absolute(entry.path(), entry_ec).lexically_normal().string();
       model.size_bytes = static_cast<int64_t>(entry.file_size(entry_ec));
+      // A model split by gguf-split is its first part, named without the
+      // part suffix, with all its parts' bytes; the other parts are not
+      // models of their own.
+      if (auto split = storage::ParseSplitName(entry.path().filename().string())) {
+        if (split->index != 0) continue;
+        model.name = split->prefix;
+        for (int i = 1; i < split->count && !entry_ec; ++i) {
+          const auto part = storage::SplitPartPath(entry.path().string(), i, split->count);
+          std::error_code part_ec;
+          const uintmax_t bytes = part.ok() ? fs::file_size(*part, part_ec) : 0;
+          if (!part_ec) model.size_bytes += static_cast<int64_t>(bytes);
+        }
+      }
       if (!entry_ec) found.push_back(std::move(model));
     }
     if (ec) WLOG(WARNING) << "while scanning models directory " << dir << ": " << ec.message();
@@ -110,9 +124,9 @@ std::vector<ModelFile> ModelCatalog::Scan() const {
 
 absl::StatusOr<ModelFile> ModelCatalog::Find(const std::string& name) const {
   if (!IsValidModelName(name)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "model: '", absl::CEscape(name),
-        "' is not a model name (names are file stems: no '/', '..' or NUL)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("model: '", absl::CEscape(name),
+                     "' is not a model name (names are file stems: no '/', '..' or NUL)"));
   }
   for (ModelFile& model : Scan()) {
     if (model.name == name) return std::move(model);
@@ -120,7 +134,8 @@ absl::StatusOr<ModelFile> ModelCatalog::Find(const std::string& name) const {
   return absl::NotFoundError(absl::StrCat(
       "no model named '", name, "' in ",
       dirs_.empty() ? "(no models directories configured)" : absl::StrJoin(dirs_, ", "),
-      " (models are *.gguf files; the name is the file stem)"));
+      " (models are *.gguf files; the name is the file stem, a split model's without "
+      "-00001-of-0000N)"));
 }
 
 }  // namespace waste

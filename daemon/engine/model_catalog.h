@@ -15,7 +15,10 @@
 namespace waste {
 
 struct ModelFile {
-  std::string name;  // File stem, unique within a catalog.
+  // File stem, unique within a catalog; for a model split by gguf-split
+  // (PREFIX-00001-of-0000N.gguf, ...) PREFIX's file name, path its first
+  // part and size_bytes all its parts'.
+  std::string name;
   std::string path;  // Absolute path.
   int64_t size_bytes = 0;
 };

@@ -32,6 +32,26 @@ TEST(ModelCatalogTest, FindsGgufFilesRecursivelySortedByName) {
   EXPECT_EQ(models[1].name, "zeta");
 }
 
+// gguf-split's parts are one model, named without the part suffix.
+TEST(ModelCatalogTest, ASplitModelIsItsFirstPart) {
+  std::string root = testing::TempDir() + "/split";
+  mkdir(root.c_str(), 0755);
+  WriteFile(root + "/DeepSeek-R1-IQ1_S-00001-of-00003.gguf", 10);
+  WriteFile(root + "/DeepSeek-R1-IQ1_S-00002-of-00003.gguf", 20);
+  WriteFile(root + "/DeepSeek-R1-IQ1_S-00003-of-00003.gguf", 30);
+  WriteFile(root + "/plain.gguf", 5);
+  ModelCatalog catalog({root});
+  std::vector<ModelFile> models = catalog.Scan();
+  ASSERT_EQ(models.size(), 2u);
+  EXPECT_EQ(models[0].name, "DeepSeek-R1-IQ1_S");
+  EXPECT_EQ(models[0].path, root + "/DeepSeek-R1-IQ1_S-00001-of-00003.gguf");
+  EXPECT_EQ(models[0].size_bytes, 60);
+  EXPECT_EQ(models[1].name, "plain");
+  auto found = catalog.Find("DeepSeek-R1-IQ1_S");
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_EQ(found->path, models[0].path);
+}
+
 TEST(ModelCatalogTest, EarlierDirectoryWinsOnSameName) {
   std::string first = testing::TempDir();
   std::string second = testing::TempDir();

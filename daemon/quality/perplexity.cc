@@ -18,6 +18,7 @@
 #include "daemon/text/tokenizer.h"
 #include "daemon/text/vocab_gguf.h"
 #include "storage/gguf.h"
+#include "storage/split_gguf.h"
 
 namespace waste::quality {
 namespace {
@@ -166,7 +167,7 @@ absl::StatusOr<Evaluation> LoadEvaluation(storage::Env* env, const std::string& 
   }
 
   ASSIGN_OR_RETURN(std::unique_ptr<storage::RandomAccessFile> file,
-                   env->NewRandomAccessFile(model_path));
+                   storage::OpenModelFile(env, model_path));
   ASSIGN_OR_RETURN(eval.store,
                    cache::ResidentChunkStore::Load(env, *file, eval.model->chunks(), {}));
   return eval;

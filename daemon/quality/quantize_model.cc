@@ -20,6 +20,7 @@
 #include "daemon/kernels/quantize.h"
 #include "daemon/kernels/thread_pool.h"
 #include "storage/gguf_writer.h"
+#include "storage/split_gguf.h"
 
 namespace waste::quality {
 namespace {
@@ -377,7 +378,8 @@ absl::StatusOr<QuantizeReport> QuantizeModel(storage::Env* env, const std::strin
         absl::StrCat(in, ": no such file; pass the path of a GGUF model to quantize"));
   }
   ASSIGN_OR_RETURN(std::unique_ptr<storage::GgufFile> gguf, storage::GgufFile::Open(env, in));
-  ASSIGN_OR_RETURN(std::unique_ptr<storage::RandomAccessFile> file, env->NewRandomAccessFile(in));
+  ASSIGN_OR_RETURN(std::unique_ptr<storage::RandomAccessFile> file,
+                   storage::OpenModelFile(env, in));
   QuantizeReport report;
   ASSIGN_OR_RETURN(std::vector<TensorPlan> plans, PlanTensors(*gguf, options, &report));
   int threads = options.threads;
@@ -397,7 +399,7 @@ absl::StatusOr<QuantizeReport> QuantizeModel(storage::Env* env, const std::strin
     }
   }
   RETURN_IF_ERROR(env->RenameFile(tmp, out));
-  report.in_bytes = gguf->file_size();
+  report.in_bytes = gguf->disk_bytes();
   ASSIGN_OR_RETURN(report.out_bytes, env->GetFileSize(out));
   return report;
 }

@@ -192,7 +192,11 @@ std::string TextReport(const GgufFile& gguf, const ModelLayout& layout) {
   auto line = [&out](std::string_view label, const std::string& text) {
     absl::StrAppend(&out, absl::StrFormat("%-14s%s\n", std::string(label), text));
   };
-  line("file", absl::StrCat(gguf.path(), " (", FormatBytes(gguf.file_size()), ")"));
+  line("file", absl::StrCat(gguf.path(), " (", FormatBytes(gguf.disk_bytes()),
+                            gguf.split_count() > 1
+                                ? absl::StrCat(" in ", gguf.split_count(), " parts, gguf-split")
+                                : "",
+                            ")"));
   line("gguf",
        absl::StrCat("version ", gguf.version(), ", alignment ", gguf.alignment(), ", ",
                     layout.tensor_count(), " tensors, ", gguf.metadata().size(), " metadata keys"));
@@ -276,7 +280,8 @@ std::string TextReport(const GgufFile& gguf, const ModelLayout& layout) {
 std::string JsonReport(const GgufFile& gguf, const ModelLayout& layout) {
   Json json;
   json["file"] = gguf.path();
-  json["file_bytes"] = gguf.file_size();
+  json["file_bytes"] = gguf.disk_bytes();
+  json["split_parts"] = gguf.split_count();
   json["gguf_version"] = gguf.version();
   json["alignment"] = gguf.alignment();
   json["metadata_keys"] = gguf.metadata().size();

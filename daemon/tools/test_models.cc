@@ -2,6 +2,7 @@
 
 #include "common/status_macros.h"
 #include "storage/gguf_writer.h"
+#include "storage/split_gguf.h"
 
 namespace waste::tools::testing {
 
@@ -43,7 +44,7 @@ absl::StatusOr<LoadedModel> LoadModel(const std::string& path) {
   LoadedModel m;
   ASSIGN_OR_RETURN(m.gguf, storage::GgufFile::Open(env, path));
   ASSIGN_OR_RETURN(m.model, model::Model::Create(*m.gguf));
-  ASSIGN_OR_RETURN(m.file, env->NewRandomAccessFile(path));
+  ASSIGN_OR_RETURN(m.file, storage::OpenModelFile(env, path));
   ASSIGN_OR_RETURN(m.store, cache::ResidentChunkStore::Load(env, *m.file, m.model->chunks(), {}));
   return m;
 }
