@@ -17,15 +17,12 @@ constexpr size_t kSuffixLength = 20;
 
 // The prefix of a part's path whose suffix names part `index` of `count`.
 absl::StatusOr<std::string> SplitPrefix(const std::string& path, int index, int count) {
-  const std::string suffix = absl::StrFormat("-%05d-of-%05d.gguf", index + 1, count);
-  if (path.size() <= kSuffixLength ||
-      path.compare(path.size() - suffix.size(), suffix.size(), suffix) != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, " holds part ", index + 1, " of a model split in ", count,
-                     ", but its name does not end in '", suffix,
-                     "' as gguf-split names the parts, so the others cannot be found"));
-  }
-  return path.substr(0, path.size() - suffix.size());
+  const std::optional<SplitName> name = ParseSplitName(path);
+  if (name.has_value() && name->index == index && name->count == count) return name->prefix;
+  return absl::InvalidArgumentError(absl::StrCat(
+      path, " holds part ", index + 1, " of a model split in ", count,
+      ", but its name does not end in '", absl::StrFormat("-%05d-of-%05d.gguf", index + 1, count),
+      "' as gguf-split names the parts, so the others cannot be found"));
 }
 
 // split.count of a parsed part (1 when absent: not split), and its split.no.
