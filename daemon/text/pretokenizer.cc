@@ -55,6 +55,16 @@ constexpr const char* kTekken =
 constexpr const char* kGpt4o =
     R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
+// Kimi-K2's own pattern (Moonshot's tokenization_kimi.py, for tiktoken):
+// gpt-4o's with Han runs split off and kept out of the letter classes. Its
+// [class&&[^\p{Han}]] intersections become a (?!\p{Han}) lookahead per
+// character. llama.cpp runs a hand-written splitter for "kimi-k2" that does
+// not split camelCase ("getUserName" one piece, here "get", "User", "Name"
+// as the model's tokenizer does); pretokenizer_test holds goldens from the
+// pattern itself.
+constexpr const char* kKimiK2 =
+    R"([\p{Han}]+|[^\r\n\p{L}\p{N}]?(?:(?!\p{Han})[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}])*(?:(?!\p{Han})[\p{Ll}\p{Lm}\p{Lo}\p{M}])+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?(?:(?!\p{Han})[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}])+(?:(?!\p{Han})[\p{Ll}\p{Lm}\p{Lo}\p{M}])*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
 constexpr const char* kSeedCoder =
     R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1}| ?[^\s\p{L}\p{N}\r\n]+|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
@@ -114,6 +124,7 @@ absl::StatusOr<std::vector<std::string>> PreTokenizer::RegexesFor(std::string_vi
   if (pre == "viking") return std::vector<std::string>{kBloom, R"(\p{N})"};
   if (pre == "tekken") return std::vector<std::string>{kTekken};
   if (OneOf(pre, {"gpt-4o", "llama4"})) return std::vector<std::string>{kGpt4o};
+  if (pre == "kimi-k2") return std::vector<std::string>{kKimiK2};
   if (pre == "seed-coder") return std::vector<std::string>{kSeedCoder};
   return absl::NotFoundError(absl::StrCat("unknown BPE pre-tokenizer '", std::string(pre),
                                           "' (tokenizer.ggml.pre); this build cannot tokenize "

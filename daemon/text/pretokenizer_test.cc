@@ -57,6 +57,31 @@ TEST(PreTokenizerTest, DollarMeansEndOfPiece) {
   EXPECT_EQ(joined, "a  \nb");
 }
 
+// Goldens from Moonshot's pattern itself (tokenization_kimi.py's pat_str,
+// run by Python's `regex` module, which has its class intersections):
+// camelCase splits, Han runs stand alone, kana and Hangul are letters.
+TEST(PreTokenizerTest, KimiK2AsMoonshotsPattern) {
+  EXPECT_EQ(Split("kimi-k2", "getUserName iPhone helloWorld"),
+            (Pieces{"get", "User", "Name", " i", "Phone", " hello", "World"}));
+  EXPECT_EQ(Split("kimi-k2", "Hello World! It's 12345 o'clock, WE'RE HERE."),
+            (Pieces{"Hello", " World", "!", " It's", " ", "123", "45", " o", "'clock", ",",
+                    " WE'RE", " HERE", "."}));
+  EXPECT_EQ(Split("kimi-k2", "中文abc混合English文本123"),
+            (Pieces{"中文", "abc", "混合", "English", "文本", "123"}));
+  EXPECT_EQ(Split("kimi-k2", "  leading spaces\n\n\ttabs\r\nand   trailing   "),
+            (Pieces{" ", " leading", " spaces", "\n\n", "\ttabs", "\r\n", "and", "  ", " trailing",
+                    "   "}));
+  EXPECT_EQ(Split("kimi-k2", "日本語のテキストとカタカナ"),
+            (Pieces{"日本語", "のテキストとカタカナ"}));
+  EXPECT_EQ(Split("kimi-k2", "Ünïcödé façade naïve ΑΘΗΝΑ Москва"),
+            (Pieces{"Ünïcödé", " façade", " naïve", " ΑΘΗΝΑ", " Москва"}));
+  EXPECT_EQ(Split("kimi-k2", "x=foo(bar[1]);// comment\n"),
+            (Pieces{"x", "=foo", "(bar", "[", "1", "]);//", " comment", "\n"}));
+  EXPECT_EQ(Split("kimi-k2", "I'M fine, you'LL see"),
+            (Pieces{"I'M", " fine", ",", " you'LL", " see"}));
+  EXPECT_EQ(Split("kimi-k2", "한국어 텍스트"), (Pieces{"한국어", " 텍스트"}));
+}
+
 TEST(PreTokenizerTest, UnknownNameAndBadRegex) {
   EXPECT_EQ(PreTokenizer::RegexesFor("no-such-pre").status().code(), absl::StatusCode::kNotFound);
   auto bad = PreTokenizer::Create({"(unclosed"});

@@ -144,9 +144,10 @@ absl::Status Tokenizer::Init() {
           pre, {"llama3", "llama-v3", "llama-bpe", "falcon3", "pixtral", "tekken", "chameleon"});
       ignore_merges_ =
           OneOf(pre, {"llama3", "llama-v3", "llama-bpe", "falcon3", "pixtral", "tekken"});
-      clean_spaces_ = !OneOf(pre, {"deepseek-llm", "deepseek-coder", "deepseek-v3", "command-r",
-                                   "qwen2", "deepseek-r1-qwen", "poro-chat", "viking", "tekken",
-                                   "smollm", "chameleon", "gpt-4o", "llama4", "seed-coder"});
+      clean_spaces_ =
+          !OneOf(pre, {"deepseek-llm", "deepseek-coder", "deepseek-v3", "command-r", "qwen2",
+                       "deepseek-r1-qwen", "poro-chat", "viking", "tekken", "smollm", "chameleon",
+                       "gpt-4o", "llama4", "seed-coder", "kimi-k2"});
       ASSIGN_OR_RETURN(std::vector<std::string> regexes, PreTokenizer::RegexesFor(pre));
       ASSIGN_OR_RETURN(pre_tokenizer_, PreTokenizer::Create(std::move(regexes)));
       ASSIGN_OR_RETURN(BpeModel bpe, BpeModel::Create(*lookup_));
