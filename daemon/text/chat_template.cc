@@ -7,6 +7,8 @@
 namespace waste::text {
 
 ChatFormat DetectChatFormat(const std::string& t) {
+  // Kimi-K2's closes turns with ChatML's <|im_end|> but opens them its own way.
+  if (absl::StrContains(t, "<|im_assistant|>assistant<|im_middle|>")) return ChatFormat::kKimiK2;
   if (absl::StrContains(t, "<|im_start|>")) return ChatFormat::kChatMl;
   if (absl::StrContains(t, "<|start_header_id|>")) return ChatFormat::kLlama3;
   if (absl::StrContains(t, "<｜User｜>") || absl::StrContains(t, "<｜Assistant｜>")) {
@@ -28,6 +30,8 @@ const char* ChatFormatName(ChatFormat format) {
       return "llama2";
     case ChatFormat::kDeepSeek:
       return "deepseek";
+    case ChatFormat::kKimiK2:
+      return "kimi-k2";
   }
   return "?";
 }
@@ -84,6 +88,16 @@ std::string RenderChat(ChatFormat format, const std::vector<ChatTurn>& turns,
         }
       }
       if (add_generation_prompt) out += "<｜Assistant｜>";
+      return out;
+    case ChatFormat::kKimiK2:
+      // system, user and assistant open as <|im_ROLE|>ROLE<|im_middle|>; a
+      // tool's result as a system turn named tool.
+      for (const ChatTurn& t : turns) {
+        const bool own = t.role == "system" || t.role == "user" || t.role == "assistant";
+        absl::StrAppend(&out, "<|im_", own ? t.role : "system", "|>", t.role, "<|im_middle|>",
+                        t.content, "<|im_end|>");
+      }
+      if (add_generation_prompt) out += "<|im_assistant|>assistant<|im_middle|>";
       return out;
     case ChatFormat::kLlama2:
       return RenderLlama2(turns);

@@ -4,8 +4,8 @@
 // embed a Jinja engine, the families that cover nearly every model users run
 // are recognised from the template's markers and rendered here: ChatML
 // (Qwen, many fine-tunes), Llama 3, Llama 2 / Mistral [INST], DeepSeek
-// (V2/V3/R1, Kimi-style markers are not covered). A file without a template
-// gets a plain "Role: content" transcript.
+// (V2/V3/R1) and Kimi-K2 (<|im_user|>user<|im_middle|>...). A file without
+// a template gets a plain "Role: content" transcript.
 #ifndef WASTE_DAEMON_TEXT_CHAT_TEMPLATE_H_
 #define WASTE_DAEMON_TEXT_CHAT_TEMPLATE_H_
 
@@ -14,7 +14,7 @@
 
 namespace waste::text {
 
-enum class ChatFormat { kPlain, kChatMl, kLlama3, kLlama2, kDeepSeek };
+enum class ChatFormat { kPlain, kChatMl, kLlama3, kLlama2, kDeepSeek, kKimiK2 };
 
 struct ChatTurn {
   std::string role;

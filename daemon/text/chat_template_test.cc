@@ -10,6 +10,23 @@ TEST(ChatTemplateTest, DetectsFamiliesFromTemplateMarkers) {
   EXPECT_EQ(DetectChatFormat("<|start_header_id|>' + message['role']"), ChatFormat::kLlama3);
   EXPECT_EQ(DetectChatFormat("{{ '[INST] ' + content }}"), ChatFormat::kLlama2);
   EXPECT_EQ(DetectChatFormat(""), ChatFormat::kPlain);
+  // Kimi-K2's template ends turns with <|im_end|> too: not ChatML.
+  EXPECT_EQ(DetectChatFormat("{%- if add_generation_prompt -%}<|im_assistant|>assistant"
+                             "<|im_middle|>{%- endif -%}{{'<|im_end|>'}}"),
+            ChatFormat::kKimiK2);
+}
+
+// As llama.cpp renders moonshotai/Kimi-K2-Instruct's template.
+TEST(ChatTemplateTest, RendersKimiK2) {
+  std::vector<ChatTurn> turns = {
+      {"system", "S"}, {"user", "Q"}, {"assistant", "A"}, {"tool", "T"}, {"user", "Q2"}};
+  EXPECT_EQ(RenderChat(ChatFormat::kKimiK2, turns, true),
+            "<|im_system|>system<|im_middle|>S<|im_end|>"
+            "<|im_user|>user<|im_middle|>Q<|im_end|>"
+            "<|im_assistant|>assistant<|im_middle|>A<|im_end|>"
+            "<|im_system|>tool<|im_middle|>T<|im_end|>"
+            "<|im_user|>user<|im_middle|>Q2<|im_end|>"
+            "<|im_assistant|>assistant<|im_middle|>");
 }
 
 TEST(ChatTemplateTest, RendersChatMlWithGenerationPrompt) {
