@@ -187,6 +187,14 @@ std::vector<std::pair<int, int>> LayerRuns(const ModelLayout& layout) {
   return runs;
 }
 
+// deepseek2's MLA form: "split" (attn_k_b/attn_v_b, current converters),
+// "fused" (one attn_kv_b, converted before llama.cpp's split), "" otherwise.
+std::string MlaForm(const GgufFile& gguf, const ModelLayout& layout) {
+  if (layout.arch() != "deepseek2") return "";
+  if (gguf.FindTensor("blk.0.attn_kv_b.weight") != nullptr) return "fused";
+  return gguf.FindTensor("blk.0.attn_k_b.weight") != nullptr ? "split" : "";
+}
+
 std::string TextReport(const GgufFile& gguf, const ModelLayout& layout) {
   std::string out;
   auto line = [&out](std::string_view label, const std::string& text) {
@@ -202,6 +210,14 @@ std::string TextReport(const GgufFile& gguf, const ModelLayout& layout) {
                     layout.tensor_count(), " tensors, ", gguf.metadata().size(), " metadata keys"));
   line("architecture", layout.arch().empty() ? "(general.architecture missing)" : layout.arch());
   if (auto name = gguf.GetString("general.name"); name.ok()) line("name", *name);
+  const std::string mla = MlaForm(gguf, layout);
+  if (mla == "fused") {
+    line("attention",
+         "MLA with one attn_kv_b per layer (converted before llama.cpp's split): "
+         "each layer's W_k_b is derived once at run time (Q8_0 for 2-6-bit files)");
+  } else if (mla == "split") {
+    line("attention", "MLA with attn_k_b / attn_v_b");
+  }
   const auto hparams = HParams(gguf, layout.arch());
   if (!hparams.empty()) {
     out += "hyperparameters\n";
@@ -287,6 +303,7 @@ std::string JsonReport(const GgufFile& gguf, const ModelLayout& layout) {
   json["metadata_keys"] = gguf.metadata().size();
   json["tensor_count"] = layout.tensor_count();
   json["architecture"] = layout.arch();
+  if (const std::string mla = MlaForm(gguf, layout); !mla.empty()) json["mla_form"] = mla;
   Json& hparams = json["hparams"] = Json::object();
   for (const auto& [key, value] : HParams(gguf, layout.arch())) hparams[key] = JsonValue(*value);
   const TokenizerInfo tok = ReadTokenizer(gguf);

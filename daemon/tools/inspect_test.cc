@@ -115,6 +115,18 @@ TEST(InspectTest, ReportsExpertsOfASyntheticDeepseek2) {
   EXPECT_THAT(*json, HasSubstr("\"expert_count\": 16"));
   EXPECT_THAT(*json, HasSubstr("\"moe_layers\": 2"));
   EXPECT_THAT(*json, HasSubstr("\"model\": \"gpt2\""));
+  EXPECT_THAT(*json, HasSubstr("\"mla_form\": \"split\""));
+  EXPECT_THAT(*text, HasSubstr("MLA with attn_k_b / attn_v_b"));
+
+  o.mla_fused = true;
+  o.out = "/ds-fused.gguf";
+  ASSERT_TRUE(WriteSyntheticModel(o, &env).ok());
+  text = InspectModel(&env, o.out, false);
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_THAT(*text, HasSubstr("MLA with one attn_kv_b per layer"));
+  json = InspectModel(&env, o.out, true);
+  ASSERT_TRUE(json.ok());
+  EXPECT_THAT(*json, HasSubstr("\"mla_form\": \"fused\""));
 }
 
 // Tensor types the engine cannot compute are still described.
