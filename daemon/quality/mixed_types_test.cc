@@ -23,6 +23,7 @@
 #include "gtest/gtest.h"
 #include "storage/env.h"
 #include "storage/gguf.h"
+#include "storage/split_gguf_testing.h"
 #include "tests/testdata.h"
 
 namespace waste::quality {
@@ -86,6 +87,39 @@ class MixedTypesTest : public ::testing::Test {
 };
 std::string* MixedTypesTest::dir_ = nullptr;
 std::string* MixedTypesTest::path_ = nullptr;
+
+// A model split by gguf-split quantizes from its first part into one file,
+// byte for byte the quantization of the whole file (no split.* keys).
+TEST(QuantizeSplitTest, PartsQuantizeAsTheWholeFile) {
+  const std::string dir = testing::TempDir();
+  tools::MkModelOptions mk;
+  mk.out = dir + "/quantize_split.gguf";
+  mk.dim = 256;
+  mk.layers = 2;
+  mk.heads = 4;
+  mk.ffn = 512;
+  mk.ctx = 256;
+  mk.type = GgmlType::kF32;
+  mk.threads = 2;
+  storage::Env* env = storage::Env::Default();
+  ASSERT_TRUE(tools::WriteSyntheticModel(mk, env).ok());
+  auto parts = storage::testing::WriteSplitParts(env, mk.out, 3);
+  ASSERT_TRUE(parts.ok()) << parts.status();
+  QuantizeOptions options;
+  options.type = GgmlType::kQ4_K;
+  options.threads = 2;
+  ASSERT_TRUE(QuantizeModel(env, mk.out, dir + "/whole-q4_k.gguf", options).ok());
+  absl::StatusOr<QuantizeReport> report =
+      QuantizeModel(env, (*parts)[0], dir + "/parts-q4_k.gguf", options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  auto whole = storage::ReadFileToString(env, dir + "/whole-q4_k.gguf");
+  auto from_parts = storage::ReadFileToString(env, dir + "/parts-q4_k.gguf");
+  ASSERT_TRUE(whole.ok() && from_parts.ok());
+  EXPECT_TRUE(*whole == *from_parts) << "the quantization of the parts differs from the whole's";
+  auto gguf = storage::GgufFile::Open(env, dir + "/parts-q4_k.gguf");
+  ASSERT_TRUE(gguf.ok()) << gguf.status();
+  EXPECT_EQ((*gguf)->split_count(), 1);
+}
 
 TEST_F(MixedTypesTest, TensorTypeOverridesApply) {
   std::unique_ptr<storage::GgufFile> g = Open();

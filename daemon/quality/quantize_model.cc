@@ -226,8 +226,12 @@ absl::Status AddMetadata(const storage::GgufFile& gguf, uint32_t ftype,
   bool have_ftype = false;
   bool have_version = false;
   for (const auto& [key, value] : gguf.metadata()) {
-    // The writer sets the alignment from its options.
-    if (key == storage::kGgufAlignmentKey) continue;
+    // The writer sets the alignment from its options; the output is one
+    // file, whatever parts a split input came in.
+    if (key == storage::kGgufAlignmentKey || key == storage::kSplitNoKey ||
+        key == storage::kSplitCountKey || key == storage::kSplitTensorsCountKey) {
+      continue;
+    }
     if (key == kFileTypeKey) {
       RETURN_IF_ERROR(writer->AddUint32(key, ftype));
       have_ftype = true;
