@@ -212,7 +212,8 @@ TierCounters Counters(const DeviceTier& tier, const TraceStore& store,
 
 // Weight bytes a decode step streams through the cores: every layer chunk
 // but routed experts, top-k experts per MoE layer (at the mean expert size),
-// the output head and norm (not the embedding table: one row).
+// the output head and norm (not the embedding table: one row); a fused MLA
+// file's derived keys in place of its key rows.
 uint64_t TouchedBytesPerToken(const model::Model& model) {
   uint64_t bytes = 0, expert_bytes = 0, experts = 0;
   for (const memory::ChunkSpec& chunk : model.chunks()) {
@@ -230,7 +231,9 @@ uint64_t TouchedBytesPerToken(const model::Model& model) {
   }
   const model::GlobalTensors& g = model.globals();
   bytes += g.output.rows * g.output.row_bytes + g.output_norm.cols * sizeof(float);
-  return bytes;
+  // A fused attn_kv_b's key rows are read as their derived copies.
+  const model::DerivedWeightBytes derived = model::DerivedWeightBytesPerToken(model);
+  return bytes - derived.replaced + derived.read;
 }
 
 absl::StatusOr<storage::IoEngine> ParseEngine(const std::string& name) {

@@ -164,6 +164,16 @@ struct SequenceStep {
 
 class DeviceWeights;
 
+// Each decode step of a model with a fused attn_kv_b (MlaParams::fused_kv_b)
+// multiplies W_k_b copies derived at run time (fused_keys.h) instead of
+// attn_kv_b's key rows: the bytes of those copies it reads, and the file's
+// bytes it does not, every layer's. Zero for every other model.
+struct DerivedWeightBytes {
+  uint64_t read = 0;
+  uint64_t replaced = 0;
+};
+DerivedWeightBytes DerivedWeightBytesPerToken(const Model& model);
+
 // Sees the input of every weight product a Forward computes, before the
 // product runs (calibration: `wasted imatrix` sums the squares of each
 // matrix's input columns). Called on the thread that runs the step, in

@@ -5,6 +5,7 @@
 
 #include "daemon/kernels/dequantize.h"
 #include "daemon/kernels/quantize.h"
+#include "daemon/model/forward.h"
 
 namespace waste::model::internal {
 
@@ -30,14 +31,15 @@ uint64_t HeadBytes(const MlaParams& mla, WeightType type) {
 
 }  // namespace
 
-uint64_t FusedKeyLayerBytes(const Model& model) {
+uint64_t FusedKeyBytes(const Model& model, const LayerTensors& layer) {
   const HParams& hp = model.hparams();
-  if (!hp.mla.fused_kv_b) return 0;
+  if (!layer.wkv_b.present) return 0;
+  return hp.n_head * HeadBytes(hp.mla, FusedKeyType(layer.wkv_b.type, hp.mla.qk_nope));
+}
+
+uint64_t FusedKeyLayerBytes(const Model& model) {
   uint64_t bytes = 0;
-  for (const LayerTensors& l : model.layers()) {
-    bytes =
-        std::max(bytes, hp.n_head * HeadBytes(hp.mla, FusedKeyType(l.wkv_b.type, hp.mla.qk_nope)));
-  }
+  for (const LayerTensors& l : model.layers()) bytes = std::max(bytes, FusedKeyBytes(model, l));
   return bytes;
 }
 
@@ -74,3 +76,18 @@ kernels::WeightView FusedKeyView(const Model& model, const LayerTensors& layer,
 }
 
 }  // namespace waste::model::internal
+
+namespace waste::model {
+
+DerivedWeightBytes DerivedWeightBytesPerToken(const Model& model) {
+  const HParams& hp = model.hparams();
+  DerivedWeightBytes bytes;
+  for (const LayerTensors& l : model.layers()) {
+    if (!l.wkv_b.present) continue;
+    bytes.read += internal::FusedKeyBytes(model, l);
+    bytes.replaced += hp.n_head * hp.mla.qk_nope * l.wkv_b.row_bytes;
+  }
+  return bytes;
+}
+
+}  // namespace waste::model

@@ -30,7 +30,9 @@ namespace waste::model::internal {
 // when qk_nope is not a whole number of Q8_0 blocks.
 kernels::WeightType FusedKeyType(kernels::WeightType file_type, int64_t qk_nope);
 
-// Bytes of one layer's derived matrices; 0 unless the model's MLA is fused.
+// Bytes of `layer`'s derived matrices (0 without a fused attn_kv_b), and
+// the most of any layer's: each layer's share of the workspace.
+uint64_t FusedKeyBytes(const Model& model, const LayerTensors& layer);
 uint64_t FusedKeyLayerBytes(const Model& model);
 
 // Derives layer `layer`'s W_k_b,h for every head from its attn_kv_b in

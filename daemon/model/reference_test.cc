@@ -440,6 +440,11 @@ TEST(FusedMlaFileTest, HyperparametersAndRefusals) {
   EXPECT_EQ(hp.head_dim, 64 + 16);
   EXPECT_TRUE(loaded->model->layers()[1].wkv_b.present);
   EXPECT_FALSE(loaded->model->layers()[1].wk_b.present);
+  // Per token, 2 layers x 4 heads: the Q8_0 key rows (32 rows of 64, 68
+  // bytes each) are not read; their F16 copies (64 rows of 32) are.
+  const DerivedWeightBytes derived = DerivedWeightBytesPerToken(*loaded->model);
+  EXPECT_EQ(derived.replaced, 2u * 4 * 32 * 68);
+  EXPECT_EQ(derived.read, 2u * 4 * 64 * 32 * 2);
 
   ASSERT_TRUE(
       tools::testing::WriteModel(o, {{"deepseek2.attention.key_length_mla", GgufValue::Uint32(48)}})
