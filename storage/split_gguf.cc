@@ -128,16 +128,16 @@ absl::Status JoinedFile::Read(uint64_t offset, size_t n, char* buffer) const {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenModelFile(Env* env, const std::string& path,
+absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenModelFile(Env* env, const GgufFile& gguf,
                                                                 const ReadOptions& options) {
-  ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, env->NewRandomAccessFile(path, options));
-  ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> gguf, GgufFile::Parse(*file));
-  ASSIGN_OR_RETURN(const int count, FirstPartCount(*gguf));
+  ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file,
+                   env->NewRandomAccessFile(gguf.path(), options));
+  const int count = gguf.split_count();
   if (count == 1) return file;
   std::vector<std::unique_ptr<RandomAccessFile>> parts;
   parts.push_back(std::move(file));
   for (int i = 1; i < count; ++i) {
-    ASSIGN_OR_RETURN(const std::string part_path, SplitPartPath(path, i, count));
+    ASSIGN_OR_RETURN(const std::string part_path, SplitPartPath(gguf.path(), i, count));
     ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> part,
                      env->NewRandomAccessFile(part_path, options));
     parts.push_back(std::move(part));

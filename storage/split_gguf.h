@@ -25,6 +25,7 @@
 
 #include "absl/status/statusor.h"
 #include "storage/env.h"
+#include "storage/gguf.h"
 
 namespace waste::storage {
 
@@ -79,10 +80,9 @@ class JoinedFile final : public RandomAccessFile {
   uint64_t size_ = 0;
 };
 
-// The model at `path` for reading tensor data at the offsets GgufFile::Open
-// gives: the file itself, or, when it is the first part of a split model,
-// its parts joined. The header is parsed to tell (split.count).
-absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenModelFile(Env* env, const std::string& path,
+// The files of `gguf` (opened by GgufFile::Open) for reading tensor data
+// at the offsets it gives: its file, or a split model's parts joined.
+absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenModelFile(Env* env, const GgufFile& gguf,
                                                                 const ReadOptions& options = {});
 
 }  // namespace waste::storage

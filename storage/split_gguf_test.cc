@@ -87,7 +87,7 @@ TEST_F(SplitModelTest, ReadsAsOneModel) {
   EXPECT_EQ((*gguf)->disk_bytes(), disk);
   EXPECT_GT((*gguf)->file_size(), disk + 2 * kSplitGap - 1);
 
-  auto file = OpenModelFile(&env_, parts_[0]);
+  auto file = OpenModelFile(&env_, **gguf);
   ASSERT_TRUE(file.ok()) << file.status();
   EXPECT_EQ((*file)->Size(), (*gguf)->file_size());
   for (int i = 0; i < 5; ++i) {
@@ -113,7 +113,6 @@ TEST_F(SplitModelTest, AnotherPartOrAMissingOneIsRefusedByName) {
   EXPECT_NE(second.status().message().find("part 2 of a model split in 3"), std::string::npos)
       << second.status();
   EXPECT_NE(second.status().message().find("/m-00001-of-00003.gguf"), std::string::npos);
-  EXPECT_FALSE(OpenModelFile(&env_, parts_[1]).ok());
 
   auto contents = [&](const std::string& path) {
     auto file = env_.NewRandomAccessFile(path);
@@ -142,7 +141,7 @@ TEST_F(SplitModelTest, AWholeFileIsItself) {
   ASSERT_TRUE(gguf.ok());
   EXPECT_EQ((*gguf)->split_count(), 1);
   EXPECT_EQ((*gguf)->disk_bytes(), (*gguf)->file_size());
-  auto file = OpenModelFile(&env_, "/m.gguf");
+  auto file = OpenModelFile(&env_, **gguf);
   ASSERT_TRUE(file.ok());
   EXPECT_EQ((*file)->Size(), (*gguf)->file_size());
 }

@@ -509,7 +509,7 @@ absl::Status Bench(const ParsedArgs& args) {
   absl::Time start = absl::Now();
   storage::Env* env = storage::Env::Default();
   ASSIGN_OR_RETURN(std::unique_ptr<storage::RandomAccessFile> file,
-                   storage::OpenModelFile(env, pm.path, {.direct = !args.Has("buffered")}));
+                   storage::OpenModelFile(env, *pm.gguf, {.direct = !args.Has("buffered")}));
   cache::StreamingStoreOptions options = cache::StreamingStoreOptions::FromPlan(plan);
   if (policy) options.policy = *policy;
   options.io.engine = engine;

@@ -234,7 +234,7 @@ TEST(SplitModelTest, PartsGiveTheWholeFilesTokensAndLogits) {
   auto plan = memory::PlanMemory(input, memory::ComputePlanSizes(input, {}).floor_bytes);
   ASSERT_TRUE(plan.ok()) << plan.status();
   ASSERT_FALSE(plan->all_resident());
-  auto file = storage::OpenModelFile(env, (*parts)[0], {.direct = true});
+  auto file = storage::OpenModelFile(env, *split->gguf, {.direct = true});
   ASSERT_TRUE(file.ok()) << file.status();
   auto store = StreamingChunkStore::Create(env, **file, model.chunks(),
                                            StreamingStoreOptions::FromPlan(*plan));

@@ -98,7 +98,7 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadedModel::Load(storage::Env* env
   const memory::MemoryPlan& plan = loaded->plan_.plan;
   storage::ReadOptions read_options;
   read_options.direct = !config.has_direct_io() || config.direct_io();
-  ASSIGN_OR_RETURN(loaded->file_, storage::OpenModelFile(env, path, read_options));
+  ASSIGN_OR_RETURN(loaded->file_, storage::OpenModelFile(env, *loaded->gguf_, read_options));
   storage::ReadQueueOptions io;
   io.engine = ParseIoEngine(config.io_engine());
   if (loaded->gguf_->split_count() > 1 && io.engine == storage::IoEngine::kIoUring) {

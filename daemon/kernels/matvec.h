@@ -81,8 +81,8 @@ void InterleaveRows(WeightType type, int64_t rows, int64_t cols, void* data,
 
 // How far ahead of the bytes being decoded the SIMD loops prefetch the
 // weight stream (public so that a probe of the machine, wasted bench's
-// memory read, reads the way they do). The hardware prefetchers alone left the 1 GiB decode at
-// ~60% of the machine's read bandwidth. 2 KiB ahead (the first setting)
+// memory read, reads the way they do). The hardware prefetchers alone left
+// the 1 GiB decode at ~60% of the machine's read bandwidth. 2 KiB ahead (the first setting)
 // covers ~100 ns at one core's ~29 GB/s; with both cores streaming, and
 // under other processes' load, misses take longer: streaming 256 MiB on 2
 // threads (matvec_bench --cache_kib=262144 --cpu_threads=2, CPU time, 3

@@ -167,7 +167,7 @@ absl::StatusOr<Evaluation> LoadEvaluation(storage::Env* env, const std::string& 
   }
 
   ASSIGN_OR_RETURN(std::unique_ptr<storage::RandomAccessFile> file,
-                   storage::OpenModelFile(env, model_path));
+                   storage::OpenModelFile(env, *eval.gguf));
   ASSIGN_OR_RETURN(eval.store,
                    cache::ResidentChunkStore::Load(env, *file, eval.model->chunks(), {}));
   return eval;

@@ -383,7 +383,7 @@ absl::StatusOr<QuantizeReport> QuantizeModel(storage::Env* env, const std::strin
   }
   ASSIGN_OR_RETURN(std::unique_ptr<storage::GgufFile> gguf, storage::GgufFile::Open(env, in));
   ASSIGN_OR_RETURN(std::unique_ptr<storage::RandomAccessFile> file,
-                   storage::OpenModelFile(env, in));
+                   storage::OpenModelFile(env, *gguf));
   QuantizeReport report;
   ASSIGN_OR_RETURN(std::vector<TensorPlan> plans, PlanTensors(*gguf, options, &report));
   int threads = options.threads;

@@ -44,7 +44,7 @@ absl::StatusOr<LoadedModel> LoadModel(const std::string& path) {
   LoadedModel m;
   ASSIGN_OR_RETURN(m.gguf, storage::GgufFile::Open(env, path));
   ASSIGN_OR_RETURN(m.model, model::Model::Create(*m.gguf));
-  ASSIGN_OR_RETURN(m.file, storage::OpenModelFile(env, path));
+  ASSIGN_OR_RETURN(m.file, storage::OpenModelFile(env, *m.gguf));
   ASSIGN_OR_RETURN(m.store, cache::ResidentChunkStore::Load(env, *m.file, m.model->chunks(), {}));
   return m;
 }
