@@ -69,8 +69,8 @@ std::vector<bool> DeviceWeights::Eligible(const Model& model) {
       ok = ok && (!t->present || gpu::DeviceComputes(t->type));
     }
     for (const ExpertRef& e : l.experts) eligible[e.chunk] = eligible[e.chunk] && ok;
-    // A fused attn_kv_b is also read by column (kernels::TransposedProduct),
-    // which only the CPU does: its attention stays in host memory.
+    // A fused attn_kv_b's key rows become W_k_b on the CPU (fused_keys.h),
+    // from the host copy: its attention stays in host memory.
     if (l.wkv_b.present) eligible[l.wkv_b.place.chunk] = false;
   }
   return eligible;

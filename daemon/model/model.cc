@@ -87,8 +87,8 @@ void Model::MarkInterleaving(Model* model) {
     if (t->interleaves) t->interleaved_layout = layout;
   };
   // Not token_embd (read by row), nor output when it is token_embd (tied);
-  // not wk_b/wv_b (per-head views of 3-D tensors), wkv_b (read by column
-  // and by per-head rows) nor the expert slices.
+  // not wk_b/wv_b (per-head views of 3-D tensors), wkv_b (per-head rows
+  // read, key rows transposed: fused_keys.h) nor the expert slices.
   GlobalTensors& g = model->globals_;
   if (g.output.place.chunk != g.token_embd.place.chunk ||
       g.output.place.slot_offset != g.token_embd.place.slot_offset) {
