@@ -144,6 +144,10 @@ tools::MkModelOptions MoeOptions(tools::SyntheticArch arch) {
     o.rope_dim = 16;
     o.kv_lora_rank = 64;
   }
+  if (o.arch == tools::SyntheticArch::kGptOss) {
+    o.type = storage::GgmlType::kMXFP4;  // As gpt-oss's own files.
+    o.sliding_window = 4;                // Eight steps go past it.
+  }
   return o;
 }
 
@@ -249,7 +253,8 @@ TEST(SplitModelTest, PartsGiveTheWholeFilesTokensAndLogits) {
 INSTANTIATE_TEST_SUITE_P(Archs, StreamedMoeMatchesResident,
                          ::testing::Values(tools::SyntheticArch::kMixtral,
                                            tools::SyntheticArch::kQwen3Moe,
-                                           tools::SyntheticArch::kDeepseek2));
+                                           tools::SyntheticArch::kDeepseek2,
+                                           tools::SyntheticArch::kGptOss));
 
 // Forwards to a store and counts each chunk's Acquires.
 class CountingStore final : public ForwardingChunkStore {

@@ -81,6 +81,25 @@ absl::Status ChunkBuilder::BindStacked(const std::string& name, int64_t cols, in
   return absl::OkStatus();
 }
 
+absl::Status ChunkBuilder::BindExpertRows(const std::string& name, int64_t cols, int64_t n,
+                                          TensorRef* ref, const TensorInfo** info_out) {
+  TensorRef whole;
+  RETURN_IF_ERROR(Bind(name, cols, n, true, &whole));
+  // Bind queued the whole tensor for the open chunk; its rows go elsewhere.
+  tensors_.pop_back();
+  offsets_.pop_back();
+  chunk_ids_.pop_back();
+  if (whole.type != kernels::WeightType::kF32) {
+    return absl::UnimplementedError(
+        absl::StrCat(gguf_.path(), ": expert bias '", name, "' must be F32"));
+  }
+  *ref = whole;
+  ref->rows = 1;
+  ref->n_mat = n;
+  *info_out = gguf_.FindTensor(name);
+  return absl::OkStatus();
+}
+
 void ChunkBuilder::AddSlice(const TensorInfo& whole, const TensorRef& ref, int64_t index,
                             uint64_t* slot_offset) {
   const uint64_t bytes = ref.rows * ref.row_bytes;
@@ -143,9 +162,12 @@ absl::Status BindMoeBlock(ChunkBuilder* b, const HParams& hp, int64_t l, LayerTe
   const MoeParams& moe = hp.moe;
   const std::string p = absl::StrCat("blk.", l, ".");
   const int layer_index = static_cast<int>(l);
-  RETURN_IF_ERROR(b->Bind(p + "ffn_norm.weight", hp.n_embd, 0, true, &layer->ffn_norm));
+  const bool gpt_oss = hp.arch == Arch::kGptOss;
+  RETURN_IF_ERROR(b->Bind(p + (gpt_oss ? "post_attention_norm.weight" : "ffn_norm.weight"),
+                          hp.n_embd, 0, true, &layer->ffn_norm));
   RETURN_IF_ERROR(
       b->Bind(p + "ffn_gate_inp.weight", hp.n_embd, moe.n_expert, true, &layer->router));
+  RETURN_IF_ERROR(b->Bind(p + "ffn_gate_inp.bias", moe.n_expert, 0, gpt_oss, &layer->router_bias));
   if (layer->router.type != kernels::WeightType::kF32) {
     // Routing decides which chunks are read: keep it exact, as converters do.
     return absl::UnimplementedError(
@@ -169,6 +191,15 @@ absl::Status BindMoeBlock(ChunkBuilder* b, const HParams& hp, int64_t l, LayerTe
                                  false, &layer->up_exps, &up));
   RETURN_IF_ERROR(b->BindStacked(p + "ffn_down_exps.weight", moe.n_ff_exp, hp.n_embd, moe.n_expert,
                                  false, &layer->down_exps, &down));
+  const TensorInfo *gate_b = nullptr, *up_b = nullptr, *down_b = nullptr;
+  if (gpt_oss) {
+    RETURN_IF_ERROR(b->BindExpertRows(p + "ffn_gate_exps.bias", moe.n_ff_exp, moe.n_expert,
+                                      &layer->gate_exps_b, &gate_b));
+    RETURN_IF_ERROR(b->BindExpertRows(p + "ffn_up_exps.bias", moe.n_ff_exp, moe.n_expert,
+                                      &layer->up_exps_b, &up_b));
+    RETURN_IF_ERROR(b->BindExpertRows(p + "ffn_down_exps.bias", hp.n_embd, moe.n_expert,
+                                      &layer->down_exps_b, &down_b));
+  }
   layer->ffn_chunk = b->Finish(p + "ffn", layer_index, memory::ChunkKind::kFfn);
 
   layer->experts.resize(moe.n_expert);
@@ -177,6 +208,11 @@ absl::Status BindMoeBlock(ChunkBuilder* b, const HParams& hp, int64_t l, LayerTe
     b->AddSlice(*gate, layer->gate_exps, e, &expert.gate_offset);
     b->AddSlice(*up, layer->up_exps, e, &expert.up_offset);
     b->AddSlice(*down, layer->down_exps, e, &expert.down_offset);
+    if (gate_b != nullptr) {
+      b->AddSlice(*gate_b, layer->gate_exps_b, e, &expert.gate_bias_offset);
+      b->AddSlice(*up_b, layer->up_exps_b, e, &expert.up_bias_offset);
+      b->AddSlice(*down_b, layer->down_exps_b, e, &expert.down_bias_offset);
+    }
     // No merging: the bytes between an expert's slices are other experts'.
     expert.chunk = b->Finish(absl::StrCat(p, "expert.", e), layer_index, memory::ChunkKind::kExpert,
                              /*merge_gap=*/0);

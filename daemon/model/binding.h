@@ -37,6 +37,12 @@ class ChunkBuilder {
   absl::Status BindStacked(const std::string& name, int64_t cols, int64_t rows, int64_t n,
                            bool whole, TensorRef* ref, const storage::TensorInfo** info);
 
+  // A 2-D F32 tensor {cols, n} of one row per expert (gpt-oss's expert
+  // biases): ref describes one row (rows 1, n_mat n), to be added to the
+  // experts' chunks with AddSlice; nothing joins the open chunk.
+  absl::Status BindExpertRows(const std::string& name, int64_t cols, int64_t n, TensorRef* ref,
+                              const storage::TensorInfo** info);
+
   // Adds matrix `index` of a stacked tensor to the open chunk; its placement
   // lands in *slot_offset when the chunk is finished.
   void AddSlice(const storage::TensorInfo& whole, const TensorRef& ref, int64_t index,

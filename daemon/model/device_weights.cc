@@ -68,6 +68,9 @@ std::vector<bool> DeviceWeights::Eligible(const Model& model) {
     for (const TensorRef* t : {&l.gate_exps, &l.up_exps, &l.down_exps}) {
       ok = ok && (!t->present || gpu::DeviceComputes(t->type));
     }
+    // gpt-oss's expert biases are rows of the expert chunks, which have no
+    // host shadow: such experts stay in host memory.
+    ok = ok && !l.gate_exps_b.present;
     for (const ExpertRef& e : l.experts) eligible[e.chunk] = eligible[e.chunk] && ok;
     // A fused attn_kv_b's key rows become W_k_b on the CPU (fused_keys.h),
     // from the host copy: its attention stays in host memory.

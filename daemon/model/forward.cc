@@ -407,7 +407,9 @@ absl::Status Forward::Attention(std::span<const SequenceStep> steps, const Layer
     ops::RopeApply(hp.rope, table, hp.n_head_kv, static_cast<int>(hd), k, k);
   }
   // Each sequence's rows against its own cache.
-  const ops::AttentionParams params = internal::AttentionParamsOf(hp);
+  ops::AttentionParams params = internal::AttentionParamsOf(hp);
+  params.window = hp.AttentionWindow(l);
+  if (layer.sinks.present) params.sinks = layer.sinks.F32(slot);
   for (size_t i = 0; i < steps.size(); ++i) {
     SequenceState* s = steps[i].state;
     const int64_t first = ws.first_row[i], rows = ws.first_row[i + 1] - first;
@@ -421,6 +423,11 @@ absl::Status Forward::Attention(std::span<const SequenceStep> steps, const Layer
   }
   RETURN_IF_ERROR(Product(chunk, chunk.View(layer.wo), ws.att.data(), qd, n, ws.tmp.data(),
                           hp.n_embd, ws.row_paths.data()));
+  if (layer.bo.present) {
+    for (int64_t b = 0; b < n; ++b) {
+      ops::Add(&ws.tmp[b * hp.n_embd], layer.bo.F32(slot), hp.n_embd, &ws.tmp[b * hp.n_embd]);
+    }
+  }
   ops::Add(ws.x.data(), ws.tmp.data(), n * hp.n_embd, ws.x.data());
   return absl::OkStatus();
 }

@@ -43,8 +43,8 @@ absl::Status ReadMoe(const storage::GgufFile& gguf, HParams* hp) {
   const std::string& a = hp->arch_name;
   MoeParams& moe = hp->moe;
   moe.n_expert = OptionalInt(gguf, a + ".expert_count", 0);
-  const bool moe_arch =
-      hp->arch == Arch::kQwen2Moe || hp->arch == Arch::kQwen3Moe || hp->arch == Arch::kDeepseek2;
+  const bool moe_arch = hp->arch == Arch::kQwen2Moe || hp->arch == Arch::kQwen3Moe ||
+                        hp->arch == Arch::kDeepseek2 || hp->arch == Arch::kGptOss;
   if (moe.n_expert <= 0) {
     if (moe_arch) {
       return absl::InvalidArgumentError(
@@ -92,6 +92,12 @@ absl::Status ReadMoe(const storage::GgufFile& gguf, HParams* hp) {
       }
       moe.n_group = OptionalInt(gguf, a + ".expert_group_count", 0);
       moe.n_group_used = OptionalInt(gguf, a + ".expert_group_used_count", 0);
+      break;
+    }
+    case Arch::kGptOss: {  // Router and expert biases; softmax of the chosen logits.
+      ASSIGN_OR_RETURN(moe.n_ff_exp, RequiredInt(gguf, a + ".expert_feed_forward_length"));
+      moe.gating = ExpertGating::kSoftmaxChosen;
+      moe.swiglu_oai = true;
       break;
     }
     default:
@@ -209,11 +215,13 @@ absl::StatusOr<HParams> ReadHParams(const storage::GgufFile& gguf) {
     hp.arch = Arch::kQwen3Moe;
   } else if (a == "deepseek2") {
     hp.arch = Arch::kDeepseek2;
+  } else if (a == "gpt-oss") {
+    hp.arch = Arch::kGptOss;
   } else {
     return absl::UnimplementedError(
         absl::StrCat(gguf.path(), ": architecture '", a,
                      "' is not supported (supported: llama (incl. mixtral), qwen2, qwen3, "
-                     "qwen2moe, qwen3moe, deepseek2)"));
+                     "qwen2moe, qwen3moe, deepseek2, gpt-oss)"));
   }
   ASSIGN_OR_RETURN(hp.n_embd, RequiredInt(gguf, a + ".embedding_length"));
   ASSIGN_OR_RETURN(hp.n_layer, RequiredInt(gguf, a + ".block_count"));
@@ -263,6 +271,9 @@ absl::StatusOr<HParams> ReadHParams(const storage::GgufFile& gguf) {
                                                    hp.head_dim));
   }
   RETURN_IF_ERROR(ReadMoe(gguf, &hp));
+  if (hp.arch == Arch::kGptOss) {
+    ASSIGN_OR_RETURN(hp.n_swa, RequiredInt(gguf, a + ".attention.sliding_window"));
+  }
   if (hp.arch == Arch::kDeepseek2) RETURN_IF_ERROR(ReadMla(gguf, rope.ext_factor != 0, &hp));
   return hp;
 }

@@ -16,12 +16,14 @@
 namespace waste::model {
 
 // kLlama covers mixtral-style models too: llama.cpp writes them as "llama"
-// with expert_count > 0.
-enum class Arch { kLlama, kQwen2, kQwen3, kQwen2Moe, kQwen3Moe, kDeepseek2 };
+// with expert_count > 0. kGptOss is OpenAI's gpt-oss ("gpt-oss"; llama.cpp's
+// LLM_ARCH_OPENAI_MOE).
+enum class Arch { kLlama, kQwen2, kQwen3, kQwen2Moe, kQwen3Moe, kDeepseek2, kGptOss };
 
 // How router logits become expert probabilities (llama.cpp's
-// llama_expert_gating_func_type: 1 softmax, 2 sigmoid).
-enum class ExpertGating { kSoftmax, kSigmoid };
+// llama_expert_gating_func_type: 1 softmax, 2 sigmoid, 3 softmax over the
+// chosen experts' logits only: gpt-oss).
+enum class ExpertGating { kSoftmax, kSigmoid, kSoftmaxChosen };
 
 // Routed experts. n_expert == 0 means a dense model.
 struct MoeParams {
@@ -40,7 +42,13 @@ struct MoeParams {
   // n_group <= 1 disables it.
   int64_t n_group = 0;
   int64_t n_group_used = 0;
+  // gpt-oss's expert activation (ggml's swiglu_oai): with the gate g
+  // clamped above at kOaiLimit and the up projection u to +-kOaiLimit,
+  // g * sigmoid(kOaiAlpha * g) * (u + 1).
+  bool swiglu_oai = false;
 };
+inline constexpr float kOaiAlpha = 1.702f;
+inline constexpr float kOaiLimit = 7.0f;
 
 // Multi-head latent attention (deepseek2). kv_lora_rank == 0: not MLA.
 // The KV cache holds one row of kv_lora_rank + qk_rope per position (the
@@ -78,11 +86,17 @@ struct HParams {
   kernels::ops::RopeParams rope;  // freq_factors is bound by the model at load.
   MoeParams moe;
   MlaParams mla;
+  // Sliding-window attention (gpt-oss): the even layers attend to the last
+  // n_swa positions only (llama.cpp's swa pattern 2, window counted with
+  // the query's own position). 0: every layer attends to all positions.
+  int64_t n_swa = 0;
 
   int64_t q_dim() const { return n_head * head_dim; }
   int64_t kv_dim() const { return n_head_kv * head_dim; }
   bool is_mla() const { return mla.kv_lora_rank > 0; }
   bool IsMoeLayer(int64_t l) const { return moe.n_expert > 0 && l >= moe.n_layer_dense_lead; }
+  // Positions layer l attends back over, the query's own included; 0: all.
+  int64_t AttentionWindow(int64_t l) const { return n_swa > 0 && l % 2 == 0 ? n_swa : 0; }
   // The widest FFN hidden size of any block (dense, expert or shared).
   int64_t max_ff() const;
 };

@@ -11,10 +11,12 @@ using internal::ChunkBuilder;
 
 namespace {
 
-// The llama/qwen attention block: Q/K/V/O, qwen2's biases, qwen3's Q/K norms.
+// The llama/qwen attention block: Q/K/V/O, qwen2's biases, qwen3's Q/K
+// norms, gpt-oss's biases (the output's too) and sinks.
 absl::Status BindAttention(ChunkBuilder* b, const HParams& hp, const std::string& p,
                            LayerTensors* layer) {
-  const bool qkv_bias = hp.arch == Arch::kQwen2 || hp.arch == Arch::kQwen2Moe;
+  const bool gpt_oss = hp.arch == Arch::kGptOss;
+  const bool qkv_bias = hp.arch == Arch::kQwen2 || hp.arch == Arch::kQwen2Moe || gpt_oss;
   const bool qk_norm = hp.arch == Arch::kQwen3 || hp.arch == Arch::kQwen3Moe;
   RETURN_IF_ERROR(b->Bind(p + "attn_q.weight", hp.n_embd, hp.q_dim(), true, &layer->wq));
   RETURN_IF_ERROR(b->Bind(p + "attn_k.weight", hp.n_embd, hp.kv_dim(), true, &layer->wk));
@@ -23,6 +25,8 @@ absl::Status BindAttention(ChunkBuilder* b, const HParams& hp, const std::string
   RETURN_IF_ERROR(b->Bind(p + "attn_q.bias", hp.q_dim(), 0, qkv_bias, &layer->bq));
   RETURN_IF_ERROR(b->Bind(p + "attn_k.bias", hp.kv_dim(), 0, qkv_bias, &layer->bk));
   RETURN_IF_ERROR(b->Bind(p + "attn_v.bias", hp.kv_dim(), 0, qkv_bias, &layer->bv));
+  RETURN_IF_ERROR(b->Bind(p + "attn_output.bias", hp.n_embd, 0, gpt_oss, &layer->bo));
+  RETURN_IF_ERROR(b->Bind(p + "attn_sinks.weight", hp.n_head, 0, gpt_oss, &layer->sinks));
   RETURN_IF_ERROR(b->Bind(p + "attn_q_norm.weight", hp.head_dim, 0, qk_norm, &layer->q_norm));
   return b->Bind(p + "attn_k_norm.weight", hp.head_dim, 0, qk_norm, &layer->k_norm);
 }
@@ -114,7 +118,8 @@ void ForEachTensor(const Model& model, absl::FunctionRef<void(const TensorRef&)>
                                &l.up,         &l.down,      &l.wq_a,       &l.q_a_norm,
                                &l.wq_b,       &l.wkv_a_mqa, &l.kv_a_norm,  &l.wk_b,
                                &l.wv_b,       &l.wkv_b,     &l.router,     &l.expert_bias,
-                               &l.gate_shexp, &l.up_shexp,  &l.down_shexp, &l.gate_inp_shexp}) {
+                               &l.gate_shexp, &l.up_shexp,  &l.down_shexp, &l.gate_inp_shexp,
+                               &l.bo,         &l.sinks,     &l.router_bias}) {
       if (t->present) fn(*t);
     }
   }

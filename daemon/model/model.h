@@ -67,13 +67,19 @@ struct ExpertRef {
   uint64_t gate_offset = 0;
   uint64_t up_offset = 0;
   uint64_t down_offset = 0;
+  // gpt-oss: the expert's rows of ffn_{gate,up,down}_exps.bias (F32), in its
+  // chunk too, when LayerTensors::gate_exps_b is present.
+  uint64_t gate_bias_offset = 0;
+  uint64_t up_bias_offset = 0;
+  uint64_t down_bias_offset = 0;
 };
 
 struct LayerTensors {
   memory::ChunkId attn_chunk = 0;
   memory::ChunkId ffn_chunk = 0;
   TensorRef attn_norm, wq, wk, wv, wo;
-  TensorRef bq, bk, bv;      // qwen2
+  TensorRef bq, bk, bv;      // qwen2, gpt-oss
+  TensorRef bo, sinks;       // gpt-oss: output bias, a sink logit per head
   TensorRef q_norm, k_norm;  // qwen3
   TensorRef ffn_norm, gate, up, down;
 
@@ -85,11 +91,14 @@ struct LayerTensors {
   TensorRef wq_a, q_a_norm, wq_b, wkv_a_mqa, kv_a_norm, wk_b, wv_b, wkv_b;
 
   // MoE block, when hparams.IsMoeLayer: router [n_expert x n_embd] (F32),
-  // the selection bias, the shared expert and its sigmoid gate in ffn_chunk.
-  TensorRef router, expert_bias;
+  // its bias (gpt-oss), the selection bias, the shared expert and its
+  // sigmoid gate in ffn_chunk. ffn_norm is gpt-oss's post_attention_norm.
+  TensorRef router, router_bias, expert_bias;
   TensorRef gate_shexp, up_shexp, down_shexp, gate_inp_shexp;
   // Shape and type of one expert's slice; the bytes are in experts[e]'s chunk.
   TensorRef gate_exps, up_exps, down_exps;
+  // gpt-oss: shape and type of one expert's bias row (1 x rows of its matrix).
+  TensorRef gate_exps_b, up_exps_b, down_exps_b;
   std::vector<ExpertRef> experts;
 };
 

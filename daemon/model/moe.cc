@@ -61,6 +61,38 @@ void LimitGroups(const MoeParams& moe, float* select) {
   }
 }
 
+// gpt-oss: the router's bias on each of n rows of logits.
+void AddRouterBias(const LayerTensors& layer, const uint8_t* slot, int64_t n, int64_t n_expert,
+                   float* logits) {
+  if (!layer.router_bias.present) return;
+  for (int64_t b = 0; b < n; ++b) {
+    ops::Add(&logits[b * n_expert], layer.router_bias.F32(slot), n_expert, &logits[b * n_expert]);
+  }
+}
+
+// Adds an expert's bias row (at `offset` of its chunk's slot `base`) to each
+// of `rows` rows of y; nothing without biases (`bias` absent).
+void AddExpertBias(const TensorRef& bias, const uint8_t* base, uint64_t offset, int64_t rows,
+                   float* y) {
+  if (!bias.present) return;
+  const float* b = reinterpret_cast<const float*>(base + offset);
+  for (int64_t r = 0; r < rows; ++r) ops::Add(&y[r * bias.cols], b, bias.cols, &y[r * bias.cols]);
+}
+
+// An expert's hidden rows from its gate and up products: their biases,
+// then SwiGLU (gpt-oss's clamped form where the model has it), into gate.
+void ExpertHidden(const MoeParams& moe, const LayerTensors& layer, const ExpertRef& expert,
+                  const uint8_t* base, int64_t rows, float* gate, float* up) {
+  const int64_t n = rows * moe.n_ff_exp;
+  AddExpertBias(layer.gate_exps_b, base, expert.gate_bias_offset, rows, gate);
+  AddExpertBias(layer.up_exps_b, base, expert.up_bias_offset, rows, up);
+  if (moe.swiglu_oai) {
+    ops::SwiGluOai(gate, up, n, kOaiAlpha, kOaiLimit, gate);
+  } else {
+    ops::SwiGlu(gate, up, n, gate);
+  }
+}
+
 }  // namespace
 
 void RouteToken(const MoeParams& moe, float* logits, const float* bias, float* select, int32_t* ids,
@@ -69,9 +101,9 @@ void RouteToken(const MoeParams& moe, float* logits, const float* bias, float* s
   float* probs = logits;
   if (moe.gating == ExpertGating::kSoftmax) {
     ops::Softmax(probs, n);
-  } else {
+  } else if (moe.gating == ExpertGating::kSigmoid) {
     for (int64_t i = 0; i < n; ++i) probs[i] = 1.0f / (1.0f + std::exp(-probs[i]));
-  }
+  }  // kSoftmaxChosen: the logits choose; the chosen ones' softmax weighs.
   for (int64_t i = 0; i < n; ++i) select[i] = bias != nullptr ? probs[i] + bias[i] : probs[i];
   if (moe.n_group > 1) LimitGroups(moe, select);
   float sum = 0;
@@ -82,6 +114,7 @@ void RouteToken(const MoeParams& moe, float* logits, const float* bias, float* s
     weights[k] = probs[e];
     sum += probs[e];
   }
+  if (moe.gating == ExpertGating::kSoftmaxChosen) ops::Softmax(weights, moe.n_expert_used);
   for (int64_t k = 0; k < moe.n_expert_used; ++k) {
     if (moe.norm_weights) weights[k] /= sum;
     if (moe.weights_scale != 0) weights[k] *= moe.weights_scale;
@@ -106,6 +139,7 @@ absl::Status Forward::MoeFeedForward(const LayerTensors& layer, int64_t l, int64
   // whatever else is in the step.
   RETURN_IF_ERROR(Product(trunk, trunk.View(layer.router), ws.xb.data(), d, n, ws.router.data(),
                           moe.n_expert, ws.row_paths.data()));
+  AddRouterBias(layer, slot, n, moe.n_expert, ws.router.data());
   const float* bias = layer.expert_bias.present ? layer.expert_bias.F32(slot) : nullptr;
   for (int64_t b = 0; b < n; ++b) {
     RouteToken(moe, &ws.router[b * moe.n_expert], bias, ws.select.data(), &ws.route_ids[b * k],
@@ -270,14 +304,27 @@ absl::Status Forward::RunExpertsTogether(const LayerTensors& layer, size_t m) {
     RETURN_IF_ERROR(kernels::MatMulEach({products, m}, d, ff, 1, pool_, &ws.matvec));
     RETURN_IF_ERROR(kernels::MatMulEach({products + m, m}, d, ff, 1, pool_, &ws.matvec));
   }
-  ops::SwiGlu(ws.gate.data(), ws.up.data(), static_cast<int64_t>(m) * ff, ws.gate.data());
+  const MoeParams& moe = model_->hparams().moe;
+  if (!layer.gate_exps_b.present && !moe.swiglu_oai) {
+    ops::SwiGlu(ws.gate.data(), ws.up.data(), static_cast<int64_t>(m) * ff, ws.gate.data());
+  }
   for (size_t j = 0; j < m; ++j) {
     const int32_t start = ws.group_start[ws.experts_together[j]];
     const ExpertRef& expert = layer.experts[ws.routes[start].expert];
+    if (layer.gate_exps_b.present || moe.swiglu_oai) {
+      ExpertHidden(moe, layer, expert, leases[j]->slot(), 1, &ws.gate[j * ff], &ws.up[j * ff]);
+    }
     products[j] = {layer.down_exps.ViewAt(leases[j]->slot() + expert.down_offset), &ws.gate[j * ff],
                    &ws.expert_out[start * d]};
   }
-  return kernels::MatMulEach({products, m}, ff, d, 1, pool_, &ws.matvec);
+  RETURN_IF_ERROR(kernels::MatMulEach({products, m}, ff, d, 1, pool_, &ws.matvec));
+  for (size_t j = 0; j < m; ++j) {
+    const int32_t start = ws.group_start[ws.experts_together[j]];
+    const ExpertRef& expert = layer.experts[ws.routes[start].expert];
+    AddExpertBias(layer.down_exps_b, leases[j]->slot(), expert.down_bias_offset, 1,
+                  &ws.expert_out[start * d]);
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Forward::RunExpert(const LayerTensors& layer, const ExpertRoute* begin,
@@ -300,9 +347,11 @@ absl::Status Forward::RunExpert(const LayerTensors& layer, const ExpertRoute* be
       {layer.up_exps.ViewAt(base + expert.up_offset), ws.up.data(), ff}};
   RETURN_IF_ERROR(SharedProducts(chunk, gate_up_products, ws.moe_x.data(), d, rows));
   RETURN_IF_ERROR(gate_up.End());
-  ops::SwiGlu(ws.gate.data(), ws.up.data(), rows * ff, ws.gate.data());
-  return Product(chunk, layer.down_exps.ViewAt(base + expert.down_offset), ws.gate.data(), ff, rows,
-                 rows_out, d);
+  ExpertHidden(model_->hparams().moe, layer, expert, base, rows, ws.gate.data(), ws.up.data());
+  RETURN_IF_ERROR(Product(chunk, layer.down_exps.ViewAt(base + expert.down_offset), ws.gate.data(),
+                          ff, rows, rows_out, d));
+  AddExpertBias(layer.down_exps_b, base, expert.down_bias_offset, rows, rows_out);
+  return absl::OkStatus();
 }
 
 void Forward::AddExpertRows(const ExpertRoute* begin, const ExpertRoute* end, const float* rows_out,
@@ -355,6 +404,7 @@ absl::Status Forward::PredictNextExperts(int64_t l, int64_t n) {
   }
   RETURN_IF_ERROR(Product(trunk, trunk.View(next.router), ws.lookahead_x.data(), d, n,
                           ws.router.data(), hp.moe.n_expert));
+  AddRouterBias(next, slot, n, hp.moe.n_expert, ws.router.data());
   const float* bias = next.expert_bias.present ? next.expert_bias.F32(slot) : nullptr;
   for (int64_t b = 0; b < n; ++b) {
     RouteToken(hp.moe, &ws.router[b * hp.moe.n_expert], bias, ws.select.data(),

@@ -5,7 +5,10 @@
 // qwen3 (Q/K norm), mixtral (llama + experts), qwen3moe, and deepseek2 (MLA
 // in the plain decompressed form, YaRN as DeepSeek's own code defines it,
 // leading dense layers, shared expert, sigmoid or softmax gating with
-// selection bias, group-limited routing, normalised and scaled weights).
+// selection bias, group-limited routing, normalised and scaled weights),
+// and gpt-oss (Q/K/V/O biases, attention sinks, a sliding window on the
+// even layers, YaRN's magnitude, router and expert biases, softmax over the
+// chosen experts' logits, the clamped swiglu_oai).
 #include <cmath>
 #include <map>
 
@@ -46,6 +49,14 @@ class Reference {
     scale_w_ = Float("expert_weights_scale", 0);
     n_group_ = Int("expert_group_count", 0);
     n_group_used_ = Int("expert_group_used_count", 0);
+    if (arch_ == "gpt-oss") {
+      window_ = Int("attention.sliding_window", 0);
+      factor_ = Float("rope.scaling.factor", 1);
+      orig_ctx_ = Int("rope.scaling.original_context_length", 0);
+      // YaRN's attention factor, on cos and sin: on both q and k.
+      const double mscale = factor_ <= 1 ? 1.0 : 0.1 * std::log(factor_) + 1;
+      kq_scale_ = mscale * mscale / std::sqrt(static_cast<double>(head_dim_));
+    }
     if (arch_ == "deepseek2") {
       kv_lora_ = Int("attention.kv_lora_rank", 0);
       // Files from before llama.cpp's split have one attn_kv_b and give
@@ -73,7 +84,8 @@ class Reference {
       std::string p = "blk." + std::to_string(l) + ".";
       Vec xn = Norm(x, Tensor(p + "attn_norm.weight"));
       AddTo(&x, arch_ == "deepseek2" ? Mla(l, p, xn) : Mha(l, p, xn));
-      xn = Norm(x, Tensor(p + "ffn_norm.weight"));
+      xn = Norm(
+          x, Tensor(p + (arch_ == "gpt-oss" ? "post_attention_norm.weight" : "ffn_norm.weight")));
       AddTo(&x, Has(p + "ffn_gate_inp.weight") ? Moe(p, xn) : Ffn(p, "", xn, -1));
     }
     ++pos_;
@@ -159,12 +171,15 @@ class Reference {
     }
   }
 
-  // Causal softmax attention of one head over `keys`, mixing `values`.
-  static Vec Attend(const std::vector<double>& scores_in, const std::vector<Vec>& values) {
+  // Causal softmax attention of one head over `keys`, mixing `values`; a
+  // sink logit joins the softmax and mixes nothing.
+  static Vec Attend(const std::vector<double>& scores_in, const std::vector<Vec>& values,
+                    double sink = -INFINITY) {
     Vec scores = scores_in;
+    scores.push_back(sink);
     Softmax(&scores);
     Vec out(values[0].size(), 0.0);
-    for (size_t t = 0; t < scores.size(); ++t) {
+    for (size_t t = 0; t < values.size(); ++t) {
       for (size_t i = 0; i < out.size(); ++i) out[i] += scores[t] * values[t][i];
     }
     return out;
@@ -191,20 +206,27 @@ class Reference {
     keys_[l].push_back(k);
     values_[l].push_back(v);
     Vec out;
+    const Vec sinks = Has(p + "attn_sinks.weight") ? Tensor(p + "attn_sinks.weight") : Vec();
+    const size_t n_pos = keys_[l].size();
+    // gpt-oss: even layers see the last window_ positions, this one's included.
+    const size_t first =
+        window_ > 0 && l % 2 == 0 && n_pos > static_cast<size_t>(window_) ? n_pos - window_ : 0;
     for (int64_t h = 0; h < n_head_; ++h) {
       int64_t g = h / (n_head_ / n_head_kv_);
       std::vector<double> scores;
       std::vector<Vec> vals;
-      for (size_t t = 0; t < keys_[l].size(); ++t) {
+      for (size_t t = first; t < n_pos; ++t) {
         double s = 0;
         for (int64_t i = 0; i < hd; ++i) s += q[h * hd + i] * keys_[l][t][g * hd + i];
-        scores.push_back(s / std::sqrt(static_cast<double>(hd)));
+        scores.push_back(kq_scale_ != 0 ? s * kq_scale_ : s / std::sqrt(static_cast<double>(hd)));
         vals.emplace_back(values_[l][t].begin() + g * hd, values_[l][t].begin() + (g + 1) * hd);
       }
-      Vec o = Attend(scores, vals);
+      Vec o = Attend(scores, vals, sinks.empty() ? -INFINITY : sinks[h]);
       out.insert(out.end(), o.begin(), o.end());
     }
-    return MatVec(p + "attn_output.weight", out);
+    Vec y = MatVec(p + "attn_output.weight", out);
+    if (Has(p + "attn_output.bias")) AddTo(&y, Tensor(p + "attn_output.bias"));
+    return y;
   }
 
   // MLA decompressed: per head full keys [W_k_b^T c | k_pe] and values W_v_b c.
@@ -275,14 +297,32 @@ class Reference {
     const int64_t m = std::max<int64_t>(e, 0);
     Vec gate = MatVec(p + "ffn_gate" + s + ".weight", xn, m),
         up = MatVec(p + "ffn_up" + s + ".weight", xn, m);
-    for (size_t i = 0; i < gate.size(); ++i) gate[i] = gate[i] / (1 + std::exp(-gate[i])) * up[i];
-    return MatVec(p + "ffn_down" + s + ".weight", gate, m);
+    const bool biases = e >= 0 && Has(p + "ffn_gate_exps.bias");  // gpt-oss
+    if (biases) {
+      AddTo(&gate, Row(p + "ffn_gate_exps.bias", e));
+      AddTo(&up, Row(p + "ffn_up_exps.bias", e));
+    }
+    for (size_t i = 0; i < gate.size(); ++i) {
+      if (arch_ == "gpt-oss") {  // swiglu_oai: alpha 1.702, limit 7.
+        const double g = std::min(gate[i], 7.0), u = std::clamp(up[i], -7.0, 7.0);
+        gate[i] = g / (1 + std::exp(-1.702 * g)) * (u + 1);
+      } else {
+        gate[i] = gate[i] / (1 + std::exp(-gate[i])) * up[i];
+      }
+    }
+    Vec y = MatVec(p + "ffn_down" + s + ".weight", gate, m);
+    if (biases) AddTo(&y, Row(p + "ffn_down_exps.bias", e));
+    return y;
   }
 
   Vec Moe(const std::string& p, const Vec& xn) {
     Vec probs = MatVec(p + "ffn_gate_inp.weight", xn);
     const int64_t n = probs.size();
-    if (sigmoid_) {
+    const bool chosen_softmax = arch_ == "gpt-oss";
+    if (Has(p + "ffn_gate_inp.bias")) AddTo(&probs, Tensor(p + "ffn_gate_inp.bias"));
+    if (chosen_softmax) {
+      // The logits choose; their softmax over the chosen weighs (below).
+    } else if (sigmoid_) {
       for (double& v : probs) v = 1 / (1 + std::exp(-v));
     } else {
       Softmax(&probs);
@@ -305,6 +345,12 @@ class Reference {
     std::vector<std::pair<double, int64_t>> ranked;
     for (int64_t e = 0; e < n; ++e) ranked.push_back({select[e], -e});
     std::sort(ranked.rbegin(), ranked.rend());
+    if (chosen_softmax) {
+      Vec chosen;
+      for (int64_t k = 0; k < n_used_; ++k) chosen.push_back(probs[-ranked[k].second]);
+      Softmax(&chosen);
+      for (int64_t k = 0; k < n_used_; ++k) probs[-ranked[k].second] = chosen[k];
+    }
     double sum = 0;
     for (int64_t k = 0; k < n_used_; ++k) sum += probs[-ranked[k].second];
     Vec y(xn.size(), 0.0);
@@ -336,7 +382,7 @@ class Reference {
   int64_t n_used_, dense_lead_, n_group_, n_group_used_;
   bool sigmoid_, norm_w_;
   double scale_w_;
-  int64_t kv_lora_ = 0, qk_head_ = 0, v_head_ = 0, nope_ = 0, orig_ctx_ = 0;
+  int64_t kv_lora_ = 0, qk_head_ = 0, v_head_ = 0, nope_ = 0, orig_ctx_ = 0, window_ = 0;
   bool fused_ = false;
   double factor_ = 1, kq_scale_ = 0;
   std::map<int64_t, std::vector<Vec>> keys_, values_;
@@ -370,7 +416,7 @@ TEST_P(ReferenceTest, LogitsMatchTheReferenceForEightSteps) {
   options.type = c.type;
   options.seed = 7;
   if (c.arch == tools::SyntheticArch::kMixtral || c.arch == tools::SyntheticArch::kQwen3Moe ||
-      c.arch == tools::SyntheticArch::kDeepseek2) {
+      c.arch == tools::SyntheticArch::kDeepseek2 || c.arch == tools::SyntheticArch::kGptOss) {
     options.layers = 3;
     options.experts = 8;
     options.experts_used = 3;
@@ -384,6 +430,11 @@ TEST_P(ReferenceTest, LogitsMatchTheReferenceForEightSteps) {
     options.q_lora_rank = c.q_lora_rank;
     options.mla_fused = c.mla_fused;
     options.ctx = 16384;  // > 4096: YaRN with factor 4.
+  }
+  if (c.arch == tools::SyntheticArch::kGptOss) {
+    options.head_dim = 48;       // heads * head_dim != dim: key_length.
+    options.sliding_window = 3;  // Eight steps go past it.
+    options.ctx = 16384;         // > 4096: YaRN with factor 4.
   }
   auto written = tools::testing::WriteModel(options, c.overrides);
   ASSERT_TRUE(written.ok()) << written;
@@ -475,6 +526,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"qwen3moe_f32", SyntheticArch::kQwen3Moe, GgmlType::kF32, 1e-4},
                       Case{"qwen3moe_q4_0", SyntheticArch::kQwen3Moe, GgmlType::kQ4_0, 5e-2},
                       // Sigmoid gating, bias, normalised weights scaled by 2.5, YaRN.
+                      Case{"gpt_oss_f32", SyntheticArch::kGptOss, GgmlType::kF32, 1e-4},
                       Case{"deepseek2_f32", SyntheticArch::kDeepseek2, GgmlType::kF32, 1e-4},
                       Case{"deepseek2_q8_0", SyntheticArch::kDeepseek2, GgmlType::kQ8_0, 5e-2},
                       // DeepSeek-V2-Lite's shape: attn_q, softmax gating, no norm.

@@ -22,7 +22,8 @@ constexpr char kUsage[] = R"(usage: wasted mkmodel --out FILE [flags]
 
 Writes a synthetic GGUF model (random weights, llama.cpp's names and keys).
 
-  --arch A            llama | qwen2 | qwen3 | mixtral | qwen3moe | deepseek2 (llama)
+  --arch A            llama | qwen2 | qwen3 | mixtral | qwen3moe | deepseek2 | gpt-oss
+                      (llama)
   --out FILE          where to write (required)
   --type T            matrix type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k
                       q5_k q6_k iq4_nl iq4_xs iq3_s iq3_xxs iq2_s iq2_xs iq2_xxs
@@ -34,6 +35,7 @@ Writes a synthetic GGUF model (random weights, llama.cpp's names and keys).
   --q-lora-rank N --kv-lora-rank N --rope-dim N   deepseek2 (MLA)
   --mla-fused         deepseek2: one attn_kv_b per layer, as files converted
                       before llama.cpp's MLA split (spring 2025) have it
+  --sliding-window N  gpt-oss: positions its even layers attend to (128)
   --seed S            weights are a function of the seed (1)
   --tokenizer-from F  copy every tokenizer.* key from GGUF F (default: a
                       built-in byte-level BPE vocabulary)
@@ -44,14 +46,14 @@ Writes a synthetic GGUF model (random weights, llama.cpp's names and keys).
 
 absl::StatusOr<MkModelOptions> ParseMkModelArgs(const std::vector<std::string>& args) {
   std::vector<FlagDef> defs = {{"help", false}, {"mla-fused", false}};
-  for (const char* name : {"arch",         "out",         "type",
-                           "dim",          "layers",      "heads",
-                           "kv-heads",     "head-dim",    "ffn",
-                           "vocab",        "ctx",         "experts",
-                           "experts-used", "expert-ffn",  "shared-experts",
-                           "dense-layers", "q-lora-rank", "kv-lora-rank",
-                           "rope-dim",     "seed",        "tokenizer-from",
-                           "threads"}) {
+  for (const char* name : {"arch",         "out",           "type",
+                           "dim",          "layers",        "heads",
+                           "kv-heads",     "head-dim",      "ffn",
+                           "vocab",        "ctx",           "experts",
+                           "experts-used", "expert-ffn",    "shared-experts",
+                           "dense-layers", "q-lora-rank",   "kv-lora-rank",
+                           "rope-dim",     "seed",          "tokenizer-from",
+                           "threads",      "sliding-window"}) {
     defs.push_back({name, true});
   }
   ASSIGN_OR_RETURN(ParsedArgs parsed, ParseArgs(args, defs));
@@ -63,8 +65,9 @@ absl::StatusOr<MkModelOptions> ParseMkModelArgs(const std::vector<std::string>& 
   MkModelOptions o;
   const std::string arch = parsed.GetOr("arch", "llama");
   if (!ParseSyntheticArch(arch, &o.arch)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--arch ", arch, " is not one of llama, qwen2, qwen3, mixtral, qwen3moe, deepseek2"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--arch ", arch,
+                     " is not one of llama, qwen2, qwen3, mixtral, qwen3moe, deepseek2, gpt-oss"));
   }
   o.out = parsed.GetOr("out", "");
   if (o.out.empty()) return absl::InvalidArgumentError("--out FILE is required");
@@ -97,7 +100,8 @@ absl::StatusOr<MkModelOptions> ParseMkModelArgs(const std::vector<std::string>& 
                        {"dense-layers", &o.dense_layers},
                        {"q-lora-rank", &o.q_lora_rank},
                        {"kv-lora-rank", &o.kv_lora_rank},
-                       {"rope-dim", &o.rope_dim}}) {
+                       {"rope-dim", &o.rope_dim},
+                       {"sliding-window", &o.sliding_window}}) {
     ASSIGN_OR_RETURN(*flag.field, parsed.GetInt(flag.name, *flag.field));
     if (parsed.Has(flag.name) && *flag.field < 0) {
       return absl::InvalidArgumentError(

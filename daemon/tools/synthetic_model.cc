@@ -15,7 +15,7 @@ bool IsKQuant(GgmlType type) { return storage::GetGgmlTypeTraits(type).block_siz
 
 bool IsMoe(SyntheticArch arch) {
   return arch == SyntheticArch::kMixtral || arch == SyntheticArch::kQwen3Moe ||
-         arch == SyntheticArch::kDeepseek2;
+         arch == SyntheticArch::kDeepseek2 || arch == SyntheticArch::kGptOss;
 }
 
 int64_t RoundUp(int64_t n, int64_t multiple) { return (n + multiple - 1) / multiple * multiple; }
@@ -87,7 +87,8 @@ void SpecBuilder::Metadata() {
   F32("attention.layer_norm_rms_epsilon", 1e-6f);
   const bool qwen = o_.arch == SyntheticArch::kQwen2 || o_.arch == SyntheticArch::kQwen3 ||
                     o_.arch == SyntheticArch::kQwen3Moe || o_.arch == SyntheticArch::kMixtral;
-  F32("rope.freq_base", qwen ? 1000000.0f : 10000.0f);
+  const bool gpt_oss = o_.arch == SyntheticArch::kGptOss;
+  F32("rope.freq_base", qwen ? 1000000.0f : gpt_oss ? 150000.0f : 10000.0f);
 
   if (o_.arch == SyntheticArch::kDeepseek2) {
     U32("rope.dimension_count", o_.rope_dim);
@@ -140,7 +141,19 @@ void SpecBuilder::Metadata() {
   if (IsMoe(o_.arch)) {
     U32("expert_count", o_.experts);
     U32("expert_used_count", o_.experts_used);
-    if (o_.arch == SyntheticArch::kQwen3Moe) U32("expert_feed_forward_length", o_.expert_ffn);
+    if (o_.arch == SyntheticArch::kQwen3Moe || gpt_oss) {
+      U32("expert_feed_forward_length", o_.expert_ffn);
+    }
+  }
+  if (gpt_oss) {
+    U32("attention.sliding_window", o_.sliding_window);
+    // As gpt-oss's own: YaRN from a 4096-position original context.
+    constexpr int64_t kOriginalContext = 4096;
+    if (o_.ctx > kOriginalContext) {
+      spec_.metadata.emplace_back(Key("rope.scaling.type"), GgufValue::String("yarn"));
+      F32("rope.scaling.factor", static_cast<float>(o_.ctx) / kOriginalContext);
+      U32("rope.scaling.original_context_length", kOriginalContext);
+    }
   }
 }
 
@@ -150,12 +163,18 @@ void SpecBuilder::Attention(int64_t layer) {
   Matrix(Blk(layer, "attn_q.weight"), {o_.dim, q_dim});
   Matrix(Blk(layer, "attn_k.weight"), {o_.dim, kv_dim});
   Matrix(Blk(layer, "attn_v.weight"), {o_.dim, kv_dim});
-  if (o_.arch == SyntheticArch::kQwen2) {
+  const bool gpt_oss = o_.arch == SyntheticArch::kGptOss;
+  if (o_.arch == SyntheticArch::kQwen2 || gpt_oss) {
     F32Tensor(Blk(layer, "attn_q.bias"), {q_dim}, 0.02f);
     F32Tensor(Blk(layer, "attn_k.bias"), {kv_dim}, 0.02f);
     F32Tensor(Blk(layer, "attn_v.bias"), {kv_dim}, 0.02f);
   }
   Matrix(Blk(layer, "attn_output.weight"), {q_dim, o_.dim});
+  if (gpt_oss) {
+    F32Tensor(Blk(layer, "attn_output.bias"), {o_.dim}, 0.02f);
+    // Sink logits of the order of the scores, so they take a real share.
+    F32Tensor(Blk(layer, "attn_sinks.weight"), {o_.heads}, 1.0f);
+  }
   if (o_.arch == SyntheticArch::kQwen3 || o_.arch == SyntheticArch::kQwen3Moe) {
     Norm(Blk(layer, "attn_q_norm.weight"), o_.head_dim);
     Norm(Blk(layer, "attn_k_norm.weight"), o_.head_dim);
@@ -201,6 +220,14 @@ void SpecBuilder::Ffn(int64_t layer) {
   Matrix(Blk(layer, "ffn_gate_exps.weight"), {o_.dim, o_.expert_ffn, o_.experts});
   Matrix(Blk(layer, "ffn_up_exps.weight"), {o_.dim, o_.expert_ffn, o_.experts});
   Matrix(Blk(layer, "ffn_down_exps.weight"), {o_.expert_ffn, o_.dim, o_.experts});
+  if (o_.arch == SyntheticArch::kGptOss) {
+    // Gate biases of the order of the gate products, so the clamps at +-7
+    // of swiglu_oai are reached by some units.
+    F32Tensor(Blk(layer, "ffn_gate_inp.bias"), {o_.experts}, 0.5f);
+    F32Tensor(Blk(layer, "ffn_gate_exps.bias"), {o_.expert_ffn, o_.experts}, 3.0f);
+    F32Tensor(Blk(layer, "ffn_up_exps.bias"), {o_.expert_ffn, o_.experts}, 3.0f);
+    F32Tensor(Blk(layer, "ffn_down_exps.bias"), {o_.dim, o_.experts}, 0.02f);
+  }
   if (o_.arch == SyntheticArch::kDeepseek2 && o_.shared_experts > 0) {
     const int64_t shared_ffn = o_.expert_ffn * o_.shared_experts;
     Matrix(Blk(layer, "ffn_gate_shexp.weight"), {o_.dim, shared_ffn});
@@ -221,7 +248,9 @@ ModelSpec SpecBuilder::Build() {
     } else {
       Attention(layer);
     }
-    Norm(Blk(layer, "ffn_norm.weight"), o_.dim);
+    Norm(Blk(layer,
+             o_.arch == SyntheticArch::kGptOss ? "post_attention_norm.weight" : "ffn_norm.weight"),
+         o_.dim);
     Ffn(layer);
   }
   Norm("output_norm.weight", o_.dim);
@@ -232,9 +261,9 @@ ModelSpec SpecBuilder::Build() {
 }  // namespace
 
 bool ParseSyntheticArch(const std::string& name, SyntheticArch* arch) {
-  for (SyntheticArch a :
-       {SyntheticArch::kLlama, SyntheticArch::kQwen2, SyntheticArch::kQwen3,
-        SyntheticArch::kMixtral, SyntheticArch::kQwen3Moe, SyntheticArch::kDeepseek2}) {
+  for (SyntheticArch a : {SyntheticArch::kLlama, SyntheticArch::kQwen2, SyntheticArch::kQwen3,
+                          SyntheticArch::kMixtral, SyntheticArch::kQwen3Moe,
+                          SyntheticArch::kDeepseek2, SyntheticArch::kGptOss}) {
     if (name == SyntheticArchFlagName(a)) {
       *arch = a;
       return true;
@@ -257,6 +286,8 @@ const char* SyntheticArchFlagName(SyntheticArch arch) {
       return "qwen3moe";
     case SyntheticArch::kDeepseek2:
       return "deepseek2";
+    case SyntheticArch::kGptOss:
+      return "gpt-oss";
   }
   return "llama";
 }
@@ -413,9 +444,14 @@ absl::StatusOr<MkModelOptions> ResolveOptions(const MkModelOptions& options, int
           "--arch deepseek2 only");
     }
     if (o.arch != SyntheticArch::kDeepseek2) o.shared_experts = 0;
+    if (o.arch == SyntheticArch::kGptOss && o.sliding_window == 0) o.sliding_window = 128;
     o.dense_layers = 0;
     o.q_lora_rank = 0;
     o.rope_dim = o.head_dim;
+  }
+  if (o.sliding_window < 0 || (o.sliding_window > 0 && o.arch != SyntheticArch::kGptOss)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--sliding-window ", o.sliding_window, " applies to --arch gpt-oss only and must be >= 0"));
   }
   if (o.rope_dim % 2 != 0) {
     return absl::InvalidArgumentError(

@@ -33,8 +33,8 @@
 namespace waste::tools {
 
 // Architectures mkmodel writes. kMixtral is written as llama.cpp names it:
-// general.architecture "llama" with experts.
-enum class SyntheticArch { kLlama, kQwen2, kQwen3, kMixtral, kQwen3Moe, kDeepseek2 };
+// general.architecture "llama" with experts. kGptOss is "gpt-oss".
+enum class SyntheticArch { kLlama, kQwen2, kQwen3, kMixtral, kQwen3Moe, kDeepseek2, kGptOss };
 
 struct MkModelOptions {
   SyntheticArch arch = SyntheticArch::kLlama;
@@ -58,6 +58,7 @@ struct MkModelOptions {
   // deepseek2: MLA as converters wrote it before llama.cpp's split (spring
   // 2025): one attn_kv_b, key/value_length per head, head_count_kv = heads.
   bool mla_fused = false;
+  int64_t sliding_window = 0;  // gpt-oss: 0 means 128, as gpt-oss-20b/120b.
   storage::GgmlType type = storage::GgmlType::kQ8_0;
   uint64_t seed = 1;
   std::string tokenizer_from;  // Copy tokenizer.* from this GGUF.

@@ -30,6 +30,7 @@ void CheckParams(const AttentionParams& p) {
   WCHECK(p.head_dim >= 1 && p.head_dim <= kMaxHeadDim)
       << "attention head_dim=" << p.head_dim << " outside 1.." << kMaxHeadDim;
   WCHECK(p.scale >= 0) << "attention scale=" << p.scale;
+  WCHECK(p.window >= 0) << "attention window=" << p.window;
 }
 
 }  // namespace
@@ -108,11 +109,13 @@ void Attention(const AttentionParams& params, const KvCacheLayer& cache, const f
       u.scale = scale;
       u.out_stride = params.head_dim;
       u.scratch = scratch + unit * per_unit;
+      u.sinks = params.sinks != nullptr ? params.sinks + head : nullptr;
       // Tokens run in order inside one unit so a unit owns its scratch.
       for (int64_t t = 0; t < n_tokens; ++t) {
         u.q = q + t * token_stride + static_cast<int64_t>(head) * params.head_dim;
         u.out = out + t * token_stride + static_cast<int64_t>(head) * params.head_dim;
         u.n_pos = pos0 + t + 1;
+        u.first_pos = params.window > 0 && u.n_pos > params.window ? u.n_pos - params.window : 0;
         kernels.attention_unit(u);
       }
     }

@@ -5,8 +5,10 @@
 //   k, v (to store) [n_tokens, n_kv_head, head_dim] f32
 //   cache K and V   [n_ctx, n_kv_head, head_dim] of f16 (default) or f32
 // Query head h reads KV head h / (n_head / n_kv_head). Query token t sits at
-// position pos0 + t and attends causally to cache positions 0 .. pos0 + t,
-// which must already be stored (KvStore the new tokens first).
+// position pos0 + t and attends causally to cache positions 0 .. pos0 + t
+// (with a window w: the last w of them), which must already be stored
+// (KvStore the new tokens first). Attention sinks (gpt-oss) add one logit
+// per head to the softmax's denominator and nothing to the output.
 //
 // Work is split across KV-head groups with a caller-supplied parallel-for
 // (e.g. the kernels thread pool's ParallelFor); each index touches disjoint
@@ -55,6 +57,11 @@ struct AttentionParams {
   int n_kv_head = 0;  // Divides n_head.
   int head_dim = 0;   // 1 .. kMaxHeadDim; must equal the cache's.
   float scale = 0;    // Score scale; 0 means 1 / sqrt(head_dim).
+  // Sliding window: a query attends to the last `window` positions, its
+  // own included. 0: all.
+  int64_t window = 0;
+  // n_head logits (unscaled) that join each head's softmax, or null.
+  const float* sinks = nullptr;
 };
 
 // Calls body(begin, end) over disjoint ranges covering [0, n), possibly

@@ -132,6 +132,47 @@ TEST_P(AttentionTest, CausalIgnoresLaterPositions) {
   EXPECT_TRUE(AllNear(after, before, 0, 0));
 }
 
+// A window of w: positions before the last w do not count, over blocks of
+// the online softmax too, and the vector loops agree with the scalar one.
+TEST_P(AttentionTest, WindowIgnoresEarlierPositions) {
+  TestCache cache(KvType::kF16, 600, 2, 32, 9);
+  AttentionParams p{4, 2, 32};
+  p.window = 300;
+  const auto q = RandomVector(3 * 4 * 32, -3, 3, 10);
+  const auto before = RunAttention(p, cache.layer, q, 3, 400, GetParam(), true);
+  EXPECT_TRUE(
+      AllNear(before, RunAttention(p, cache.layer, q, 3, 400, Isa::kScalar, false), 1e-4f, 2e-5f));
+  // Token 0 at 400 sees 101..400: rewriting 0..100 moves nothing.
+  const auto junk = RandomVector(101 * 2 * 32, -5, 5, 11);
+  KvStore(cache.layer, 0, 101, junk.data(), junk.data());
+  EXPECT_TRUE(AllNear(RunAttention(p, cache.layer, q, 3, 400, GetParam(), true), before, 0, 0));
+  // Position 101 is token 0's oldest: rewriting it moves token 0, not token 1.
+  KvStore(cache.layer, 101, 1, junk.data(), junk.data());
+  const auto after = RunAttention(p, cache.layer, q, 3, 400, GetParam(), true);
+  EXPECT_FALSE(AllNear(after.data(), before.data(), 4 * 32, 1e-6f, 0));
+  EXPECT_TRUE(AllNear(after.data() + 4 * 32, before.data() + 4 * 32, 2 * 4 * 32, 0, 0));
+}
+
+// A sink s joins the softmax's denominator only: over one position with
+// score z the output is v * e^z / (e^z + e^s); the vector loops agree with
+// the scalar one over several blocks.
+TEST_P(AttentionTest, SinksScaleTheOutputDown) {
+  TestCache cache(KvType::kF32, 600, 1, 16, 12);
+  const std::vector<float> sinks = {0.5f, -2.0f};
+  AttentionParams p{2, 1, 16};
+  p.sinks = sinks.data();
+  const std::vector<float> q(2 * 16, 0.0f);  // Score 0 at every position.
+  const auto out = RunAttention(p, cache.layer, q, 1, 0, GetParam(), false);
+  const float* v = static_cast<const float*>(cache.layer.v);
+  for (int h = 0; h < 2; ++h) {
+    const float share = 1.0f / (1.0f + std::exp(sinks[h]));
+    for (int i = 0; i < 16; ++i) EXPECT_NEAR(out[h * 16 + i], v[i] * share, 1e-6f) << h;
+  }
+  const auto q2 = RandomVector(2 * 2 * 16, -4, 4, 13);
+  EXPECT_TRUE(AllNear(RunAttention(p, cache.layer, q2, 2, 550, GetParam(), true),
+                      RunAttention(p, cache.layer, q2, 2, 550, Isa::kScalar, false), 1e-4f, 2e-5f));
+}
+
 INSTANTIATE_TEST_SUITE_P(AllIsas, AttentionTest, ::testing::ValuesIn(AvailableIsas()),
                          IsaParamName);
 

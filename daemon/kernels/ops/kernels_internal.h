@@ -24,6 +24,8 @@ struct AttentionUnit {
   int64_t kv_stride;  // Elements between consecutive positions.
   bool kv_f16;
   int64_t n_pos;
+  int64_t first_pos;   // Positions first_pos .. n_pos - 1 are attended to.
+  const float* sinks;  // n_q sink logits (attention sinks), or null.
   int head_dim;
   int n_q;  // 1..kMaxUnitHeads.
   float scale;

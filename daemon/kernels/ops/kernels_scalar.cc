@@ -130,14 +130,15 @@ void AttentionUnitImpl(const AttentionUnit& u) {
   double acc[kMaxHeadDim];
   for (int h = 0; h < u.n_q; ++h) {
     const float* q = u.q + h * u.q_stride;
-    double max = -INFINITY;
-    for (int64_t pos = 0; pos < u.n_pos; ++pos) {
+    const double sink = u.sinks != nullptr ? u.sinks[h] : -INFINITY;
+    double max = sink;
+    for (int64_t pos = u.first_pos; pos < u.n_pos; ++pos) {
       const double s = Score(u, q, pos);
       max = s > max ? s : max;
     }
     for (int i = 0; i < u.head_dim; ++i) acc[i] = 0;
-    double sum = 0;
-    for (int64_t pos = 0; pos < u.n_pos; ++pos) {
+    double sum = std::exp(sink - max);
+    for (int64_t pos = u.first_pos; pos < u.n_pos; ++pos) {
       const double p = std::exp(Score(u, q, pos) - max);
       sum += p;
       for (int i = 0; i < u.head_dim; ++i) acc[i] += p * KvAt(u, pos, i, u.v);

@@ -1,5 +1,8 @@
 #include "daemon/kernels/ops/ops.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "common/logging.h"
 #include "daemon/kernels/ops/kernels_internal.h"
 
@@ -48,6 +51,15 @@ void Gelu(const float* x, int64_t n, float* y, Isa isa) {
   if (n == 0) return;
   CheckNoPartialOverlap(x, y, n);
   KernelsFor(isa).gelu(x, n, y);
+}
+
+void SwiGluOai(const float* gate, const float* up, int64_t n, float alpha, float limit, float* y) {
+  WCHECK(n >= 0) << "SwiGluOai n=" << n;
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = std::min(gate[i], limit);
+    const float u = std::clamp(up[i], -limit, limit);
+    y[i] = g / (1.0f + std::exp(-alpha * g)) * (u + 1.0f);
+  }
 }
 
 void SwiGlu(const float* gate, const float* up, int64_t n, float* y, Isa isa) {

@@ -45,6 +45,11 @@ void Gelu(const float* x, int64_t n, float* y, Isa isa = Isa::kAuto);
 // y = silu(gate) * up: the fused gate of a SwiGLU feed-forward.
 void SwiGlu(const float* gate, const float* up, int64_t n, float* y, Isa isa = Isa::kAuto);
 
+// gpt-oss's expert gate (ggml's swiglu_oai): with g = min(gate, limit) and
+// u = clamp(up, -limit, limit), y = g * sigmoid(alpha * g) * (u + 1).
+// Scalar on every ISA: it runs over one expert's hidden rows per token.
+void SwiGluOai(const float* gate, const float* up, int64_t n, float alpha, float limit, float* y);
+
 // y = a + b, y = a * b, y = x * s.
 void Add(const float* a, const float* b, int64_t n, float* y, Isa isa = Isa::kAuto);
 void Mul(const float* a, const float* b, int64_t n, float* y, Isa isa = Isa::kAuto);
