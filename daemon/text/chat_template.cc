@@ -3,10 +3,14 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 
 namespace waste::text {
 
 ChatFormat DetectChatFormat(const std::string& t) {
+  // gpt-oss: a message's channel (analysis, commentary, final).
+  if (absl::StrContains(t, "<|channel|>")) return ChatFormat::kHarmony;
   // Kimi-K2's closes turns with ChatML's <|im_end|> but opens them its own way.
   if (absl::StrContains(t, "<|im_assistant|>assistant<|im_middle|>")) return ChatFormat::kKimiK2;
   if (absl::StrContains(t, "<|im_start|>")) return ChatFormat::kChatMl;
@@ -32,6 +36,8 @@ const char* ChatFormatName(ChatFormat format) {
       return "deepseek";
     case ChatFormat::kKimiK2:
       return "kimi-k2";
+    case ChatFormat::kHarmony:
+      return "harmony";
   }
   return "?";
 }
@@ -58,12 +64,42 @@ std::string RenderLlama2(const std::vector<ChatTurn>& turns) {
   return out;
 }
 
+// gpt-oss's harmony, as its GGUF template renders a conversation: the
+// system message (identity, knowledge cutoff, date, reasoning effort,
+// channels) always; a system turn as the developer's instructions; earlier
+// assistant turns as final-channel messages.
+std::string RenderHarmony(const std::vector<ChatTurn>& turns, bool add_generation_prompt,
+                          const std::string& date) {
+  const std::string today =
+      date.empty() ? absl::FormatTime("%Y-%m-%d", absl::Now(), absl::UTCTimeZone()) : date;
+  std::string out = absl::StrCat(
+      "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
+      "Knowledge cutoff: 2024-06\nCurrent date: ",
+      today,
+      "\n\nReasoning: medium\n\n# Valid channels: analysis, commentary, final. Channel must be "
+      "included for every message.<|end|>");
+  for (const ChatTurn& t : turns) {
+    if (t.role == "system" || t.role == "developer") {
+      absl::StrAppend(&out, "<|start|>developer<|message|># Instructions\n\n", t.content,
+                      "\n\n<|end|>");
+    } else if (t.role == "assistant") {
+      absl::StrAppend(&out, "<|start|>assistant<|channel|>final<|message|>", t.content, "<|end|>");
+    } else {
+      absl::StrAppend(&out, "<|start|>", t.role, "<|message|>", t.content, "<|end|>");
+    }
+  }
+  if (add_generation_prompt) out += "<|start|>assistant";
+  return out;
+}
+
 }  // namespace
 
 std::string RenderChat(ChatFormat format, const std::vector<ChatTurn>& turns,
-                       bool add_generation_prompt) {
+                       bool add_generation_prompt, const std::string& date) {
   std::string out;
   switch (format) {
+    case ChatFormat::kHarmony:
+      return RenderHarmony(turns, add_generation_prompt, date);
     case ChatFormat::kChatMl:
       for (const ChatTurn& t : turns) {
         absl::StrAppend(&out, "<|im_start|>", t.role, "\n", t.content, "<|im_end|>\n");

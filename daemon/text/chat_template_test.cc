@@ -29,6 +29,33 @@ TEST(ChatTemplateTest, RendersKimiK2) {
             "<|im_assistant|>assistant<|im_middle|>");
 }
 
+// gpt-oss: the system message always, a system turn as the developer's
+// instructions, earlier replies on the final channel; the reply opens as
+// <|start|>assistant (the model names its channel). Its template also holds
+// <|start|> and <|im_start|>-free markers: harmony, not ChatML.
+TEST(ChatTemplateTest, RendersHarmony) {
+  EXPECT_EQ(DetectChatFormat("{{- \"<|start|>assistant<|channel|>final<|message|>\" }}"),
+            ChatFormat::kHarmony);
+  std::vector<ChatTurn> turns = {
+      {"system", "S"}, {"user", "Q"}, {"assistant", "A"}, {"user", "Q2"}};
+  EXPECT_EQ(RenderChat(ChatFormat::kHarmony, turns, true, "2026-12-03"),
+            "<|start|>system<|message|>You are ChatGPT, a large language model trained by "
+            "OpenAI.\nKnowledge cutoff: 2024-06\nCurrent date: 2026-12-03\n\nReasoning: "
+            "medium\n\n# Valid channels: analysis, commentary, final. Channel must be included "
+            "for every message.<|end|>"
+            "<|start|>developer<|message|># Instructions\n\nS\n\n<|end|>"
+            "<|start|>user<|message|>Q<|end|>"
+            "<|start|>assistant<|channel|>final<|message|>A<|end|>"
+            "<|start|>user<|message|>Q2<|end|>"
+            "<|start|>assistant");
+  // Without a date: today's, in the same place.
+  const std::string today = RenderChat(ChatFormat::kHarmony, {{"user", "Q"}}, false);
+  const size_t at = today.find("Current date: ");
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_EQ(today.substr(at + 14 + 10, 2), "\n\n");
+  EXPECT_EQ(today.substr(at + 14, 2), "20");
+}
+
 TEST(ChatTemplateTest, RendersChatMlWithGenerationPrompt) {
   std::vector<ChatTurn> turns = {{"system", "Be brief."}, {"user", "Hi"}};
   EXPECT_EQ(RenderChat(ChatFormat::kChatMl, turns, true),

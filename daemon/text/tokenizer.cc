@@ -44,8 +44,9 @@ uint32_t AttrFromType(TokenType type) {
 // Token texts that end a turn in common chat formats. llama.cpp treats them
 // as end-of-generation (and as control tokens) whatever the file says.
 bool IsEogText(std::string_view text) {
-  return OneOf(text, {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-                      "<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>",
+  return OneOf(text, {"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>",
+                      "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>",
+                      "<|end_of_text|>", "<end_of_utterance>",
                       "<\xEF\xBD\x9C"
                       "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>"});
 }
@@ -195,6 +196,7 @@ absl::Status Tokenizer::Init() {
   for (TokenId id : {eos_, resolve(kNoToken, vocab_.eot_id), resolve(kNoToken, vocab_.eom_id)}) {
     if (id != kNoToken) eog_.insert(id);
   }
+  HarmonyTokens();
 
   for (TokenId id = 0; id < n; ++id) {
     if (attrs_[id] & (kAttrControl | kAttrUserDefined | kAttrUnknown))
@@ -207,6 +209,29 @@ absl::Status Tokenizer::Init() {
   pieces_.resize(n);
   for (TokenId id = 0; id < n; ++id) pieces_[id] = RenderPiece(id);
   return absl::OkStatus();
+}
+
+void Tokenizer::HarmonyTokens() {
+  // The markup between a harmony message's parts is text the caller sees
+  // (which channel a message is in), as llama.cpp renders it.
+  TokenId end = kNoToken;
+  bool has_return = false, has_call = false;
+  for (TokenId id = 0; id < static_cast<TokenId>(vocab_.tokens.size()); ++id) {
+    const std::string& text = vocab_.tokens[id];
+    if (OneOf(text, {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"})) {
+      attrs_[id] = kAttrUserDefined;
+    }
+    if (!eog_.contains(id)) continue;
+    has_return = has_return || text == "<|return|>";
+    has_call = has_call || text == "<|call|>";
+    if (text == "<|end|>") end = id;
+  }
+  // o200k_harmony (gpt-oss): <|end|> closes a message (the reasoning before
+  // the answer), not the reply; <|return|> and <|call|> end it.
+  if (has_return && has_call && end != kNoToken) {
+    eog_.erase(end);
+    attrs_[end] = kAttrUserDefined;
+  }
 }
 
 std::string Tokenizer::RenderPiece(TokenId id) const {

@@ -113,6 +113,8 @@ class Tokenizer {
 
   explicit Tokenizer(Vocab vocab);
   absl::Status Init();
+  // gpt-oss's o200k_harmony markup, as llama.cpp takes it.
+  void HarmonyTokens();
   void Partition(std::string_view text, bool parse_special, std::vector<Fragment>* out) const;
   std::string RenderPiece(TokenId id) const;
   void EncodeWordPiece(std::string_view text, std::vector<TokenId>* out) const;

@@ -176,6 +176,45 @@ TEST(BpeTokenizerTest, MergesByRankAndDecodesBytes) {
   EXPECT_EQ(t.Decode(t.Encode("a , b 's"), raw), "a , b 's");
 }
 
+// gpt-oss's o200k_harmony markup, as llama.cpp takes it: <|return|> and
+// <|call|> end a reply, <|end|> only closes a message (the analysis before
+// the answer), and the markup between a message's parts is shown. Without
+// <|return|> and <|call|> (Phi-3's <|end|>) <|end|> ends a reply.
+TEST(TokenizerTest, HarmonyMarkup) {
+  auto vocab = [](bool harmony) {
+    Vocab v;
+    v.model = TokenizerModel::kBpe;
+    v.pre = "gpt-4o";
+    for (int c = 0x21; c < 0x7F; ++c) v.tokens.push_back(std::string(1, static_cast<char>(c)));
+    v.token_types.assign(v.tokens.size(), TokenType::kNormal);
+    std::vector<std::string> markup = {"<|start|>", "<|channel|>", "<|message|>", "<|end|>"};
+    if (harmony) markup.insert(markup.end(), {"<|return|>", "<|call|>"});
+    for (const std::string& m : markup) {
+      v.tokens.push_back(m);
+      v.token_types.push_back(TokenType::kControl);
+    }
+    return v;
+  };
+  auto tok = Tokenizer::Create(vocab(true));
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  const Tokenizer& t = **tok;
+  const std::vector<TokenId> ids =
+      t.Encode("<|start|>a<|channel|>b<|message|>c<|end|>d<|return|><|call|>", false, true);
+  ASSERT_EQ(ids.size(), 10u);
+  EXPECT_FALSE(t.IsEog(ids[0]));
+  EXPECT_FALSE(t.IsEog(ids[6]));  // <|end|>
+  EXPECT_TRUE(t.IsEog(ids[8]));   // <|return|>
+  EXPECT_TRUE(t.IsEog(ids[9]));   // <|call|>
+  EXPECT_EQ(t.Decode(std::vector<TokenId>(ids.begin(), ids.begin() + 8)),
+            "<|start|>a<|channel|>b<|message|>c<|end|>d");
+
+  auto phi = Tokenizer::Create(vocab(false));
+  ASSERT_TRUE(phi.ok()) << phi.status();
+  const std::vector<TokenId> end = (*phi)->Encode("<|end|>", false, true);
+  ASSERT_EQ(end.size(), 1u);
+  EXPECT_TRUE((*phi)->IsEog(end[0]));
+}
+
 TEST(TokenizerTest, RejectsBadVocab) {
   Vocab empty;
   EXPECT_FALSE(Tokenizer::Create(empty).ok());
