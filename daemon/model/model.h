@@ -1,5 +1,5 @@
 // A transformer (llama, qwen2, qwen3, and the mixture-of-experts mixtral,
-// qwen2moe, qwen3moe and deepseek2 with MLA) bound to a GGUF file: its
+// qwen2moe, qwen3moe, deepseek2 with MLA and gpt-oss) bound to a GGUF file: its
 // hyperparameters, every weight tensor checked for shape and type, and the
 // chunks the weights are read in: one global chunk, then per layer an
 // attention chunk and an FFN chunk (for a MoE layer: the trunk of norm,
