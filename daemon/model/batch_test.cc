@@ -2,7 +2,8 @@
 // each run alone: four sequences with different prompts join at different
 // steps, so most steps mix one sequence's prefill chunk with the others'
 // decode tokens (and a few are pure decode steps of four rows). Synthetic
-// dense (llama, qwen3), MoE (mixtral, qwen3moe) and MLA + MoE (deepseek2)
+// dense (llama, qwen3), MoE (mixtral, qwen3moe, gpt-oss with a 5-position
+// window) and MLA + MoE (deepseek2)
 // models; default workspace, router lookahead on, and a small workspace
 // whose logits need several head MatMuls. Also: how a step is checked, and
 // that the workspace is what WorkspaceBytes says.
@@ -36,7 +37,7 @@ tools::MkModelOptions OptionsFor(tools::SyntheticArch arch, const std::string& n
   o.type = storage::GgmlType::kQ8_0;
   o.threads = 2;
   if (arch == tools::SyntheticArch::kMixtral || arch == tools::SyntheticArch::kQwen3Moe ||
-      arch == tools::SyntheticArch::kDeepseek2) {
+      arch == tools::SyntheticArch::kDeepseek2 || arch == tools::SyntheticArch::kGptOss) {
     o.experts = 16;
     o.experts_used = 4;
     o.expert_ffn = 64;
@@ -46,6 +47,10 @@ tools::MkModelOptions OptionsFor(tools::SyntheticArch arch, const std::string& n
     o.head_dim = 32;
     o.rope_dim = 16;
     o.kv_lora_rank = 64;
+  }
+  if (arch == tools::SyntheticArch::kGptOss) {
+    o.type = storage::GgmlType::kMXFP4;
+    o.sliding_window = 5;  // Sequences at different positions, each its own window.
   }
   return o;
 }
@@ -270,8 +275,8 @@ INSTANTIATE_TEST_SUITE_P(Models, BatchTest,
                                            ModelCase{"qwen3", tools::SyntheticArch::kQwen3},
                                            ModelCase{"mixtral", tools::SyntheticArch::kMixtral},
                                            ModelCase{"qwen3moe", tools::SyntheticArch::kQwen3Moe},
-                                           ModelCase{"deepseek2",
-                                                     tools::SyntheticArch::kDeepseek2}),
+                                           ModelCase{"deepseek2", tools::SyntheticArch::kDeepseek2},
+                                           ModelCase{"gpt_oss", tools::SyntheticArch::kGptOss}),
                          [](const auto& info) { return info.param.name; });
 
 class StepCheckTest : public ::testing::Test {

@@ -514,6 +514,52 @@ TEST(FusedMlaFileTest, HyperparametersAndRefusals) {
   EXPECT_NE(split.message().find("attn_k_b.weight' is missing"), std::string::npos) << split;
 }
 
+// gpt-oss's hyperparameters and where its extra tensors go: the window on
+// the even layers only, softmax over the chosen logits, each expert's bias
+// rows in that expert's chunk (its bytes: 3 slices and 3 bias rows); a
+// window of 0 is refused, naming the key.
+TEST(GptOssFileTest, HyperparametersTensorsAndRefusals) {
+  tools::MkModelOptions o;
+  o.arch = SyntheticArch::kGptOss;
+  o.out = ::testing::TempDir() + "/gpt_oss_hparams.gguf";
+  o.dim = 128;
+  o.layers = 2;
+  o.heads = 4;
+  o.kv_heads = 2;
+  o.head_dim = 48;
+  o.experts = 4;
+  o.experts_used = 2;
+  o.expert_ffn = 64;
+  o.vocab = 320;
+  o.type = GgmlType::kMXFP4;
+  ASSERT_TRUE(tools::testing::WriteModel(o, {}).ok());
+  auto loaded = tools::testing::LoadModel(o.out);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const Model& model = *loaded->model;
+  const HParams& hp = model.hparams();
+  EXPECT_EQ(hp.arch, Arch::kGptOss);
+  EXPECT_EQ(hp.n_swa, 128);
+  EXPECT_EQ(hp.AttentionWindow(0), 128);
+  EXPECT_EQ(hp.AttentionWindow(1), 0);
+  EXPECT_EQ(hp.moe.gating, ExpertGating::kSoftmaxChosen);
+  EXPECT_TRUE(hp.moe.swiglu_oai);
+  EXPECT_EQ(hp.moe.n_ff_exp, 64);
+  EXPECT_EQ(hp.rope.mode, kernels::ops::RopeMode::kNeox);
+  const LayerTensors& layer = model.layers()[1];
+  EXPECT_TRUE(layer.sinks.present && layer.bo.present && layer.router_bias.present);
+  EXPECT_EQ(layer.sinks.place.chunk, layer.attn_chunk);
+  EXPECT_EQ(layer.router_bias.place.chunk, layer.ffn_chunk);
+  const uint64_t slices = 2 * 64 * layer.gate_exps.row_bytes + 128 * layer.down_exps.row_bytes;
+  EXPECT_EQ(model.chunks()[layer.experts[3].chunk].tensor_bytes, slices + (2 * 64 + 128) * 4);
+
+  ASSERT_TRUE(
+      tools::testing::WriteModel(o, {{"gpt-oss.attention.sliding_window", GgufValue::Uint32(0)}})
+          .ok());
+  absl::Status zero = tools::testing::LoadModel(o.out).status();
+  EXPECT_EQ(zero.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(zero.message().find("sliding_window"), std::string::npos) << zero;
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Architectures, ReferenceTest,
     ::testing::Values(Case{"llama_f32", SyntheticArch::kLlama, GgmlType::kF32, 1e-4},
@@ -525,8 +571,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"mixtral_q8_0", SyntheticArch::kMixtral, GgmlType::kQ8_0, 2e-2},
                       Case{"qwen3moe_f32", SyntheticArch::kQwen3Moe, GgmlType::kF32, 1e-4},
                       Case{"qwen3moe_q4_0", SyntheticArch::kQwen3Moe, GgmlType::kQ4_0, 5e-2},
-                      // Sigmoid gating, bias, normalised weights scaled by 2.5, YaRN.
                       Case{"gpt_oss_f32", SyntheticArch::kGptOss, GgmlType::kF32, 1e-4},
+                      // Sigmoid gating, bias, normalised weights scaled by 2.5, YaRN.
                       Case{"deepseek2_f32", SyntheticArch::kDeepseek2, GgmlType::kF32, 1e-4},
                       Case{"deepseek2_q8_0", SyntheticArch::kDeepseek2, GgmlType::kQ8_0, 5e-2},
                       // DeepSeek-V2-Lite's shape: attn_q, softmax gating, no norm.
