@@ -105,6 +105,7 @@ class DeviceForwardTest : public ::testing::TestWithParam<Case> {
       o.experts_used = 2;
       o.expert_ffn = 256;
     }
+    if (o.arch == tools::SyntheticArch::kGptOss) o.sliding_window = 4;
     if (o.arch == tools::SyntheticArch::kDeepseek2) {
       o.kv_heads = 0;
       o.head_dim = 64;
@@ -202,6 +203,8 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"llama_q8_0", tools::SyntheticArch::kLlama, storage::GgmlType::kQ8_0},
         Case{"llama_q4_k", tools::SyntheticArch::kLlama, storage::GgmlType::kQ4_K},
         Case{"qwen3moe_q8_0", tools::SyntheticArch::kQwen3Moe, storage::GgmlType::kQ8_0},
+        // Biases and sinks read from the chunks' host shadows.
+        Case{"gpt_oss_q8_0", tools::SyntheticArch::kGptOss, storage::GgmlType::kQ8_0},
         Case{"deepseek2_q6_k", tools::SyntheticArch::kDeepseek2, storage::GgmlType::kQ6_K},
         Case{"deepseek2_fused_q6_k", tools::SyntheticArch::kDeepseek2, storage::GgmlType::kQ6_K,
              /*mla_fused=*/true}),

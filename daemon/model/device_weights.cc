@@ -68,9 +68,6 @@ std::vector<bool> DeviceWeights::Eligible(const Model& model) {
     for (const TensorRef* t : {&l.gate_exps, &l.up_exps, &l.down_exps}) {
       ok = ok && (!t->present || gpu::DeviceComputes(t->type));
     }
-    // gpt-oss's expert biases are rows of the expert chunks, which have no
-    // host shadow: such experts stay in host memory.
-    ok = ok && !l.gate_exps_b.present;
     for (const ExpertRef& e : l.experts) eligible[e.chunk] = eligible[e.chunk] && ok;
     // A fused attn_kv_b's key rows become W_k_b on the CPU (fused_keys.h),
     // from the host copy: its attention stays in host memory.
@@ -96,6 +93,15 @@ absl::StatusOr<std::unique_ptr<DeviceWeights>> DeviceWeights::Load(
     if (t.rows == 1 && t.n_mat == 1)
       vectors[t.place.chunk].push_back({t.place.slot_offset, t.row_bytes});
   });
+  // gpt-oss: each expert's bias rows, in its chunk.
+  for (const LayerTensors& l : model.layers()) {
+    if (!l.gate_exps_b.present) continue;
+    for (const ExpertRef& e : l.experts) {
+      vectors[e.chunk].push_back({e.gate_bias_offset, l.gate_exps_b.row_bytes});
+      vectors[e.chunk].push_back({e.up_bias_offset, l.up_exps_b.row_bytes});
+      vectors[e.chunk].push_back({e.down_bias_offset, l.down_exps_b.row_bytes});
+    }
+  }
 
   // One anonymous mapping holds every shadow: only touched pages cost RAM.
   uint64_t shadow_total = 0;
