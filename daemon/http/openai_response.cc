@@ -81,17 +81,24 @@ std::string CompletionResponse::StreamEvent(const v1::GenerateEvent& event) {
   Record(event, &logprob);
   if (event.has_started()) {
     // Chat streams open with the assistant's role, as OpenAI's do.
-    return kind_ == ApiKind::kChat ? SseEvent(Dump(Chunk("", {}, nullptr, true))) : "";
+    return kind_ == ApiKind::kChat ? SseEvent(Dump(Chunk({}, {}, nullptr, true))) : "";
   }
   if (event.has_token()) {
-    if (text_.size() == before && logprob.empty()) return "";
-    return SseEvent(Dump(Chunk(text_.substr(before), logprob, nullptr, false)));
+    const text::HarmonySplitter::Parts delta = Split(text_.substr(before), false);
+    if (delta.content.empty() && delta.reasoning.empty() && logprob.empty()) return "";
+    return SseEvent(Dump(Chunk(delta, logprob, nullptr, false)));
   }
   if (!event.has_done()) return "";
-  std::string out = SseEvent(Dump(Chunk("", {}, FinishReasonName(finish_), false)));
+  std::string out;
+  // What the splitter held back (a reply cut inside a message).
+  const text::HarmonySplitter::Parts rest = Split("", true);
+  if (!rest.content.empty() || !rest.reasoning.empty()) {
+    out += SseEvent(Dump(Chunk(rest, {}, nullptr, false)));
+  }
+  out += SseEvent(Dump(Chunk({}, {}, FinishReasonName(finish_), false)));
   if (include_usage_) {
     // OpenAI's last chunk before [DONE]: no choices, the whole usage.
-    Json usage_chunk = Chunk("", {}, nullptr, false);
+    Json usage_chunk = Chunk({}, {}, nullptr, false);
     usage_chunk["choices"] = Json::array();
     usage_chunk["usage"] = Usage();
     out += SseEvent(Dump(usage_chunk));
@@ -104,7 +111,29 @@ std::string CompletionResponse::StreamError(const ApiError& error) {
   return SseEvent(error.ToJson());
 }
 
-void CompletionResponse::Add(const v1::GenerateEvent& event) { Record(event, &tokens_); }
+void CompletionResponse::Add(const v1::GenerateEvent& event) {
+  const size_t before = text_.size();
+  Record(event, &tokens_);
+  if (event.has_token()) Split(text_.substr(before), false);
+  if (event.has_done()) Split("", true);
+}
+
+text::HarmonySplitter::Parts CompletionResponse::Split(const std::string& added, bool last) {
+  if (harmony_ == Harmony::kUndecided && !added.empty()) {
+    harmony_ = kind_ == ApiKind::kChat && text::HarmonySplitter::IsHarmonyStart(added)
+                   ? Harmony::kYes
+                   : Harmony::kNo;
+  }
+  text::HarmonySplitter::Parts parts;
+  if (harmony_ != Harmony::kYes) {
+    parts.content = added;
+  } else {
+    parts = last ? splitter_.Finish() : splitter_.Add(added);
+  }
+  split_.reasoning += parts.reasoning;
+  split_.content += parts.content;
+  return parts;
+}
 
 Json CompletionResponse::Logprobs(const std::vector<TokenLogprob>& tokens) const {
   if (kind_ == ApiKind::kChat) {
@@ -145,19 +174,23 @@ Json CompletionResponse::Usage() const {
           {"prompt_tokens_details", {{"cached_tokens", cached_prompt_tokens_}}}};
 }
 
-Json CompletionResponse::Chunk(const std::string& text, const std::vector<TokenLogprob>& logprobs,
-                               const char* finish_reason, bool first) const {
+Json CompletionResponse::Chunk(const text::HarmonySplitter::Parts& delta,
+                               const std::vector<TokenLogprob>& logprobs, const char* finish_reason,
+                               bool first) const {
   Json choice = {{"index", 0}};
   if (kind_ == ApiKind::kChat) {
     if (first) {
       choice["delta"] = {{"role", "assistant"}, {"content", ""}};
     } else if (finish_reason != nullptr) {
       choice["delta"] = Json::object();
+    } else if (!delta.reasoning.empty() && delta.content.empty()) {
+      choice["delta"] = {{"reasoning_content", delta.reasoning}};
     } else {
-      choice["delta"] = {{"content", text}};
+      choice["delta"] = {{"content", delta.content}};
+      if (!delta.reasoning.empty()) choice["delta"]["reasoning_content"] = delta.reasoning;
     }
   } else {
-    choice["text"] = text;
+    choice["text"] = delta.content;
   }
   choice["logprobs"] = logprobs_ && !logprobs.empty() ? Logprobs(logprobs) : Json(nullptr);
   choice["finish_reason"] = finish_reason != nullptr ? Json(finish_reason) : Json(nullptr);
@@ -174,7 +207,8 @@ Json CompletionResponse::Chunk(const std::string& text, const std::vector<TokenL
 std::string CompletionResponse::Body() const {
   Json choice = {{"index", 0}};
   if (kind_ == ApiKind::kChat) {
-    choice["message"] = {{"role", "assistant"}, {"content", text_}, {"refusal", nullptr}};
+    choice["message"] = {{"role", "assistant"}, {"content", split_.content}, {"refusal", nullptr}};
+    if (!split_.reasoning.empty()) choice["message"]["reasoning_content"] = split_.reasoning;
   } else {
     choice["text"] = text_;
   }

@@ -2,7 +2,9 @@
 // streamed chunks (chat.completion.chunk / text_completion objects as
 // server-sent events, then `data: [DONE]`) and the one-piece response
 // (chat.completion / text_completion). Knows JSON and OpenAI's shapes,
-// nothing of sockets.
+// nothing of sockets. A chat reply in gpt-oss's harmony format (its first
+// token <|channel|>) comes without its markup: the analysis channel as
+// "reasoning_content", as llama.cpp's server gives it, the rest as content.
 //
 // Not thread-safe: one per request, fed in event order.
 #ifndef WASTE_DAEMON_HTTP_OPENAI_RESPONSE_H_
@@ -15,6 +17,7 @@
 
 #include "daemon/http/api_error.h"
 #include "daemon/http/openai_request.h"
+#include "daemon/text/harmony_stream.h"
 #include "waste/v1/generate.pb.h"
 
 namespace waste::http {
@@ -59,10 +62,14 @@ class CompletionResponse {
   // Takes in a started, token or done event; a token's logprob entry (if
   // reported) goes to *logprob.
   void Record(const v1::GenerateEvent& event, std::vector<TokenLogprob>* logprob);
-  // One streamed chunk: a text delta, or the role (first), or the finish
-  // reason.
-  nlohmann::json Chunk(const std::string& text, const std::vector<TokenLogprob>& logprobs,
-                       const char* finish_reason, bool first) const;
+  // The text a token added, through the harmony splitter when the reply is
+  // in harmony (decided at its first text).
+  text::HarmonySplitter::Parts Split(const std::string& added, bool last);
+  // One streamed chunk: a text delta (and reasoning), or the role (first),
+  // or the finish reason.
+  nlohmann::json Chunk(const text::HarmonySplitter::Parts& delta,
+                       const std::vector<TokenLogprob>& logprobs, const char* finish_reason,
+                       bool first) const;
   nlohmann::json Logprobs(const std::vector<TokenLogprob>& tokens) const;
   nlohmann::json Usage() const;
 
@@ -72,7 +79,11 @@ class CompletionResponse {
   std::string id_;
   int64_t created_;
   std::string model_;
-  std::string text_;                  // Everything generated so far.
+  std::string text_;  // Everything generated so far.
+  // Chat replies in harmony: the splitter, and what it handed back so far.
+  enum class Harmony { kUndecided, kNo, kYes } harmony_ = Harmony::kUndecided;
+  text::HarmonySplitter splitter_;
+  text::HarmonySplitter::Parts split_;
   std::vector<TokenLogprob> tokens_;  // Non-streaming: every token's logprob.
   int32_t prompt_tokens_ = 0;
   int32_t cached_prompt_tokens_ = 0;

@@ -1,0 +1,73 @@
+#include "daemon/text/harmony_stream.h"
+
+#include <algorithm>
+
+namespace waste::text {
+namespace {
+
+constexpr std::string_view kChannel = "<|channel|>";
+constexpr std::string_view kMessage = "<|message|>";
+constexpr std::string_view kEnd = "<|end|>";
+
+// The length of the longest suffix of `s` that starts `marker` (a marker
+// cut between two pieces).
+size_t PartialMarker(std::string_view s, std::string_view marker) {
+  for (size_t n = std::min(s.size(), marker.size() - 1); n > 0; --n) {
+    if (s.substr(s.size() - n) == marker.substr(0, n)) return n;
+  }
+  return 0;
+}
+
+}  // namespace
+
+bool HarmonySplitter::IsHarmonyStart(std::string_view text) {
+  return text.substr(0, kChannel.size()) == kChannel;
+}
+
+void HarmonySplitter::Emit(std::string_view text, Parts* out) const {
+  (reasoning_ ? out->reasoning : out->content).append(text);
+}
+
+HarmonySplitter::Parts HarmonySplitter::Add(std::string_view text) {
+  Parts out;
+  pending_.append(text);
+  while (true) {
+    if (!in_body_) {
+      // A header: "[<|start|>assistant]<|channel|>NAME[ to=...][<|constrain|>T]<|message|>".
+      const size_t message = pending_.find(kMessage);
+      if (message == std::string::npos) break;
+      const std::string_view header = std::string_view(pending_).substr(0, message);
+      const size_t channel = header.find(kChannel);
+      std::string_view name =
+          channel == std::string_view::npos ? "" : header.substr(channel + kChannel.size());
+      name = name.substr(0, name.find_first_of(" <"));
+      reasoning_ = name == "analysis";
+      in_body_ = true;
+      pending_.erase(0, message + kMessage.size());
+      continue;
+    }
+    const size_t end = pending_.find(kEnd);
+    if (end == std::string::npos) {
+      // Hand back all but what may be the start of <|end|>.
+      const size_t keep = PartialMarker(pending_, kEnd);
+      Emit(std::string_view(pending_).substr(0, pending_.size() - keep), &out);
+      pending_.erase(0, pending_.size() - keep);
+      break;
+    }
+    Emit(std::string_view(pending_).substr(0, end), &out);
+    pending_.erase(0, end + kEnd.size());
+    in_body_ = false;
+  }
+  return out;
+}
+
+HarmonySplitter::Parts HarmonySplitter::Finish() {
+  Parts out;
+  // A reply cut short (max_tokens) inside a message: its held text is the
+  // message's; a header never finished says nothing.
+  if (in_body_) Emit(pending_, &out);
+  pending_.clear();
+  return out;
+}
+
+}  // namespace waste::text

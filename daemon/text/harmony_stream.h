@@ -1,0 +1,45 @@
+// A gpt-oss reply (OpenAI's harmony format) taken apart as it streams: its
+// messages are "<|channel|>NAME<|message|>TEXT<|end|>", each after the first
+// opened by "<|start|>assistant" (a tool call adds " to=..." and a
+// "<|constrain|>" type to the header). The analysis channel is the model's
+// reasoning; final and commentary are what it says. The splitter hands back
+// each piece of text as soon as it is known not to be markup, so a reply
+// streams as it is generated; the end tokens (<|return|>, <|call|>) are
+// never part of the text.
+//
+// Not thread-safe: one per reply, fed in order.
+#ifndef WASTE_DAEMON_TEXT_HARMONY_STREAM_H_
+#define WASTE_DAEMON_TEXT_HARMONY_STREAM_H_
+
+#include <string>
+#include <string_view>
+
+namespace waste::text {
+
+class HarmonySplitter {
+ public:
+  struct Parts {
+    std::string reasoning;
+    std::string content;
+  };
+
+  // Whether a reply whose text begins with `text` is in harmony (its first
+  // token is <|channel|>).
+  static bool IsHarmonyStart(std::string_view text);
+
+  // The next piece of the reply's text; returns what of it is now known.
+  Parts Add(std::string_view text);
+  // At the end of the reply: text held back as a possible marker.
+  Parts Finish();
+
+ private:
+  void Emit(std::string_view text, Parts* out) const;
+
+  bool in_body_ = false;  // Between <|message|> and <|end|>.
+  bool reasoning_ = false;
+  std::string pending_;  // Text not yet handed back.
+};
+
+}  // namespace waste::text
+
+#endif  // WASTE_DAEMON_TEXT_HARMONY_STREAM_H_
