@@ -1,9 +1,12 @@
 #include "client/generate_command.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <iostream>
 
 #include "absl/strings/str_format.h"
+#include "client/reply_printer.h"
 #include "common/cli_args.h"
 #include "common/format.h"
 
@@ -148,10 +151,13 @@ int RunGenerate(WasteClient& client, const std::vector<std::string>& raw, bool c
 
   v1::GenerateDone done;
   std::string session;
+  // A chat reply in harmony (gpt-oss) shows its reasoning apart.
+  ReplyPrinter chat_reply(std::cout, isatty(STDOUT_FILENO) != 0);
   absl::Status status = client.Generate(request, [&](const v1::GenerateEvent& event) {
-    if (event.has_token()) {
-      fwrite(event.token().text().data(), 1, event.token().text().size(), stdout);
-      fflush(stdout);
+    if (event.has_token() && chat) {
+      chat_reply.Add(event.token().text());
+    } else if (event.has_token()) {
+      std::cout << event.token().text() << std::flush;
     } else if (event.has_started()) {
       session = event.started().session_id();
     } else if (event.has_stats()) {
@@ -161,6 +167,7 @@ int RunGenerate(WasteClient& client, const std::vector<std::string>& raw, bool c
     }
     return true;
   });
+  if (chat) chat_reply.Finish();
   std::cout << "\n";
   if (!status.ok()) return FailCall(client, status);
   if (stats) {

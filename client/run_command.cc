@@ -7,6 +7,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
 #include "client/generate_command.h"
+#include "client/reply_printer.h"
 #include "common/cli_args.h"
 
 namespace waste {
@@ -63,15 +64,14 @@ int RunChatLoop(WasteClient& client, const std::string& model, const std::string
     user.set_content(message);
     history.push_back(user);
     for (const v1::ChatMessage& m : history) *request.mutable_chat()->add_messages() = m;
-    std::string answer;
+    // gpt-oss's reasoning shown apart; the history keeps the answer only.
+    ReplyPrinter reply(out, interactive && isatty(STDOUT_FILENO) != 0);
     absl::Status status = client.Generate(request, [&](const v1::GenerateEvent& event) {
       if (event.has_started()) session = event.started().session_id();
-      if (event.has_token()) {
-        answer += event.token().text();
-        out << event.token().text() << std::flush;
-      }
+      if (event.has_token()) reply.Add(event.token().text());
       return true;
     });
+    reply.Finish();
     out << "\n";
     if (!status.ok()) {
       history.pop_back();
@@ -85,18 +85,16 @@ int RunChatLoop(WasteClient& client, const std::string& model, const std::string
     }
     v1::ChatMessage assistant;
     assistant.set_role("assistant");
-    assistant.set_content(answer);
+    assistant.set_content(reply.answer());
     history.push_back(assistant);
   }
   return 0;
 }
 
 int RunChat(WasteClient& client, const std::vector<std::string>& raw) {
-  absl::StatusOr<ParsedArgs> args =
-      ParseArgs(raw, {{"system"}, {"max-tokens"}, {"help", false}});
+  absl::StatusOr<ParsedArgs> args = ParseArgs(raw, {{"system"}, {"max-tokens"}, {"help", false}});
   if (!args.ok() || (!args->Has("help") && args->positional().size() != 1)) {
-    std::cerr << (args.ok() ? "" : "waste-client: " + std::string(args.status().message()) +
-                                       "\n\n")
+    std::cerr << (args.ok() ? "" : "waste-client: " + std::string(args.status().message()) + "\n\n")
               << kRunUsage;
     return 2;
   }

@@ -84,14 +84,14 @@ std::string CompletionResponse::StreamEvent(const v1::GenerateEvent& event) {
     return kind_ == ApiKind::kChat ? SseEvent(Dump(Chunk({}, {}, nullptr, true))) : "";
   }
   if (event.has_token()) {
-    const text::HarmonySplitter::Parts delta = Split(text_.substr(before), false);
+    const HarmonySplitter::Parts delta = Split(text_.substr(before), false);
     if (delta.content.empty() && delta.reasoning.empty() && logprob.empty()) return "";
     return SseEvent(Dump(Chunk(delta, logprob, nullptr, false)));
   }
   if (!event.has_done()) return "";
   std::string out;
   // What the splitter held back (a reply cut inside a message).
-  const text::HarmonySplitter::Parts rest = Split("", true);
+  const HarmonySplitter::Parts rest = Split("", true);
   if (!rest.content.empty() || !rest.reasoning.empty()) {
     out += SseEvent(Dump(Chunk(rest, {}, nullptr, false)));
   }
@@ -118,13 +118,13 @@ void CompletionResponse::Add(const v1::GenerateEvent& event) {
   if (event.has_done()) Split("", true);
 }
 
-text::HarmonySplitter::Parts CompletionResponse::Split(const std::string& added, bool last) {
+HarmonySplitter::Parts CompletionResponse::Split(const std::string& added, bool last) {
   if (harmony_ == Harmony::kUndecided && !added.empty()) {
-    harmony_ = kind_ == ApiKind::kChat && text::HarmonySplitter::IsHarmonyStart(added)
+    harmony_ = kind_ == ApiKind::kChat && HarmonySplitter::IsHarmonyStart(added)
                    ? Harmony::kYes
                    : Harmony::kNo;
   }
-  text::HarmonySplitter::Parts parts;
+  HarmonySplitter::Parts parts;
   if (harmony_ != Harmony::kYes) {
     parts.content = added;
   } else {
@@ -174,7 +174,7 @@ Json CompletionResponse::Usage() const {
           {"prompt_tokens_details", {{"cached_tokens", cached_prompt_tokens_}}}};
 }
 
-Json CompletionResponse::Chunk(const text::HarmonySplitter::Parts& delta,
+Json CompletionResponse::Chunk(const HarmonySplitter::Parts& delta,
                                const std::vector<TokenLogprob>& logprobs, const char* finish_reason,
                                bool first) const {
   Json choice = {{"index", 0}};

@@ -17,7 +17,7 @@
 
 #include "daemon/http/api_error.h"
 #include "daemon/http/openai_request.h"
-#include "daemon/text/harmony_stream.h"
+#include "common/harmony_stream.h"
 #include "waste/v1/generate.pb.h"
 
 namespace waste::http {
@@ -64,10 +64,10 @@ class CompletionResponse {
   void Record(const v1::GenerateEvent& event, std::vector<TokenLogprob>* logprob);
   // The text a token added, through the harmony splitter when the reply is
   // in harmony (decided at its first text).
-  text::HarmonySplitter::Parts Split(const std::string& added, bool last);
+  HarmonySplitter::Parts Split(const std::string& added, bool last);
   // One streamed chunk: a text delta (and reasoning), or the role (first),
   // or the finish reason.
-  nlohmann::json Chunk(const text::HarmonySplitter::Parts& delta,
+  nlohmann::json Chunk(const HarmonySplitter::Parts& delta,
                        const std::vector<TokenLogprob>& logprobs, const char* finish_reason,
                        bool first) const;
   nlohmann::json Logprobs(const std::vector<TokenLogprob>& tokens) const;
@@ -82,8 +82,8 @@ class CompletionResponse {
   std::string text_;  // Everything generated so far.
   // Chat replies in harmony: the splitter, and what it handed back so far.
   enum class Harmony { kUndecided, kNo, kYes } harmony_ = Harmony::kUndecided;
-  text::HarmonySplitter splitter_;
-  text::HarmonySplitter::Parts split_;
+  HarmonySplitter splitter_;
+  HarmonySplitter::Parts split_;
   std::vector<TokenLogprob> tokens_;  // Non-streaming: every token's logprob.
   int32_t prompt_tokens_ = 0;
   int32_t cached_prompt_tokens_ = 0;

@@ -8,13 +8,13 @@
 // never part of the text.
 //
 // Not thread-safe: one per reply, fed in order.
-#ifndef WASTE_DAEMON_TEXT_HARMONY_STREAM_H_
-#define WASTE_DAEMON_TEXT_HARMONY_STREAM_H_
+#ifndef WASTE_COMMON_HARMONY_STREAM_H_
+#define WASTE_COMMON_HARMONY_STREAM_H_
 
 #include <string>
 #include <string_view>
 
-namespace waste::text {
+namespace waste {
 
 class HarmonySplitter {
  public:
@@ -40,6 +40,6 @@ class HarmonySplitter {
   std::string pending_;  // Text not yet handed back.
 };
 
-}  // namespace waste::text
+}  // namespace waste
 
-#endif  // WASTE_DAEMON_TEXT_HARMONY_STREAM_H_
+#endif  // WASTE_COMMON_HARMONY_STREAM_H_

@@ -1,8 +1,8 @@
-#include "daemon/text/harmony_stream.h"
+#include "common/harmony_stream.h"
 
 #include <algorithm>
 
-namespace waste::text {
+namespace waste {
 namespace {
 
 constexpr std::string_view kChannel = "<|channel|>";
@@ -70,4 +70,4 @@ HarmonySplitter::Parts HarmonySplitter::Finish() {
   return out;
 }
 
-}  // namespace waste::text
+}  // namespace waste

@@ -1,11 +1,11 @@
-#include "daemon/text/harmony_stream.h"
+#include "common/harmony_stream.h"
 
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 
-namespace waste::text {
+namespace waste {
 namespace {
 
 constexpr char kReply[] =
@@ -67,4 +67,4 @@ TEST(HarmonySplitterTest, CommentaryAndCutReplies) {
 }
 
 }  // namespace
-}  // namespace waste::text
+}  // namespace waste

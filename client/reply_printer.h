@@ -1,0 +1,39 @@
+// Prints a chat reply as it streams. A gpt-oss reply (harmony: its first
+// token <|channel|>) is shown without its markup: the model's reasoning (the
+// analysis channel) first, dimmed on a terminal, then a blank line and the
+// answer; answer() is what a conversation keeps of it (harmony drops the
+// reasoning from the history). Any other reply is printed as it comes.
+#ifndef WASTE_CLIENT_REPLY_PRINTER_H_
+#define WASTE_CLIENT_REPLY_PRINTER_H_
+
+#include <ostream>
+#include <string>
+
+#include "common/harmony_stream.h"
+
+namespace waste {
+
+class ReplyPrinter {
+ public:
+  ReplyPrinter(std::ostream& out, bool terminal) : out_(out), terminal_(terminal) {}
+
+  void Add(const std::string& text);
+  // At the end of the reply (before its closing newline).
+  void Finish();
+  // The reply as the conversation goes on with it.
+  const std::string& answer() const { return answer_; }
+
+ private:
+  void Show(const HarmonySplitter::Parts& parts);
+
+  std::ostream& out_;
+  bool terminal_;
+  enum class Kind { kUndecided, kPlain, kHarmony } kind_ = Kind::kUndecided;
+  HarmonySplitter splitter_;
+  bool in_reasoning_ = false;  // Reasoning shown, the answer not yet.
+  std::string answer_;
+};
+
+}  // namespace waste
+
+#endif  // WASTE_CLIENT_REPLY_PRINTER_H_
