@@ -305,15 +305,10 @@ absl::Status Forward::RunExpertsTogether(const LayerTensors& layer, size_t m) {
     RETURN_IF_ERROR(kernels::MatMulEach({products + m, m}, d, ff, 1, pool_, &ws.matvec));
   }
   const MoeParams& moe = model_->hparams().moe;
-  if (!layer.gate_exps_b.present && !moe.swiglu_oai) {
-    ops::SwiGlu(ws.gate.data(), ws.up.data(), static_cast<int64_t>(m) * ff, ws.gate.data());
-  }
   for (size_t j = 0; j < m; ++j) {
     const int32_t start = ws.group_start[ws.experts_together[j]];
     const ExpertRef& expert = layer.experts[ws.routes[start].expert];
-    if (layer.gate_exps_b.present || moe.swiglu_oai) {
-      ExpertHidden(moe, layer, expert, leases[j]->slot(), 1, &ws.gate[j * ff], &ws.up[j * ff]);
-    }
+    ExpertHidden(moe, layer, expert, leases[j]->slot(), 1, &ws.gate[j * ff], &ws.up[j * ff]);
     products[j] = {layer.down_exps.ViewAt(leases[j]->slot() + expert.down_offset), &ws.gate[j * ff],
                    &ws.expert_out[start * d]};
   }
