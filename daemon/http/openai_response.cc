@@ -120,9 +120,8 @@ void CompletionResponse::Add(const v1::GenerateEvent& event) {
 
 HarmonySplitter::Parts CompletionResponse::Split(const std::string& added, bool last) {
   if (harmony_ == Harmony::kUndecided && !added.empty()) {
-    harmony_ = kind_ == ApiKind::kChat && HarmonySplitter::IsHarmonyStart(added)
-                   ? Harmony::kYes
-                   : Harmony::kNo;
+    harmony_ = kind_ == ApiKind::kChat && HarmonySplitter::IsHarmonyStart(added) ? Harmony::kYes
+                                                                                 : Harmony::kNo;
   }
   HarmonySplitter::Parts parts;
   if (harmony_ != Harmony::kYes) {

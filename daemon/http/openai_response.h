@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "common/harmony_stream.h"
 #include "daemon/http/api_error.h"
 #include "daemon/http/openai_request.h"
-#include "common/harmony_stream.h"
 #include "waste/v1/generate.pb.h"
 
 namespace waste::http {
