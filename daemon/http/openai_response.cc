@@ -129,8 +129,10 @@ HarmonySplitter::Parts CompletionResponse::Split(const std::string& added, bool 
   } else {
     parts = last ? splitter_.Finish() : splitter_.Add(added);
   }
-  split_.reasoning += parts.reasoning;
-  split_.content += parts.content;
+  if (harmony_ == Harmony::kYes) {
+    split_.reasoning += parts.reasoning;
+    split_.content += parts.content;
+  }
   return parts;
 }
 
@@ -206,7 +208,8 @@ Json CompletionResponse::Chunk(const HarmonySplitter::Parts& delta,
 std::string CompletionResponse::Body() const {
   Json choice = {{"index", 0}};
   if (kind_ == ApiKind::kChat) {
-    choice["message"] = {{"role", "assistant"}, {"content", split_.content}, {"refusal", nullptr}};
+    const std::string& content = harmony_ == Harmony::kYes ? split_.content : text_;
+    choice["message"] = {{"role", "assistant"}, {"content", content}, {"refusal", nullptr}};
     if (!split_.reasoning.empty()) choice["message"]["reasoning_content"] = split_.reasoning;
   } else {
     choice["text"] = text_;

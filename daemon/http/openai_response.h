@@ -80,7 +80,8 @@ class CompletionResponse {
   int64_t created_;
   std::string model_;
   std::string text_;  // Everything generated so far.
-  // Chat replies in harmony: the splitter, and what it handed back so far.
+  // Chat replies in harmony: the splitter, and what it handed back so far
+  // (only then: any other reply is text_).
   enum class Harmony { kUndecided, kNo, kYes } harmony_ = Harmony::kUndecided;
   HarmonySplitter splitter_;
   HarmonySplitter::Parts split_;
