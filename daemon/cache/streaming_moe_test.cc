@@ -254,7 +254,8 @@ INSTANTIATE_TEST_SUITE_P(Archs, StreamedMoeMatchesResident,
                          ::testing::Values(tools::SyntheticArch::kMixtral,
                                            tools::SyntheticArch::kQwen3Moe,
                                            tools::SyntheticArch::kDeepseek2,
-                                           tools::SyntheticArch::kGptOss));
+                                           tools::SyntheticArch::kGptOss,
+                                           tools::SyntheticArch::kGlm4Moe));
 
 // Forwards to a store and counts each chunk's Acquires.
 class CountingStore final : public ForwardingChunkStore {

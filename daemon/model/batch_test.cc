@@ -37,7 +37,8 @@ tools::MkModelOptions OptionsFor(tools::SyntheticArch arch, const std::string& n
   o.type = storage::GgmlType::kQ8_0;
   o.threads = 2;
   if (arch == tools::SyntheticArch::kMixtral || arch == tools::SyntheticArch::kQwen3Moe ||
-      arch == tools::SyntheticArch::kDeepseek2 || arch == tools::SyntheticArch::kGptOss) {
+      arch == tools::SyntheticArch::kDeepseek2 || arch == tools::SyntheticArch::kGptOss ||
+      arch == tools::SyntheticArch::kGlm4Moe) {
     o.experts = 16;
     o.experts_used = 4;
     o.expert_ffn = 64;
@@ -276,7 +277,8 @@ INSTANTIATE_TEST_SUITE_P(Models, BatchTest,
                                            ModelCase{"mixtral", tools::SyntheticArch::kMixtral},
                                            ModelCase{"qwen3moe", tools::SyntheticArch::kQwen3Moe},
                                            ModelCase{"deepseek2", tools::SyntheticArch::kDeepseek2},
-                                           ModelCase{"gpt_oss", tools::SyntheticArch::kGptOss}),
+                                           ModelCase{"gpt_oss", tools::SyntheticArch::kGptOss},
+                                           ModelCase{"glm4moe", tools::SyntheticArch::kGlm4Moe}),
                          [](const auto& info) { return info.param.name; });
 
 class StepCheckTest : public ::testing::Test {

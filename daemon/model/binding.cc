@@ -158,13 +158,17 @@ absl::Status BindMlaAttention(ChunkBuilder* b, const HParams& hp, int64_t l, Lay
   return b->Bind(p + "attn_output.weight", hp.n_head * mla.v_head, hp.n_embd, true, &layer->wo);
 }
 
+std::string FfnNormName(const HParams& hp, int64_t l) {
+  const bool post = hp.arch == Arch::kGptOss || hp.arch == Arch::kGlm4Moe;
+  return absl::StrCat("blk.", l, post ? ".post_attention_norm.weight" : ".ffn_norm.weight");
+}
+
 absl::Status BindMoeBlock(ChunkBuilder* b, const HParams& hp, int64_t l, LayerTensors* layer) {
   const MoeParams& moe = hp.moe;
   const std::string p = absl::StrCat("blk.", l, ".");
   const int layer_index = static_cast<int>(l);
   const bool gpt_oss = hp.arch == Arch::kGptOss;
-  RETURN_IF_ERROR(b->Bind(p + (gpt_oss ? "post_attention_norm.weight" : "ffn_norm.weight"),
-                          hp.n_embd, 0, true, &layer->ffn_norm));
+  RETURN_IF_ERROR(b->Bind(FfnNormName(hp, l), hp.n_embd, 0, true, &layer->ffn_norm));
   RETURN_IF_ERROR(
       b->Bind(p + "ffn_gate_inp.weight", hp.n_embd, moe.n_expert, true, &layer->router));
   RETURN_IF_ERROR(b->Bind(p + "ffn_gate_inp.bias", moe.n_expert, 0, gpt_oss, &layer->router_bias));

@@ -71,6 +71,10 @@ class ChunkBuilder {
 absl::Status BindMlaAttention(ChunkBuilder* builder, const HParams& hp, int64_t l,
                               LayerTensors* layer);
 
+// The norm before a block's FFN: ffn_norm, or post_attention_norm in
+// gpt-oss and glm4moe files.
+std::string FfnNormName(const HParams& hp, int64_t l);
+
 // A MoE feed-forward block of layer `l`: ffn_norm, router, expert bias and
 // shared expert in one chunk (layer->ffn_chunk), then one kExpert chunk per
 // routed expert with its gate/up/down slices (layer->experts).

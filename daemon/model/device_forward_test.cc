@@ -205,6 +205,7 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"qwen3moe_q8_0", tools::SyntheticArch::kQwen3Moe, storage::GgmlType::kQ8_0},
         // Biases and sinks read from the chunks' host shadows.
         Case{"gpt_oss_q8_0", tools::SyntheticArch::kGptOss, storage::GgmlType::kQ8_0},
+        Case{"glm4moe_q8_0", tools::SyntheticArch::kGlm4Moe, storage::GgmlType::kQ8_0},
         Case{"deepseek2_q6_k", tools::SyntheticArch::kDeepseek2, storage::GgmlType::kQ6_K},
         Case{"deepseek2_fused_q6_k", tools::SyntheticArch::kDeepseek2, storage::GgmlType::kQ6_K,
              /*mla_fused=*/true}),

@@ -44,7 +44,8 @@ absl::Status ReadMoe(const storage::GgufFile& gguf, HParams* hp) {
   MoeParams& moe = hp->moe;
   moe.n_expert = OptionalInt(gguf, a + ".expert_count", 0);
   const bool moe_arch = hp->arch == Arch::kQwen2Moe || hp->arch == Arch::kQwen3Moe ||
-                        hp->arch == Arch::kDeepseek2 || hp->arch == Arch::kGptOss;
+                        hp->arch == Arch::kDeepseek2 || hp->arch == Arch::kGptOss ||
+                        hp->arch == Arch::kGlm4Moe;
   if (moe.n_expert <= 0) {
     if (moe_arch) {
       return absl::InvalidArgumentError(
@@ -74,14 +75,18 @@ absl::Status ReadMoe(const storage::GgufFile& gguf, HParams* hp) {
           OptionalInt(gguf, a + ".expert_feed_forward_length", hp->n_ff / moe.n_expert_used);
       moe.n_ff_shexp = OptionalInt(gguf, a + ".expert_shared_feed_forward_length", hp->n_ff);
       break;
-    case Arch::kDeepseek2: {
+    case Arch::kDeepseek2:
+    case Arch::kGlm4Moe: {
       ASSIGN_OR_RETURN(moe.n_ff_exp, RequiredInt(gguf, a + ".expert_feed_forward_length"));
       moe.n_ff_shexp = moe.n_ff_exp * OptionalInt(gguf, a + ".expert_shared_count", 0);
       moe.n_layer_dense_lead = OptionalInt(gguf, a + ".leading_dense_block_count", 0);
       moe.norm_weights = OptionalBool(gguf, a + ".expert_weights_norm", false);
-      // 0 (absent) is V2's softmax, as llama.cpp keeps it for old files.
-      int64_t gating = OptionalInt(gguf, a + ".expert_gating_func", 1);
-      if (gating == 0 || gating == 1) {
+      // deepseek2: 0 (absent) is V2's softmax, as llama.cpp keeps it for
+      // old files. glm4moe: absent or 0 is sigmoid (GLM-4.5's).
+      const bool glm = hp->arch == Arch::kGlm4Moe;
+      int64_t gating = OptionalInt(gguf, a + ".expert_gating_func", glm ? 2 : 1);
+      if (gating == 0) gating = glm ? 2 : 1;
+      if (gating == 1) {
         moe.gating = ExpertGating::kSoftmax;
       } else if (gating == 2) {
         moe.gating = ExpertGating::kSigmoid;
@@ -90,8 +95,11 @@ absl::Status ReadMoe(const storage::GgufFile& gguf, HParams* hp) {
                                                      gating,
                                                      " is not supported (1 softmax, 2 sigmoid)"));
       }
-      moe.n_group = OptionalInt(gguf, a + ".expert_group_count", 0);
-      moe.n_group_used = OptionalInt(gguf, a + ".expert_group_used_count", 0);
+      // llama.cpp's glm4moe loader reads no expert groups.
+      if (!glm) {
+        moe.n_group = OptionalInt(gguf, a + ".expert_group_count", 0);
+        moe.n_group_used = OptionalInt(gguf, a + ".expert_group_used_count", 0);
+      }
       break;
     }
     case Arch::kGptOss: {  // Router and expert biases; softmax of the chosen logits.
@@ -195,6 +203,36 @@ absl::Status ReadMla(const storage::GgufFile& gguf, bool yarn, HParams* hp) {
   return absl::OkStatus();
 }
 
+// glm4moe: the multi-token-prediction ("NextN") blocks follow the model's
+// own in block_count; llama.cpp loads and skips them.
+absl::Status DropNextnBlocks(const storage::GgufFile& gguf, HParams* hp) {
+  const std::string key = hp->arch_name + ".nextn_predict_layers";
+  const int64_t nextn = OptionalInt(gguf, key, 0);
+  if (nextn < 0 || nextn >= hp->n_layer) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        gguf.path(), ": ", key, " ", nextn, " must be >= 0 and below block_count ", hp->n_layer));
+  }
+  hp->n_layer -= nextn;
+  return absl::OkStatus();
+}
+
+// M-RoPE (position sections per axis) is for GLM's vision variants: llama.cpp
+// takes it when the first two sections are set.
+absl::Status RefuseMrope(const storage::GgufFile& gguf, const std::string& arch) {
+  const std::string key = arch + ".rope.dimension_sections";
+  if (gguf.Find(key) == nullptr) return absl::OkStatus();
+  absl::StatusOr<std::vector<int64_t>> sections = gguf.GetIntArray(key);
+  if (!sections.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(gguf.path(), ": cannot read ", key, ": ", sections.status().message()));
+  }
+  if (sections->size() >= 2 && (*sections)[0] > 0 && (*sections)[1] > 0) {
+    return absl::UnimplementedError(absl::StrCat(
+        gguf.path(), ": ", key, " asks for multi-axis RoPE (a vision model), not supported"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int64_t HParams::max_ff() const { return std::max({n_ff, moe.n_ff_exp, moe.n_ff_shexp}); }
@@ -217,14 +255,17 @@ absl::StatusOr<HParams> ReadHParams(const storage::GgufFile& gguf) {
     hp.arch = Arch::kDeepseek2;
   } else if (a == "gpt-oss") {
     hp.arch = Arch::kGptOss;
+  } else if (a == "glm4moe") {
+    hp.arch = Arch::kGlm4Moe;
   } else {
     return absl::UnimplementedError(
         absl::StrCat(gguf.path(), ": architecture '", a,
                      "' is not supported (supported: llama (incl. mixtral), qwen2, qwen3, "
-                     "qwen2moe, qwen3moe, deepseek2, gpt-oss)"));
+                     "qwen2moe, qwen3moe, deepseek2, gpt-oss, glm4moe)"));
   }
   ASSIGN_OR_RETURN(hp.n_embd, RequiredInt(gguf, a + ".embedding_length"));
   ASSIGN_OR_RETURN(hp.n_layer, RequiredInt(gguf, a + ".block_count"));
+  if (hp.arch == Arch::kGlm4Moe) RETURN_IF_ERROR(DropNextnBlocks(gguf, &hp));
   ASSIGN_OR_RETURN(hp.n_head, RequiredInt(gguf, a + ".attention.head_count"));
   ASSIGN_OR_RETURN(hp.n_ff, RequiredInt(gguf, a + ".feed_forward_length"));
   hp.n_head_kv = OptionalInt(gguf, a + ".attention.head_count_kv", hp.n_head);
@@ -245,6 +286,7 @@ absl::StatusOr<HParams> ReadHParams(const storage::GgufFile& gguf) {
   hp.n_vocab = static_cast<int64_t>(tokens.size());
 
   kernels::ops::RopeParams& rope = hp.rope;
+  if (hp.arch == Arch::kGlm4Moe) RETURN_IF_ERROR(RefuseMrope(gguf, a));
   rope.mode = hp.arch == Arch::kLlama || hp.arch == Arch::kDeepseek2
                   ? kernels::ops::RopeMode::kNormal
                   : kernels::ops::RopeMode::kNeox;

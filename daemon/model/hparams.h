@@ -17,8 +17,9 @@ namespace waste::model {
 
 // kLlama covers mixtral-style models too: llama.cpp writes them as "llama"
 // with expert_count > 0. kGptOss is OpenAI's gpt-oss ("gpt-oss"; llama.cpp's
-// LLM_ARCH_OPENAI_MOE).
-enum class Arch { kLlama, kQwen2, kQwen3, kQwen2Moe, kQwen3Moe, kDeepseek2, kGptOss };
+// LLM_ARCH_OPENAI_MOE); kGlm4Moe Zhipu's GLM-4.5/4.6 and GLM-4.5-Air
+// ("glm4moe").
+enum class Arch { kLlama, kQwen2, kQwen3, kQwen2Moe, kQwen3Moe, kDeepseek2, kGptOss, kGlm4Moe };
 
 // How router logits become expert probabilities (llama.cpp's
 // llama_expert_gating_func_type: 1 softmax, 2 sigmoid, 3 softmax over the
@@ -74,6 +75,9 @@ struct HParams {
   Arch arch = Arch::kLlama;
   int64_t n_vocab = 0;
   int64_t n_embd = 0;
+  // Blocks the forward pass runs: block_count less the multi-token
+  // prediction blocks at the end (glm4moe's nextn_predict_layers), whose
+  // tensors are in the file but never read.
   int64_t n_layer = 0;
   int64_t n_head = 0;
   int64_t n_head_kv = 0;

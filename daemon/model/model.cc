@@ -11,12 +11,14 @@ using internal::ChunkBuilder;
 
 namespace {
 
-// The llama/qwen attention block: Q/K/V/O, qwen2's biases, qwen3's Q/K
-// norms, gpt-oss's biases (the output's too) and sinks.
+// The llama/qwen attention block: Q/K/V/O, qwen2's and glm4moe's biases,
+// qwen3's Q/K norms (optional in glm4moe: GLM-4.5 has them, -Air not),
+// gpt-oss's biases (the output's too) and sinks.
 absl::Status BindAttention(ChunkBuilder* b, const HParams& hp, const std::string& p,
                            LayerTensors* layer) {
   const bool gpt_oss = hp.arch == Arch::kGptOss;
-  const bool qkv_bias = hp.arch == Arch::kQwen2 || hp.arch == Arch::kQwen2Moe || gpt_oss;
+  const bool qkv_bias =
+      hp.arch == Arch::kQwen2 || hp.arch == Arch::kQwen2Moe || gpt_oss || hp.arch == Arch::kGlm4Moe;
   const bool qk_norm = hp.arch == Arch::kQwen3 || hp.arch == Arch::kQwen3Moe;
   RETURN_IF_ERROR(b->Bind(p + "attn_q.weight", hp.n_embd, hp.q_dim(), true, &layer->wq));
   RETURN_IF_ERROR(b->Bind(p + "attn_k.weight", hp.n_embd, hp.kv_dim(), true, &layer->wk));
@@ -28,7 +30,13 @@ absl::Status BindAttention(ChunkBuilder* b, const HParams& hp, const std::string
   RETURN_IF_ERROR(b->Bind(p + "attn_output.bias", hp.n_embd, 0, gpt_oss, &layer->bo));
   RETURN_IF_ERROR(b->Bind(p + "attn_sinks.weight", hp.n_head, 0, gpt_oss, &layer->sinks));
   RETURN_IF_ERROR(b->Bind(p + "attn_q_norm.weight", hp.head_dim, 0, qk_norm, &layer->q_norm));
-  return b->Bind(p + "attn_k_norm.weight", hp.head_dim, 0, qk_norm, &layer->k_norm);
+  RETURN_IF_ERROR(b->Bind(p + "attn_k_norm.weight", hp.head_dim, 0, qk_norm, &layer->k_norm));
+  if (layer->q_norm.present != layer->k_norm.present) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        p, "attn_q_norm.weight and attn_k_norm.weight come together; the file has only ",
+        layer->q_norm.present ? "the first" : "the second"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -72,7 +80,8 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const storage::GgufFile& gg
       model->layers_.push_back(std::move(layer));
       continue;
     }
-    RETURN_IF_ERROR(builder.Bind(p + "ffn_norm.weight", hp.n_embd, 0, true, &layer.ffn_norm));
+    RETURN_IF_ERROR(
+        builder.Bind(internal::FfnNormName(hp, l), hp.n_embd, 0, true, &layer.ffn_norm));
     RETURN_IF_ERROR(builder.Bind(p + "ffn_gate.weight", hp.n_embd, hp.n_ff, true, &layer.gate));
     RETURN_IF_ERROR(builder.Bind(p + "ffn_up.weight", hp.n_embd, hp.n_ff, true, &layer.up));
     RETURN_IF_ERROR(builder.Bind(p + "ffn_down.weight", hp.n_ff, hp.n_embd, true, &layer.down));

@@ -6,9 +6,11 @@
 // in the plain decompressed form, YaRN as DeepSeek's own code defines it,
 // leading dense layers, shared expert, sigmoid or softmax gating with
 // selection bias, group-limited routing, normalised and scaled weights),
-// and gpt-oss (Q/K/V/O biases, attention sinks, a sliding window on the
+// gpt-oss (Q/K/V/O biases, attention sinks, a sliding window on the
 // even layers, YaRN's magnitude, router and expert biases, softmax over the
-// chosen experts' logits, the clamped swiglu_oai).
+// chosen experts' logits, the clamped swiglu_oai), and glm4moe (Q/K/V
+// biases, optional Q/K norms, RoPE on half of each head, DeepSeek-V3's
+// routing and shared expert, the multi-token-prediction block skipped).
 #include <cmath>
 #include <map>
 
@@ -33,7 +35,8 @@ class Reference {
     WCHECK(file.ok());
     file_ = *std::move(file);
     arch_ = *gguf.GetString("general.architecture");
-    n_layer_ = Int("block_count", 0);
+    // glm4moe: the multi-token-prediction blocks at the end are not run.
+    n_layer_ = Int("block_count", 0) - Int("nextn_predict_layers", 0);
     n_head_ = Int("attention.head_count", 0);
     n_head_kv_ = Int("attention.head_count_kv", n_head_);
     head_dim_ = Int("attention.key_length", Int("embedding_length", 0) / n_head_);
@@ -43,7 +46,7 @@ class Reference {
     neox_ = arch_ != "llama" && arch_ != "deepseek2";
     n_used_ = Int("expert_used_count", 0);
     dense_lead_ = Int("leading_dense_block_count", 0);
-    sigmoid_ = Int("expert_gating_func", 1) == 2;
+    sigmoid_ = Int("expert_gating_func", arch_ == "glm4moe" ? 2 : 1) == 2;
     norm_w_ = arch_ == "llama" || arch_ == "qwen3moe" ||
               gguf.GetBool(arch_ + ".expert_weights_norm").value_or(false);
     scale_w_ = Float("expert_weights_scale", 0);
@@ -84,8 +87,8 @@ class Reference {
       std::string p = "blk." + std::to_string(l) + ".";
       Vec xn = Norm(x, Tensor(p + "attn_norm.weight"));
       AddTo(&x, arch_ == "deepseek2" ? Mla(l, p, xn) : Mha(l, p, xn));
-      xn = Norm(
-          x, Tensor(p + (arch_ == "gpt-oss" ? "post_attention_norm.weight" : "ffn_norm.weight")));
+      const bool post = arch_ == "gpt-oss" || arch_ == "glm4moe";
+      xn = Norm(x, Tensor(p + (post ? "post_attention_norm.weight" : "ffn_norm.weight")));
       AddTo(&x, Has(p + "ffn_gate_inp.weight") ? Moe(p, xn) : Ffn(p, "", xn, -1));
     }
     ++pos_;
@@ -398,6 +401,7 @@ struct Case {
   int64_t q_lora_rank = -1;
   tools::testing::MetadataOverrides overrides = {};
   bool mla_fused = false;
+  bool qk_norm = true;  // glm4moe
 };
 
 class ReferenceTest : public ::testing::TestWithParam<Case> {};
@@ -416,7 +420,8 @@ TEST_P(ReferenceTest, LogitsMatchTheReferenceForEightSteps) {
   options.type = c.type;
   options.seed = 7;
   if (c.arch == tools::SyntheticArch::kMixtral || c.arch == tools::SyntheticArch::kQwen3Moe ||
-      c.arch == tools::SyntheticArch::kDeepseek2 || c.arch == tools::SyntheticArch::kGptOss) {
+      c.arch == tools::SyntheticArch::kDeepseek2 || c.arch == tools::SyntheticArch::kGptOss ||
+      c.arch == tools::SyntheticArch::kGlm4Moe) {
     options.layers = 3;
     options.experts = 8;
     options.experts_used = 3;
@@ -435,6 +440,10 @@ TEST_P(ReferenceTest, LogitsMatchTheReferenceForEightSteps) {
     options.head_dim = 48;       // heads * head_dim != dim: key_length.
     options.sliding_window = 3;  // Eight steps go past it.
     options.ctx = 16384;         // > 4096: YaRN with factor 4.
+  }
+  if (c.arch == tools::SyntheticArch::kGlm4Moe) {
+    options.head_dim = 48;  // heads * head_dim != dim; RoPE on 24 of the 48.
+    options.qk_norm = c.qk_norm;
   }
   auto written = tools::testing::WriteModel(options, c.overrides);
   ASSERT_TRUE(written.ok()) << written;
@@ -560,6 +569,69 @@ TEST(GptOssFileTest, HyperparametersTensorsAndRefusals) {
   EXPECT_NE(zero.message().find("sliding_window"), std::string::npos) << zero;
 }
 
+// glm4moe's hyperparameters and blocks: the multi-token-prediction block is
+// in the file but not in the model (none of its bytes in any chunk), RoPE on
+// half of each head (NeoX), DeepSeek-V3's routing without groups, the post
+// attention norm before every FFN, dense and MoE; a nextn count that leaves
+// no block and multi-axis RoPE (GLM-4.5V) are refused.
+TEST(Glm4MoeFileTest, HyperparametersBlocksAndRefusals) {
+  tools::MkModelOptions o;
+  o.arch = SyntheticArch::kGlm4Moe;
+  o.out = ::testing::TempDir() + "/glm4moe_hparams.gguf";
+  o.dim = 128;
+  o.layers = 3;
+  o.heads = 4;
+  o.kv_heads = 2;
+  o.head_dim = 64;
+  o.experts = 4;
+  o.experts_used = 2;
+  o.expert_ffn = 64;
+  o.vocab = 320;
+  ASSERT_TRUE(tools::testing::WriteModel(o, {}).ok());
+  auto loaded = tools::testing::LoadModel(o.out);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const Model& model = *loaded->model;
+  const HParams& hp = model.hparams();
+  EXPECT_EQ(hp.arch, Arch::kGlm4Moe);
+  EXPECT_EQ(hp.n_layer, 3);
+  EXPECT_EQ(model.layers().size(), 3u);
+  EXPECT_EQ(hp.rope.mode, kernels::ops::RopeMode::kNeox);
+  EXPECT_EQ(hp.rope.n_rot, 32);
+  EXPECT_EQ(hp.moe.gating, ExpertGating::kSigmoid);
+  EXPECT_TRUE(hp.moe.norm_weights);
+  EXPECT_EQ(hp.moe.weights_scale, 2.5f);
+  EXPECT_EQ(hp.moe.n_ff_shexp, 64);
+  EXPECT_EQ(hp.moe.n_layer_dense_lead, 1);
+  EXPECT_EQ(hp.moe.n_group, 0);
+  EXPECT_FALSE(hp.IsMoeLayer(0));
+  EXPECT_TRUE(hp.IsMoeLayer(1));
+  for (const LayerTensors& layer : model.layers()) {
+    EXPECT_TRUE(layer.ffn_norm.present && layer.bq.present && layer.q_norm.present);
+  }
+  EXPECT_TRUE(model.layers()[0].gate.present);
+  EXPECT_TRUE(model.layers()[1].expert_bias.present && model.layers()[1].gate_shexp.present);
+  for (const memory::ChunkSpec& chunk : model.chunks()) {
+    EXPECT_EQ(chunk.name.find("blk.3."), std::string::npos) << chunk.name;
+  }
+
+  struct Refusal {
+    tools::testing::MetadataOverrides overrides;
+    const char* names;
+  };
+  for (const Refusal& r :
+       {Refusal{{{"glm4moe.nextn_predict_layers", GgufValue::Uint32(4)}}, "nextn_predict_layers"},
+        Refusal{{{"glm4moe.rope.dimension_sections",
+                  GgufValue::Array(storage::GgufValueType::kInt32,
+                                   {GgufValue::Int32(8), GgufValue::Int32(12), GgufValue::Int32(12),
+                                    GgufValue::Int32(0)})}},
+                "rope.dimension_sections"}}) {
+    ASSERT_TRUE(tools::testing::WriteModel(o, r.overrides).ok());
+    absl::Status refused = tools::testing::LoadModel(o.out).status();
+    EXPECT_FALSE(refused.ok());
+    EXPECT_NE(refused.message().find(r.names), std::string::npos) << refused;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Architectures, ReferenceTest,
     ::testing::Values(Case{"llama_f32", SyntheticArch::kLlama, GgmlType::kF32, 1e-4},
@@ -572,6 +644,22 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"qwen3moe_f32", SyntheticArch::kQwen3Moe, GgmlType::kF32, 1e-4},
                       Case{"qwen3moe_q4_0", SyntheticArch::kQwen3Moe, GgmlType::kQ4_0, 5e-2},
                       Case{"gpt_oss_f32", SyntheticArch::kGptOss, GgmlType::kF32, 1e-4},
+                      // GLM-4.5's form (Q/K norms), then -Air's (none).
+                      Case{"glm4moe_f32", SyntheticArch::kGlm4Moe, GgmlType::kF32, 1e-4},
+                      Case{"glm4moe_air_f32",
+                           SyntheticArch::kGlm4Moe,
+                           GgmlType::kF32,
+                           1e-4,
+                           -1,
+                           {},
+                           false,
+                           /*qk_norm=*/false},
+                      Case{"glm4moe_q8_0",
+                           SyntheticArch::kGlm4Moe,
+                           GgmlType::kQ8_0,
+                           5e-2,
+                           -1,
+                           {{"glm4moe.expert_used_count", GgufValue::Uint32(8)}}},
                       // Sigmoid gating, bias, normalised weights scaled by 2.5, YaRN.
                       Case{"deepseek2_f32", SyntheticArch::kDeepseek2, GgmlType::kF32, 1e-4},
                       Case{"deepseek2_q8_0", SyntheticArch::kDeepseek2, GgmlType::kQ8_0, 5e-2},

@@ -22,8 +22,8 @@ constexpr char kUsage[] = R"(usage: wasted mkmodel --out FILE [flags]
 
 Writes a synthetic GGUF model (random weights, llama.cpp's names and keys).
 
-  --arch A            llama | qwen2 | qwen3 | mixtral | qwen3moe | deepseek2 | gpt-oss
-                      (llama)
+  --arch A            llama | qwen2 | qwen3 | mixtral | qwen3moe | deepseek2 | gpt-oss |
+                      glm4moe (llama)
   --out FILE          where to write (required)
   --type T            matrix type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k
                       q5_k q6_k iq4_nl iq4_xs iq3_s iq3_xxs iq2_s iq2_xs iq2_xxs
@@ -31,11 +31,14 @@ Writes a synthetic GGUF model (random weights, llama.cpp's names and keys).
   --dim N --layers N --heads N --kv-heads N --head-dim N --ffn N --ctx N
   --vocab N           token count (default: the tokenizer's)
   --experts N --experts-used N --expert-ffn N     MoE archs
-  --shared-experts N --dense-layers N             deepseek2
-  --q-lora-rank N --kv-lora-rank N --rope-dim N   deepseek2 (MLA)
+  --shared-experts N --dense-layers N             deepseek2, glm4moe
+  --rope-dim N        deepseek2: MLA's roped dims; glm4moe: the rotated dims
+                      of each head (head-dim / 2)
+  --q-lora-rank N --kv-lora-rank N                deepseek2 (MLA)
   --mla-fused         deepseek2: one attn_kv_b per layer, as files converted
                       before llama.cpp's MLA split (spring 2025) have it
   --sliding-window N  gpt-oss: positions its even layers attend to (128)
+  --no-qk-norm        glm4moe: no Q/K norms (GLM-4.5-Air's form)
   --seed S            weights are a function of the seed (1)
   --tokenizer-from F  copy every tokenizer.* key from GGUF F (default: a
                       built-in byte-level BPE vocabulary)
@@ -45,7 +48,7 @@ Writes a synthetic GGUF model (random weights, llama.cpp's names and keys).
 }  // namespace
 
 absl::StatusOr<MkModelOptions> ParseMkModelArgs(const std::vector<std::string>& args) {
-  std::vector<FlagDef> defs = {{"help", false}, {"mla-fused", false}};
+  std::vector<FlagDef> defs = {{"help", false}, {"mla-fused", false}, {"no-qk-norm", false}};
   for (const char* name : {"arch",         "out",           "type",
                            "dim",          "layers",        "heads",
                            "kv-heads",     "head-dim",      "ffn",
@@ -67,7 +70,8 @@ absl::StatusOr<MkModelOptions> ParseMkModelArgs(const std::vector<std::string>& 
   if (!ParseSyntheticArch(arch, &o.arch)) {
     return absl::InvalidArgumentError(
         absl::StrCat("--arch ", arch,
-                     " is not one of llama, qwen2, qwen3, mixtral, qwen3moe, deepseek2, gpt-oss"));
+                     " is not one of llama, qwen2, qwen3, mixtral, qwen3moe, deepseek2, gpt-oss, "
+                     "glm4moe"));
   }
   o.out = parsed.GetOr("out", "");
   if (o.out.empty()) return absl::InvalidArgumentError("--out FILE is required");
@@ -114,6 +118,12 @@ absl::StatusOr<MkModelOptions> ParseMkModelArgs(const std::vector<std::string>& 
   o.threads = static_cast<int>(std::clamp<int64_t>(threads, 0, 256));
   o.tokenizer_from = parsed.GetOr("tokenizer-from", "");
   o.mla_fused = parsed.Has("mla-fused");
+  if (parsed.Has("no-qk-norm")) {
+    if (o.arch != SyntheticArch::kGlm4Moe) {
+      return absl::InvalidArgumentError("--no-qk-norm applies to --arch glm4moe only");
+    }
+    o.qk_norm = false;
+  }
   return o;
 }
 

@@ -15,8 +15,18 @@ bool IsKQuant(GgmlType type) { return storage::GetGgmlTypeTraits(type).block_siz
 
 bool IsMoe(SyntheticArch arch) {
   return arch == SyntheticArch::kMixtral || arch == SyntheticArch::kQwen3Moe ||
-         arch == SyntheticArch::kDeepseek2 || arch == SyntheticArch::kGptOss;
+         arch == SyntheticArch::kDeepseek2 || arch == SyntheticArch::kGptOss ||
+         arch == SyntheticArch::kGlm4Moe;
 }
+
+// Leading dense blocks, a shared expert and a selection bias: DeepSeek's
+// MoE shape, which GLM-4.5 shares.
+bool HasDeepseekMoe(SyntheticArch arch) {
+  return arch == SyntheticArch::kDeepseek2 || arch == SyntheticArch::kGlm4Moe;
+}
+
+// glm4moe's multi-token-prediction blocks after the model's own.
+int64_t NextnBlocks(SyntheticArch arch) { return arch == SyntheticArch::kGlm4Moe ? 1 : 0; }
 
 int64_t RoundUp(int64_t n, int64_t multiple) { return (n + multiple - 1) / multiple * multiple; }
 
@@ -81,14 +91,15 @@ void SpecBuilder::Metadata() {
   U32("vocab_size", o_.vocab);
   U32("context_length", o_.ctx);
   U32("embedding_length", o_.dim);
-  U32("block_count", o_.layers);
+  U32("block_count", o_.layers + NextnBlocks(o_.arch));
   U32("feed_forward_length", o_.arch == SyntheticArch::kMixtral ? o_.expert_ffn : o_.ffn);
   U32("attention.head_count", o_.heads);
   F32("attention.layer_norm_rms_epsilon", 1e-6f);
   const bool qwen = o_.arch == SyntheticArch::kQwen2 || o_.arch == SyntheticArch::kQwen3 ||
                     o_.arch == SyntheticArch::kQwen3Moe || o_.arch == SyntheticArch::kMixtral;
   const bool gpt_oss = o_.arch == SyntheticArch::kGptOss;
-  F32("rope.freq_base", qwen ? 1000000.0f : gpt_oss ? 150000.0f : 10000.0f);
+  const bool glm = o_.arch == SyntheticArch::kGlm4Moe;
+  F32("rope.freq_base", qwen || glm ? 1000000.0f : gpt_oss ? 150000.0f : 10000.0f);
 
   if (o_.arch == SyntheticArch::kDeepseek2) {
     U32("rope.dimension_count", o_.rope_dim);
@@ -132,7 +143,7 @@ void SpecBuilder::Metadata() {
     return;
   }
   U32("attention.head_count_kv", o_.kv_heads);
-  U32("rope.dimension_count", o_.head_dim);
+  U32("rope.dimension_count", o_.rope_dim);
   const bool qwen3 = o_.arch == SyntheticArch::kQwen3 || o_.arch == SyntheticArch::kQwen3Moe;
   if (qwen3 || o_.head_dim * o_.heads != o_.dim) {
     U32("attention.key_length", o_.head_dim);
@@ -141,9 +152,17 @@ void SpecBuilder::Metadata() {
   if (IsMoe(o_.arch)) {
     U32("expert_count", o_.experts);
     U32("expert_used_count", o_.experts_used);
-    if (o_.arch == SyntheticArch::kQwen3Moe || gpt_oss) {
+    if (o_.arch == SyntheticArch::kQwen3Moe || gpt_oss || glm) {
       U32("expert_feed_forward_length", o_.expert_ffn);
     }
+  }
+  if (glm) {  // GLM-4.5's routing: sigmoid, bias, normalised weights x 2.5.
+    U32("leading_dense_block_count", o_.dense_layers);
+    U32("expert_shared_count", o_.shared_experts);
+    F32("expert_weights_scale", 2.5f);
+    spec_.metadata.emplace_back(Key("expert_weights_norm"), GgufValue::Bool(true));
+    U32("expert_gating_func", 2);
+    U32("nextn_predict_layers", NextnBlocks(o_.arch));
   }
   if (gpt_oss) {
     U32("attention.sliding_window", o_.sliding_window);
@@ -164,7 +183,8 @@ void SpecBuilder::Attention(int64_t layer) {
   Matrix(Blk(layer, "attn_k.weight"), {o_.dim, kv_dim});
   Matrix(Blk(layer, "attn_v.weight"), {o_.dim, kv_dim});
   const bool gpt_oss = o_.arch == SyntheticArch::kGptOss;
-  if (o_.arch == SyntheticArch::kQwen2 || gpt_oss) {
+  const bool glm = o_.arch == SyntheticArch::kGlm4Moe;
+  if (o_.arch == SyntheticArch::kQwen2 || gpt_oss || glm) {
     F32Tensor(Blk(layer, "attn_q.bias"), {q_dim}, 0.02f);
     F32Tensor(Blk(layer, "attn_k.bias"), {kv_dim}, 0.02f);
     F32Tensor(Blk(layer, "attn_v.bias"), {kv_dim}, 0.02f);
@@ -175,7 +195,8 @@ void SpecBuilder::Attention(int64_t layer) {
     // Sink logits of the order of the scores, so they take a real share.
     F32Tensor(Blk(layer, "attn_sinks.weight"), {o_.heads}, 1.0f);
   }
-  if (o_.arch == SyntheticArch::kQwen3 || o_.arch == SyntheticArch::kQwen3Moe) {
+  if (o_.arch == SyntheticArch::kQwen3 || o_.arch == SyntheticArch::kQwen3Moe ||
+      (glm && o_.qk_norm)) {
     Norm(Blk(layer, "attn_q_norm.weight"), o_.head_dim);
     Norm(Blk(layer, "attn_k_norm.weight"), o_.head_dim);
   }
@@ -204,8 +225,7 @@ void SpecBuilder::MlaAttention(int64_t layer) {
 }
 
 void SpecBuilder::Ffn(int64_t layer) {
-  const bool dense =
-      !IsMoe(o_.arch) || (o_.arch == SyntheticArch::kDeepseek2 && layer < o_.dense_layers);
+  const bool dense = !IsMoe(o_.arch) || (HasDeepseekMoe(o_.arch) && layer < o_.dense_layers);
   if (dense) {
     Matrix(Blk(layer, "ffn_gate.weight"), {o_.dim, o_.ffn});
     Matrix(Blk(layer, "ffn_up.weight"), {o_.dim, o_.ffn});
@@ -214,9 +234,7 @@ void SpecBuilder::Ffn(int64_t layer) {
   }
   const float router_scale = 1.0f / std::sqrt(static_cast<float>(o_.dim));
   F32Tensor(Blk(layer, "ffn_gate_inp.weight"), {o_.dim, o_.experts}, router_scale);
-  if (o_.arch == SyntheticArch::kDeepseek2) {
-    F32Tensor(Blk(layer, "exp_probs_b.bias"), {o_.experts}, 0.02f);
-  }
+  if (HasDeepseekMoe(o_.arch)) F32Tensor(Blk(layer, "exp_probs_b.bias"), {o_.experts}, 0.02f);
   Matrix(Blk(layer, "ffn_gate_exps.weight"), {o_.dim, o_.expert_ffn, o_.experts});
   Matrix(Blk(layer, "ffn_up_exps.weight"), {o_.dim, o_.expert_ffn, o_.experts});
   Matrix(Blk(layer, "ffn_down_exps.weight"), {o_.expert_ffn, o_.dim, o_.experts});
@@ -228,7 +246,7 @@ void SpecBuilder::Ffn(int64_t layer) {
     F32Tensor(Blk(layer, "ffn_up_exps.bias"), {o_.expert_ffn, o_.experts}, 3.0f);
     F32Tensor(Blk(layer, "ffn_down_exps.bias"), {o_.dim, o_.experts}, 0.02f);
   }
-  if (o_.arch == SyntheticArch::kDeepseek2 && o_.shared_experts > 0) {
+  if (HasDeepseekMoe(o_.arch) && o_.shared_experts > 0) {
     const int64_t shared_ffn = o_.expert_ffn * o_.shared_experts;
     Matrix(Blk(layer, "ffn_gate_shexp.weight"), {o_.dim, shared_ffn});
     Matrix(Blk(layer, "ffn_up_shexp.weight"), {o_.dim, shared_ffn});
@@ -241,17 +259,22 @@ ModelSpec SpecBuilder::Build() {
   Metadata();
   // Embedding rows ~normal(0, 1): the first RMS norm rescales them anyway.
   Matrix("token_embd.weight", {o_.dim, o_.vocab}, 1.0f);
-  for (int64_t layer = 0; layer < o_.layers; ++layer) {
+  const bool post_norm = o_.arch == SyntheticArch::kGptOss || o_.arch == SyntheticArch::kGlm4Moe;
+  for (int64_t layer = 0; layer < o_.layers + NextnBlocks(o_.arch); ++layer) {
     Norm(Blk(layer, "attn_norm.weight"), o_.dim);
     if (o_.arch == SyntheticArch::kDeepseek2) {
       MlaAttention(layer);
     } else {
       Attention(layer);
     }
-    Norm(Blk(layer,
-             o_.arch == SyntheticArch::kGptOss ? "post_attention_norm.weight" : "ffn_norm.weight"),
-         o_.dim);
+    Norm(Blk(layer, post_norm ? "post_attention_norm.weight" : "ffn_norm.weight"), o_.dim);
     Ffn(layer);
+    if (layer >= o_.layers) {  // A multi-token-prediction block's own tensors.
+      Matrix(Blk(layer, "nextn.eh_proj.weight"), {2 * o_.dim, o_.dim});
+      Norm(Blk(layer, "nextn.enorm.weight"), o_.dim);
+      Norm(Blk(layer, "nextn.hnorm.weight"), o_.dim);
+      Norm(Blk(layer, "nextn.shared_head_norm.weight"), o_.dim);
+    }
   }
   Norm("output_norm.weight", o_.dim);
   Matrix("output.weight", {o_.dim, o_.vocab});
@@ -261,9 +284,10 @@ ModelSpec SpecBuilder::Build() {
 }  // namespace
 
 bool ParseSyntheticArch(const std::string& name, SyntheticArch* arch) {
-  for (SyntheticArch a : {SyntheticArch::kLlama, SyntheticArch::kQwen2, SyntheticArch::kQwen3,
-                          SyntheticArch::kMixtral, SyntheticArch::kQwen3Moe,
-                          SyntheticArch::kDeepseek2, SyntheticArch::kGptOss}) {
+  for (SyntheticArch a :
+       {SyntheticArch::kLlama, SyntheticArch::kQwen2, SyntheticArch::kQwen3,
+        SyntheticArch::kMixtral, SyntheticArch::kQwen3Moe, SyntheticArch::kDeepseek2,
+        SyntheticArch::kGptOss, SyntheticArch::kGlm4Moe}) {
     if (name == SyntheticArchFlagName(a)) {
       *arch = a;
       return true;
@@ -288,6 +312,8 @@ const char* SyntheticArchFlagName(SyntheticArch arch) {
       return "deepseek2";
     case SyntheticArch::kGptOss:
       return "gpt-oss";
+    case SyntheticArch::kGlm4Moe:
+      return "glm4moe";
   }
   return "llama";
 }
@@ -424,31 +450,42 @@ absl::StatusOr<MkModelOptions> ResolveOptions(const MkModelOptions& options, int
         "--experts/--shared-experts need a MoE --arch (mixtral, qwen3moe, deepseek2), not ",
         SyntheticArchFlagName(o.arch)));
   }
-  if (mla) {
+  const bool glm = o.arch == SyntheticArch::kGlm4Moe;
+  if (HasDeepseekMoe(o.arch)) {
     if (o.shared_experts < 0) o.shared_experts = 1;
     if (o.dense_layers < 0) o.dense_layers = std::min<int64_t>(1, o.layers);
-    if (o.q_lora_rank < 0) o.q_lora_rank = o.dim / 2;
-    if (o.kv_lora_rank == 0) o.kv_lora_rank = o.dim / 4;
     if (o.rope_dim == 0) o.rope_dim = o.head_dim / 2;
     if (o.dense_layers > o.layers) {
       return absl::InvalidArgumentError(
           absl::StrCat("--dense-layers ", o.dense_layers, " is more than --layers ", o.layers));
     }
-    if (auto s = Positive("kv-lora-rank", o.kv_lora_rank); !s.ok()) return s;
     if (auto s = Positive("rope-dim", o.rope_dim); !s.ok()) return s;
   } else {
-    if (o.dense_layers > 0 || o.q_lora_rank > 0 || o.kv_lora_rank > 0 || o.rope_dim > 0 ||
-        o.mla_fused) {
+    if (o.dense_layers > 0 || o.rope_dim > 0) {
       return absl::InvalidArgumentError(
-          "--dense-layers, --q-lora-rank, --kv-lora-rank, --rope-dim and --mla-fused apply to "
-          "--arch deepseek2 only");
+          "--dense-layers and --rope-dim apply to --arch deepseek2 and glm4moe only");
     }
-    if (o.arch != SyntheticArch::kDeepseek2) o.shared_experts = 0;
-    if (o.arch == SyntheticArch::kGptOss && o.sliding_window == 0) o.sliding_window = 128;
+    o.shared_experts = 0;
     o.dense_layers = 0;
-    o.q_lora_rank = 0;
     o.rope_dim = o.head_dim;
   }
+  if (mla) {
+    if (o.q_lora_rank < 0) o.q_lora_rank = o.dim / 2;
+    if (o.kv_lora_rank == 0) o.kv_lora_rank = o.dim / 4;
+    if (auto s = Positive("kv-lora-rank", o.kv_lora_rank); !s.ok()) return s;
+  } else {
+    if (o.q_lora_rank > 0 || o.kv_lora_rank > 0 || o.mla_fused) {
+      return absl::InvalidArgumentError(
+          "--q-lora-rank, --kv-lora-rank and --mla-fused apply to --arch deepseek2 only");
+    }
+    if (o.arch == SyntheticArch::kGptOss && o.sliding_window == 0) o.sliding_window = 128;
+    o.q_lora_rank = 0;
+    if (glm && o.rope_dim > o.head_dim) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--rope-dim ", o.rope_dim, " is more than the head dimension ", o.head_dim));
+    }
+  }
+  if (!glm) o.qk_norm = false;
   if (o.sliding_window < 0 || (o.sliding_window > 0 && o.arch != SyntheticArch::kGptOss)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--sliding-window ", o.sliding_window, " applies to --arch gpt-oss only and must be >= 0"));

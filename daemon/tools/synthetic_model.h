@@ -33,8 +33,18 @@
 namespace waste::tools {
 
 // Architectures mkmodel writes. kMixtral is written as llama.cpp names it:
-// general.architecture "llama" with experts. kGptOss is "gpt-oss".
-enum class SyntheticArch { kLlama, kQwen2, kQwen3, kMixtral, kQwen3Moe, kDeepseek2, kGptOss };
+// general.architecture "llama" with experts. kGptOss is "gpt-oss", kGlm4Moe
+// "glm4moe" (GLM-4.5: one multi-token-prediction block after `layers`).
+enum class SyntheticArch {
+  kLlama,
+  kQwen2,
+  kQwen3,
+  kMixtral,
+  kQwen3Moe,
+  kDeepseek2,
+  kGptOss,
+  kGlm4Moe
+};
 
 struct MkModelOptions {
   SyntheticArch arch = SyntheticArch::kLlama;
@@ -50,11 +60,14 @@ struct MkModelOptions {
   int64_t experts = 0;          // MoE archs: 0 means 8.
   int64_t experts_used = 0;     // 0 means 2.
   int64_t expert_ffn = 0;       // 0: ffn / 2 (mixtral: ffn).
-  int64_t shared_experts = -1;  // deepseek2: -1 means 1.
-  int64_t dense_layers = -1;    // deepseek2 leading dense blocks: -1 means 1.
+  int64_t shared_experts = -1;  // deepseek2, glm4moe: -1 means 1.
+  int64_t dense_layers = -1;    // deepseek2, glm4moe leading dense blocks: -1 means 1.
   int64_t q_lora_rank = -1;     // deepseek2: -1 means dim / 2; 0 writes attn_q.
   int64_t kv_lora_rank = 0;     // deepseek2: 0 means dim / 4.
-  int64_t rope_dim = 0;         // deepseek2 qk_rope_head_dim: 0 means head_dim / 2.
+  // deepseek2 qk_rope_head_dim, glm4moe's rotated dims (partial RoPE): 0
+  // means head_dim / 2.
+  int64_t rope_dim = 0;
+  bool qk_norm = true;  // glm4moe: Q/K norms, as GLM-4.5 (-Air has none).
   // deepseek2: MLA as converters wrote it before llama.cpp's split (spring
   // 2025): one attn_kv_b, key/value_length per head, head_count_kv = heads.
   bool mla_fused = false;
