@@ -35,8 +35,7 @@ void StatsShare::Add(const cache::ChunkStoreStats& before, const cache::ChunkSto
   hits += fraction * static_cast<double>(after.hits - before.hits);
   misses += fraction * static_cast<double>(after.misses - before.misses);
   prefetch_hits += fraction * static_cast<double>(after.prefetch_hits - before.prefetch_hits);
-  prefetch_wasted +=
-      fraction * static_cast<double>(after.prefetch_wasted - before.prefetch_wasted);
+  prefetch_wasted += fraction * static_cast<double>(after.prefetch_wasted - before.prefetch_wasted);
   bytes_read += fraction * static_cast<double>(after.bytes_read - before.bytes_read);
   read_retries += fraction * static_cast<double>(after.read_retries - before.read_retries);
   io_wait_seconds += fraction * (after.io_wait_seconds - before.io_wait_seconds);
@@ -107,7 +106,7 @@ absl::Status Generation::Resolve(const std::vector<int32_t>* session_tokens) {
         !request_.chat().has_add_generation_prompt() || request_.chat().add_generation_prompt();
     std::string rendered =
         text::RenderChat(text::DetectChatFormat(model_->chat_template), turns, gen_prompt);
-    full_ = tokenizer.Encode(rendered, /*add_special=*/true, /*parse_special=*/true);
+    full_ = tokenizer.EncodeChat(rendered);
   } else if (session_tokens != nullptr) {
     full_ = *session_tokens;
     std::vector<int32_t> more = tokenizer.Encode(request_.prompt(), false, false);
@@ -170,8 +169,8 @@ void Generation::AddStep(const cache::ChunkStoreStats& before, const cache::Chun
   batch_size_sum_ += batch_size;
 }
 
-Generation::Next Generation::OnLogits(const float* logits, int64_t n_vocab,
-                                      int64_t session_length, absl::Time now) {
+Generation::Next Generation::OnLogits(const float* logits, int64_t n_vocab, int64_t session_length,
+                                      absl::Time now) {
   const text::Tokenizer& tokenizer = *model_->tokenizer;
   text::SampleResult sample = sampler_.Sample(absl::Span<const float>(logits, n_vocab));
   if (stop_at_eos_ && tokenizer.IsEog(sample.token)) return {std::nullopt, v1::FINISH_REASON_EOS};
@@ -246,8 +245,7 @@ void Generation::Finish(v1::FinishReason finish, const cache::ChunkStoreStats& n
   timings->set_decode_ms(decode_ms);
   const double prefill_s = absl::ToDoubleSeconds(prefill_done_ - admitted_);
   if (prefill_s > 0) {
-    timings->set_prefill_tokens_per_second(static_cast<double>(full_.size() - cached_) /
-                                           prefill_s);
+    timings->set_prefill_tokens_per_second(static_cast<double>(full_.size() - cached_) / prefill_s);
   }
   if (generated_ > 1 && decode_ms > 0) {
     timings->set_decode_tokens_per_second((generated_ - 1) / (decode_ms / 1e3));
@@ -262,11 +260,10 @@ void Generation::Finish(v1::FinishReason finish, const cache::ChunkStoreStats& n
              << " cached), " << generated_ << " generated, " << v1::FinishReason_Name(finish)
              << ", queued " << absl::StrFormat("%.1f", timings->queue_ms()) << " ms, ttft "
              << absl::StrFormat("%.1f", timings->time_to_first_token_ms()) << " ms, decode "
-             << absl::StrFormat("%.2f", timings->decode_tokens_per_second()) << " tok/s, "
-             << steps_ << " steps with " << absl::StrFormat("%.2f", mean_batch)
-             << " sessions on average, " << done->stats().cache_hits() << " hits / "
-             << done->stats().cache_misses() << " misses, " << done->stats().bytes_read()
-             << " bytes read (its share)";
+             << absl::StrFormat("%.2f", timings->decode_tokens_per_second()) << " tok/s, " << steps_
+             << " steps with " << absl::StrFormat("%.2f", mean_batch) << " sessions on average, "
+             << done->stats().cache_hits() << " hits / " << done->stats().cache_misses()
+             << " misses, " << done->stats().bytes_read() << " bytes read (its share)";
   sink_->Send(event_);
 }
 

@@ -15,6 +15,8 @@ ChatFormat DetectChatFormat(const std::string& t) {
   if (absl::StrContains(t, "<|im_assistant|>assistant<|im_middle|>")) return ChatFormat::kKimiK2;
   if (absl::StrContains(t, "<|im_start|>")) return ChatFormat::kChatMl;
   if (absl::StrContains(t, "<|start_header_id|>")) return ChatFormat::kLlama3;
+  // GLM-4.5/4.6 (and GLM-4's): the template opens with these two tokens.
+  if (absl::StrContains(t, "[gMASK]<sop>")) return ChatFormat::kGlm;
   if (absl::StrContains(t, "<｜User｜>") || absl::StrContains(t, "<｜Assistant｜>")) {
     return ChatFormat::kDeepSeek;
   }
@@ -38,6 +40,8 @@ const char* ChatFormatName(ChatFormat format) {
       return "kimi-k2";
     case ChatFormat::kHarmony:
       return "harmony";
+    case ChatFormat::kGlm:
+      return "glm";
   }
   return "?";
 }
@@ -92,6 +96,45 @@ std::string RenderHarmony(const std::vector<ChatTurn>& turns, bool add_generatio
   return out;
 }
 
+// GLM-4.5's template: [gMASK]<sop>, then <|role|>\n and each turn. A reply
+// opens with its reasoning in <think></think>: kept (stripped) only for the
+// replies after the last user turn, empty before; a tool's results follow one
+// <|observation|>, each in <tool_response>.
+std::string RenderGlm(const std::vector<ChatTurn>& turns, bool add_generation_prompt) {
+  int last_user = -1;
+  for (int i = 0; i < static_cast<int>(turns.size()); ++i) {
+    if (turns[i].role == "user") last_user = i;
+  }
+  std::string out = "[gMASK]<sop>";
+  for (int i = 0; i < static_cast<int>(turns.size()); ++i) {
+    const ChatTurn& t = turns[i];
+    if (t.role == "assistant") {
+      absl::string_view content = t.content, reasoning;
+      // As the template splits: reasoning before the first </think> (after
+      // its last <think>), the answer after the last </think>.
+      if (const size_t close = content.find("</think>"); close != absl::string_view::npos) {
+        reasoning = content.substr(0, close);
+        if (const size_t open = reasoning.rfind("<think>"); open != absl::string_view::npos) {
+          reasoning = reasoning.substr(open + 7);
+        }
+        content = content.substr(content.rfind("</think>") + 8);
+      }
+      reasoning = absl::StripAsciiWhitespace(reasoning);
+      content = absl::StripAsciiWhitespace(content);
+      absl::StrAppend(&out, "<|assistant|>\n<think>",
+                      i > last_user ? reasoning : absl::string_view(), "</think>");
+      if (!content.empty()) absl::StrAppend(&out, "\n", content);
+    } else if (t.role == "tool") {
+      if (i == 0 || turns[i - 1].role != "tool") out += "<|observation|>";
+      absl::StrAppend(&out, "\n<tool_response>\n", t.content, "\n</tool_response>");
+    } else {
+      absl::StrAppend(&out, "<|", t.role == "system" ? "system" : "user", "|>\n", t.content);
+    }
+  }
+  if (add_generation_prompt) out += "<|assistant|>";
+  return out;
+}
+
 }  // namespace
 
 std::string RenderChat(ChatFormat format, const std::vector<ChatTurn>& turns,
@@ -100,6 +143,8 @@ std::string RenderChat(ChatFormat format, const std::vector<ChatTurn>& turns,
   switch (format) {
     case ChatFormat::kHarmony:
       return RenderHarmony(turns, add_generation_prompt, date);
+    case ChatFormat::kGlm:
+      return RenderGlm(turns, add_generation_prompt);
     case ChatFormat::kChatMl:
       for (const ChatTurn& t : turns) {
         absl::StrAppend(&out, "<|im_start|>", t.role, "\n", t.content, "<|im_end|>\n");

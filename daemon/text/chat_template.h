@@ -15,7 +15,7 @@
 
 namespace waste::text {
 
-enum class ChatFormat { kPlain, kChatMl, kLlama3, kLlama2, kDeepSeek, kKimiK2, kHarmony };
+enum class ChatFormat { kPlain, kChatMl, kLlama3, kLlama2, kDeepSeek, kKimiK2, kHarmony, kGlm };
 
 struct ChatTurn {
   std::string role;

@@ -56,6 +56,26 @@ TEST(ChatTemplateTest, RendersHarmony) {
   EXPECT_EQ(today.substr(at + 14, 2), "20");
 }
 
+// As Jinja renders GLM-4.5's template (trim_blocks, lstrip_blocks, as
+// transformers and llama.cpp do): reasoning kept only after the last user
+// turn, stripped; tool results after one <|observation|>.
+TEST(ChatTemplateTest, RendersGlm) {
+  EXPECT_EQ(DetectChatFormat("[gMASK]<sop>\n{%- if tools -%}<|system|>"), ChatFormat::kGlm);
+  std::vector<ChatTurn> turns = {{"system", "S"},
+                                 {"user", "Q"},
+                                 {"assistant", "<think>r1</think>\nA"},
+                                 {"user", "Q2"},
+                                 {"assistant", "<think> r2 </think>\n\nB "},
+                                 {"tool", "T1"},
+                                 {"tool", "T2"}};
+  EXPECT_EQ(RenderChat(ChatFormat::kGlm, turns, true),
+            "[gMASK]<sop><|system|>\nS<|user|>\nQ<|assistant|>\n<think></think>\nA"
+            "<|user|>\nQ2<|assistant|>\n<think>r2</think>\nB<|observation|>\n<tool_response>\n"
+            "T1\n</tool_response>\n<tool_response>\nT2\n</tool_response><|assistant|>");
+  EXPECT_EQ(RenderChat(ChatFormat::kGlm, {{"user", "Hi"}, {"assistant", "plain"}}, false),
+            "[gMASK]<sop><|user|>\nHi<|assistant|>\n<think></think>\nplain");
+}
+
 TEST(ChatTemplateTest, RendersChatMlWithGenerationPrompt) {
   std::vector<ChatTurn> turns = {{"system", "Be brief."}, {"user", "Hi"}};
   EXPECT_EQ(RenderChat(ChatFormat::kChatMl, turns, true),

@@ -140,7 +140,9 @@ absl::Status Tokenizer::Init() {
       add_bos_ = true;
       break;
     case TokenizerModel::kBpe: {
-      bos = 11, eos = 11;
+      // GLM's vocabularies have no default BOS (llama.cpp's CHATGLM4).
+      bos = eos = 11;
+      if (OneOf(pre, {"glm4", "chatglm-bpe"})) bos = kNoToken;
       add_bos_ = OneOf(
           pre, {"llama3", "llama-v3", "llama-bpe", "falcon3", "pixtral", "tekken", "chameleon"});
       ignore_merges_ =
@@ -374,6 +376,12 @@ std::vector<TokenId> Tokenizer::Encode(std::string_view text, bool add_special,
                                        bool parse_special) const {
   std::vector<TokenId> out;
   Encode(text, add_special, parse_special, &out);
+  return out;
+}
+
+std::vector<TokenId> Tokenizer::EncodeChat(std::string_view rendered) const {
+  std::vector<TokenId> out = Encode(rendered, /*add_special=*/true, /*parse_special=*/true);
+  if (add_bos_ && out.size() >= 2 && out[0] == bos_ && out[1] == bos_) out.erase(out.begin());
   return out;
 }
 

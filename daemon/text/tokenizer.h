@@ -71,6 +71,11 @@ class Tokenizer {
   std::vector<TokenId> Encode(std::string_view text, bool add_special = false,
                               bool parse_special = false) const;
 
+  // A rendered chat prompt: Encode with add_special and parse_special,
+  // without a second BOS when the template writes the BOS token itself (as
+  // GLM's [gMASK] does) in a file that also asks for one.
+  std::vector<TokenId> EncodeChat(std::string_view rendered) const;
+
   // The bytes token `id` stands for (U+2581 -> space, <0xXX> -> that byte,
   // GPT-2 byte symbols -> bytes). May be a partial UTF-8 sequence. Control
   // and unknown tokens render as their text. `id` must be in range.

@@ -215,6 +215,38 @@ TEST(TokenizerTest, HarmonyMarkup) {
   EXPECT_TRUE((*phi)->IsEog(end[0]));
 }
 
+// GLM's template writes [gMASK]<sop> itself; a file that also asks for a
+// [gMASK] BOS gets it once. Without a BOS id, glm4's vocabulary has none.
+TEST(TokenizerTest, ChatPromptThatWritesItsBosGetsOne) {
+  Vocab v;
+  v.model = TokenizerModel::kBpe;
+  v.pre = "glm4";
+  for (int c = 0x21; c < 0x7F; ++c) v.tokens.push_back(std::string(1, static_cast<char>(c)));
+  v.token_types.assign(v.tokens.size(), TokenType::kNormal);
+  for (const char* special : {"[gMASK]", "<sop>", "<|user|>"}) {
+    v.tokens.push_back(special);
+    v.token_types.push_back(TokenType::kControl);
+  }
+  const TokenId gmask = static_cast<TokenId>(v.tokens.size()) - 3;
+  {
+    auto plain = Tokenizer::Create(v);
+    ASSERT_TRUE(plain.ok()) << plain.status();
+    EXPECT_EQ((*plain)->bos(), kNoToken);
+    EXPECT_EQ((*plain)->EncodeChat("[gMASK]<sop><|user|>").size(), 3u);
+  }
+  v.bos_id = gmask;
+  v.add_bos = true;
+  auto tok = Tokenizer::Create(v);
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  const std::vector<TokenId> ids = (*tok)->EncodeChat("[gMASK]<sop><|user|>hi");
+  ASSERT_EQ(ids.size(), 5u);
+  EXPECT_EQ(ids[0], gmask);
+  EXPECT_NE(ids[1], gmask);
+  // Other prompts still get the BOS the file asks for.
+  EXPECT_EQ((*tok)->EncodeChat("<|user|>").front(), gmask);
+  EXPECT_EQ((*tok)->EncodeChat("<|user|>").size(), 2u);
+}
+
 TEST(TokenizerTest, RejectsBadVocab) {
   Vocab empty;
   EXPECT_FALSE(Tokenizer::Create(empty).ok());
