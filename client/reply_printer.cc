@@ -9,26 +9,18 @@ constexpr char kNormal[] = "\x1b[0m";
 }  // namespace
 
 void ReplyPrinter::Add(const std::string& text) {
-  if (kind_ == Kind::kUndecided && !text.empty()) {
-    kind_ = HarmonySplitter::IsHarmonyStart(text) ? Kind::kHarmony : Kind::kPlain;
-  }
-  if (kind_ == Kind::kHarmony) {
-    Show(splitter_.Add(text));
-  } else {
-    answer_ += text;
-    out_ << text;
-  }
+  Show(splitter_.Add(text));
   out_ << std::flush;
 }
 
 void ReplyPrinter::Finish() {
-  if (kind_ == Kind::kHarmony) Show(splitter_.Finish());
+  Show(splitter_.Finish());
   if (in_reasoning_ && terminal_) out_ << kNormal;
   in_reasoning_ = false;
   out_ << std::flush;
 }
 
-void ReplyPrinter::Show(const HarmonySplitter::Parts& parts) {
+void ReplyPrinter::Show(const ReasoningSplitter::Parts& parts) {
   if (!parts.reasoning.empty()) {
     if (!in_reasoning_ && terminal_) out_ << kDim;
     in_reasoning_ = true;

@@ -1,15 +1,16 @@
-// Prints a chat reply as it streams. A gpt-oss reply (harmony: its first
-// token <|channel|>) is shown without its markup: the model's reasoning (the
-// analysis channel) first, dimmed on a terminal, then a blank line and the
-// answer; answer() is what a conversation keeps of it (harmony drops the
-// reasoning from the history). Any other reply is printed as it comes.
+// Prints a chat reply as it streams. A reply with reasoning (gpt-oss's
+// harmony, or a <think> block: Qwen3, DeepSeek-R1, GLM-4.5) is shown
+// without its markup: the model's reasoning first, dimmed on a terminal,
+// then a blank line and the answer; answer() is what a conversation keeps
+// of it (these models' templates drop the reasoning from the history). Any
+// other reply is printed as it comes.
 #ifndef WASTE_CLIENT_REPLY_PRINTER_H_
 #define WASTE_CLIENT_REPLY_PRINTER_H_
 
 #include <ostream>
 #include <string>
 
-#include "common/harmony_stream.h"
+#include "common/reasoning_stream.h"
 
 namespace waste {
 
@@ -24,12 +25,11 @@ class ReplyPrinter {
   const std::string& answer() const { return answer_; }
 
  private:
-  void Show(const HarmonySplitter::Parts& parts);
+  void Show(const ReasoningSplitter::Parts& parts);
 
   std::ostream& out_;
   bool terminal_;
-  enum class Kind { kUndecided, kPlain, kHarmony } kind_ = Kind::kUndecided;
-  HarmonySplitter splitter_;
+  ReasoningSplitter splitter_;
   bool in_reasoning_ = false;  // Reasoning shown, the answer not yet.
   std::string answer_;
 };

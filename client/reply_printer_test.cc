@@ -24,6 +24,18 @@ TEST(ReplyPrinterTest, HarmonyShowsReasoningThenAnswer) {
   }
 }
 
+// Qwen3 / DeepSeek-R1 / GLM-4.5: a <think> block, shown the same way.
+TEST(ReplyPrinterTest, ThinkBlockShowsReasoningThenAnswer) {
+  std::ostringstream out;
+  ReplyPrinter printer(out, false);
+  for (const char* piece : {"\n", "<think>", "\nAdd", " them.\n", "</think>", "\n\n", "4."}) {
+    printer.Add(piece);
+  }
+  printer.Finish();
+  EXPECT_EQ(out.str(), "Add them.\n\n4.");
+  EXPECT_EQ(printer.answer(), "4.");
+}
+
 TEST(ReplyPrinterTest, OtherRepliesPrintAsTheyCome) {
   std::ostringstream out;
   ReplyPrinter printer(out, true);

@@ -9,19 +9,13 @@ constexpr std::string_view kChannel = "<|channel|>";
 constexpr std::string_view kMessage = "<|message|>";
 constexpr std::string_view kEnd = "<|end|>";
 
-// The length of the longest suffix of `s` that starts `marker` (a marker
-// cut between two pieces).
-size_t PartialMarker(std::string_view s, std::string_view marker) {
+}  // namespace
+
+size_t PartialMarkerLength(std::string_view s, std::string_view marker) {
   for (size_t n = std::min(s.size(), marker.size() - 1); n > 0; --n) {
     if (s.substr(s.size() - n) == marker.substr(0, n)) return n;
   }
   return 0;
-}
-
-}  // namespace
-
-bool HarmonySplitter::IsHarmonyStart(std::string_view text) {
-  return text.substr(0, kChannel.size()) == kChannel;
 }
 
 void HarmonySplitter::Emit(std::string_view text, Parts* out) const {
@@ -49,7 +43,7 @@ HarmonySplitter::Parts HarmonySplitter::Add(std::string_view text) {
     const size_t end = pending_.find(kEnd);
     if (end == std::string::npos) {
       // Hand back all but what may be the start of <|end|>.
-      const size_t keep = PartialMarker(pending_, kEnd);
+      const size_t keep = PartialMarkerLength(pending_, kEnd);
       Emit(std::string_view(pending_).substr(0, pending_.size() - keep), &out);
       pending_.erase(0, pending_.size() - keep);
       break;

@@ -16,16 +16,16 @@
 
 namespace waste {
 
+// The length of the longest suffix of `s` that begins `marker` (a marker
+// cut between two pieces of a stream).
+size_t PartialMarkerLength(std::string_view s, std::string_view marker);
+
 class HarmonySplitter {
  public:
   struct Parts {
     std::string reasoning;
     std::string content;
   };
-
-  // Whether a reply whose text begins with `text` is in harmony (its first
-  // token is <|channel|>).
-  static bool IsHarmonyStart(std::string_view text);
 
   // The next piece of the reply's text; returns what of it is now known.
   Parts Add(std::string_view text);

@@ -62,8 +62,6 @@ TEST(HarmonySplitterTest, CommentaryAndCutReplies) {
   const HarmonySplitter::Parts cut = Feed({"<|channel|>analysis<|message|>Thinking <|en"});
   EXPECT_EQ(cut.reasoning, "Thinking <|en");
   EXPECT_EQ(Feed({"<|channel|>analy"}).reasoning, "");
-  EXPECT_TRUE(HarmonySplitter::IsHarmonyStart("<|channel|>"));
-  EXPECT_FALSE(HarmonySplitter::IsHarmonyStart("Hello"));
 }
 
 }  // namespace

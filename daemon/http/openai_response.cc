@@ -84,14 +84,14 @@ std::string CompletionResponse::StreamEvent(const v1::GenerateEvent& event) {
     return kind_ == ApiKind::kChat ? SseEvent(Dump(Chunk({}, {}, nullptr, true))) : "";
   }
   if (event.has_token()) {
-    const HarmonySplitter::Parts delta = Split(text_.substr(before), false);
+    const ReasoningSplitter::Parts delta = Split(text_.substr(before), false);
     if (delta.content.empty() && delta.reasoning.empty() && logprob.empty()) return "";
     return SseEvent(Dump(Chunk(delta, logprob, nullptr, false)));
   }
   if (!event.has_done()) return "";
   std::string out;
   // What the splitter held back (a reply cut inside a message).
-  const HarmonySplitter::Parts rest = Split("", true);
+  const ReasoningSplitter::Parts rest = Split("", true);
   if (!rest.content.empty() || !rest.reasoning.empty()) {
     out += SseEvent(Dump(Chunk(rest, {}, nullptr, false)));
   }
@@ -118,18 +118,14 @@ void CompletionResponse::Add(const v1::GenerateEvent& event) {
   if (event.has_done()) Split("", true);
 }
 
-HarmonySplitter::Parts CompletionResponse::Split(const std::string& added, bool last) {
-  if (harmony_ == Harmony::kUndecided && !added.empty()) {
-    harmony_ = kind_ == ApiKind::kChat && HarmonySplitter::IsHarmonyStart(added) ? Harmony::kYes
-                                                                                 : Harmony::kNo;
-  }
-  HarmonySplitter::Parts parts;
-  if (harmony_ != Harmony::kYes) {
+ReasoningSplitter::Parts CompletionResponse::Split(const std::string& added, bool last) {
+  ReasoningSplitter::Parts parts;
+  if (kind_ != ApiKind::kChat) {
     parts.content = added;
-  } else {
-    parts = last ? splitter_.Finish() : splitter_.Add(added);
+    return parts;
   }
-  if (harmony_ == Harmony::kYes) {
+  parts = last ? splitter_.Finish() : splitter_.Add(added);
+  if (splitter_.split()) {  // Else the answer is text_ itself: no second copy.
     split_.reasoning += parts.reasoning;
     split_.content += parts.content;
   }
@@ -175,7 +171,7 @@ Json CompletionResponse::Usage() const {
           {"prompt_tokens_details", {{"cached_tokens", cached_prompt_tokens_}}}};
 }
 
-Json CompletionResponse::Chunk(const HarmonySplitter::Parts& delta,
+Json CompletionResponse::Chunk(const ReasoningSplitter::Parts& delta,
                                const std::vector<TokenLogprob>& logprobs, const char* finish_reason,
                                bool first) const {
   Json choice = {{"index", 0}};
@@ -208,7 +204,7 @@ Json CompletionResponse::Chunk(const HarmonySplitter::Parts& delta,
 std::string CompletionResponse::Body() const {
   Json choice = {{"index", 0}};
   if (kind_ == ApiKind::kChat) {
-    const std::string& content = harmony_ == Harmony::kYes ? split_.content : text_;
+    const std::string& content = splitter_.split() ? split_.content : text_;
     choice["message"] = {{"role", "assistant"}, {"content", content}, {"refusal", nullptr}};
     if (!split_.reasoning.empty()) choice["message"]["reasoning_content"] = split_.reasoning;
   } else {

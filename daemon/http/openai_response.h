@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "common/harmony_stream.h"
+#include "common/reasoning_stream.h"
 #include "daemon/http/api_error.h"
 #include "daemon/http/openai_request.h"
 #include "waste/v1/generate.pb.h"
@@ -62,12 +62,12 @@ class CompletionResponse {
   // Takes in a started, token or done event; a token's logprob entry (if
   // reported) goes to *logprob.
   void Record(const v1::GenerateEvent& event, std::vector<TokenLogprob>* logprob);
-  // The text a token added, through the harmony splitter when the reply is
-  // in harmony (decided at its first text).
-  HarmonySplitter::Parts Split(const std::string& added, bool last);
+  // The text a token added, split into reasoning and content (chat replies
+  // in harmony or with a <think> block: the splitter decides at their start).
+  ReasoningSplitter::Parts Split(const std::string& added, bool last);
   // One streamed chunk: a text delta (and reasoning), or the role (first),
   // or the finish reason.
-  nlohmann::json Chunk(const HarmonySplitter::Parts& delta,
+  nlohmann::json Chunk(const ReasoningSplitter::Parts& delta,
                        const std::vector<TokenLogprob>& logprobs, const char* finish_reason,
                        bool first) const;
   nlohmann::json Logprobs(const std::vector<TokenLogprob>& tokens) const;
@@ -80,11 +80,10 @@ class CompletionResponse {
   int64_t created_;
   std::string model_;
   std::string text_;  // Everything generated so far.
-  // Chat replies in harmony: the splitter, and what it handed back so far
-  // (only then: any other reply is text_).
-  enum class Harmony { kUndecided, kNo, kYes } harmony_ = Harmony::kUndecided;
-  HarmonySplitter splitter_;
-  HarmonySplitter::Parts split_;
+  // Chat replies: the splitter, and what it handed back so far (the answer
+  // when splitter_.split(); any other reply is text_).
+  ReasoningSplitter splitter_;
+  ReasoningSplitter::Parts split_;
   std::vector<TokenLogprob> tokens_;  // Non-streaming: every token's logprob.
   int32_t prompt_tokens_ = 0;
   int32_t cached_prompt_tokens_ = 0;

@@ -91,50 +91,54 @@ TEST(OpenAiResponseTest, ChatStreamChunks) {
   EXPECT_EQ(chunks[4]["usage"]["total_tokens"], 6);
 }
 
-// gpt-oss's harmony: the analysis channel streams as reasoning_content,
-// the final channel as content, the markup as neither; the one-piece body
-// says the same. A plain completion of the same tokens keeps them as text.
-TEST(OpenAiResponseTest, HarmonyRepliesSplitReasoningFromContent) {
-  const std::vector<std::string> pieces = {
-      "<|channel|>", "analysis",    "<|message|>", "Add them.",   "<|end|>", "<|start|>",
-      "assistant",   "<|channel|>", "final",       "<|message|>", "4"};
-  CompletionRequest request;
-  request.kind = ApiKind::kChat;
-  request.stream = true;
-  CompletionResponse streamed(request, "chatcmpl-2", 1700000000, "gpt-oss");
-  request.stream = false;
-  CompletionResponse whole(request, "chatcmpl-3", 1700000000, "gpt-oss");
-  std::string stream = streamed.StreamEvent(Started(3));
-  whole.Add(Started(3));
-  int id = 0;
-  for (const std::string& piece : pieces) {
-    stream += streamed.StreamEvent(Token(id, piece));
-    whole.Add(Token(id++, piece));
-  }
-  stream += streamed.StreamEvent(Done(v1::FINISH_REASON_EOS, 3, id));
-  whole.Add(Done(v1::FINISH_REASON_EOS, 3, id));
-  bool done = false;
-  std::string reasoning, content;
-  for (const Json& chunk : Payloads(stream, &done)) {
-    const Json& delta = chunk["choices"][0]["delta"];
-    if (delta.contains("reasoning_content")) reasoning += delta["reasoning_content"];
-    if (delta.contains("content")) content += delta["content"];
-  }
-  EXPECT_TRUE(done);
-  EXPECT_EQ(reasoning, "Add them.");
-  EXPECT_EQ(content, "4");
-  const Json body = Json::parse(whole.Body());
-  EXPECT_EQ(body["choices"][0]["message"]["content"], "4");
-  EXPECT_EQ(body["choices"][0]["message"]["reasoning_content"], "Add them.");
+// A reply with reasoning (gpt-oss's harmony; a <think> block: Qwen3,
+// DeepSeek-R1, GLM-4.5): the reasoning streams as reasoning_content, the
+// answer as content, the markup as neither; the one-piece body says the
+// same. A plain completion of the same tokens keeps them as text.
+TEST(OpenAiResponseTest, ReasoningRepliesSplitReasoningFromContent) {
+  const std::vector<std::vector<std::string>> replies = {
+      {"<|channel|>", "analysis", "<|message|>", "Add them.", "<|end|>", "<|start|>", "assistant",
+       "<|channel|>", "final", "<|message|>", "4"},
+      {"\n", "<think>", "Add", " them.", "\n", "</think>", "\n\n", "4"}};
+  for (const std::vector<std::string>& pieces : replies) {
+    CompletionRequest request;
+    request.kind = ApiKind::kChat;
+    request.stream = true;
+    CompletionResponse streamed(request, "chatcmpl-2", 1700000000, "m");
+    request.stream = false;
+    CompletionResponse whole(request, "chatcmpl-3", 1700000000, "m");
+    std::string stream = streamed.StreamEvent(Started(3));
+    whole.Add(Started(3));
+    int id = 0;
+    std::string raw;
+    for (const std::string& piece : pieces) {
+      stream += streamed.StreamEvent(Token(id, piece));
+      whole.Add(Token(id++, piece));
+      raw += piece;
+    }
+    stream += streamed.StreamEvent(Done(v1::FINISH_REASON_EOS, 3, id));
+    whole.Add(Done(v1::FINISH_REASON_EOS, 3, id));
+    bool done = false;
+    std::string reasoning, content;
+    for (const Json& chunk : Payloads(stream, &done)) {
+      const Json& delta = chunk["choices"][0]["delta"];
+      if (delta.contains("reasoning_content")) reasoning += delta["reasoning_content"];
+      if (delta.contains("content")) content += delta["content"];
+    }
+    EXPECT_TRUE(done);
+    EXPECT_EQ(reasoning, "Add them.") << raw;
+    EXPECT_EQ(content, "4") << raw;
+    const Json body = Json::parse(whole.Body());
+    EXPECT_EQ(body["choices"][0]["message"]["content"], "4") << raw;
+    EXPECT_EQ(body["choices"][0]["message"]["reasoning_content"], "Add them.") << raw;
 
-  request.kind = ApiKind::kCompletion;
-  CompletionResponse plain(request, "cmpl-1", 1700000000, "gpt-oss");
-  plain.Add(Started(3));
-  for (const std::string& piece : pieces) plain.Add(Token(0, piece));
-  plain.Add(Done(v1::FINISH_REASON_EOS, 3, 11));
-  EXPECT_EQ(Json::parse(plain.Body())["choices"][0]["text"],
-            "<|channel|>analysis<|message|>Add them.<|end|><|start|>assistant<|channel|>final"
-            "<|message|>4");
+    request.kind = ApiKind::kCompletion;
+    CompletionResponse plain(request, "cmpl-1", 1700000000, "m");
+    plain.Add(Started(3));
+    for (const std::string& piece : pieces) plain.Add(Token(0, piece));
+    plain.Add(Done(v1::FINISH_REASON_EOS, 3, id));
+    EXPECT_EQ(Json::parse(plain.Body())["choices"][0]["text"], raw);
+  }
 }
 
 TEST(OpenAiResponseTest, CompletionStreamWithoutUsage) {
