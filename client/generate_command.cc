@@ -29,12 +29,23 @@ flags:
   --seed S              same seed + request = same tokens
   --stop TEXT           stop when TEXT appears (repeatable)
   --system TEXT         (chat) a system message first
+  --no-think            (chat) Qwen3, GLM-4.5: answer without reasoning first
+  --reasoning-effort E  (chat) gpt-oss: low, medium (default) or high
   --session ID          continue a session (its id is printed with --stats)
   --keep-session        keep the session on disk when the model unloads or the
                         daemon stops, so --session ID continues it later
   --stats               print tok/s, time to first token and engine counters to stderr
   --token-stats         also print per-token engine counters to stderr
 )";
+
+}  // namespace
+
+void FillReasoning(const ParsedArgs& args, v1::ChatMessages* chat) {
+  if (args.Has("no-think")) chat->set_thinking(false);
+  chat->set_reasoning_effort(args.GetOr("reasoning-effort", ""));
+}
+
+namespace {
 
 absl::Status FillSampling(const ParsedArgs& args, v1::SamplingParams* sampling) {
   struct FloatFlag {
@@ -101,6 +112,8 @@ int RunGenerate(WasteClient& client, const std::vector<std::string>& raw, bool c
                               {"seed"},
                               {"stop"},
                               {"system"},
+                              {"no-think", false},
+                              {"reasoning-effort"},
                               {"session"},
                               {"keep-session", false},
                               {"stats", false},
@@ -130,6 +143,7 @@ int RunGenerate(WasteClient& client, const std::vector<std::string>& raw, bool c
     v1::ChatMessage* m = request.mutable_chat()->add_messages();
     m->set_role("user");
     m->set_content(prompt);
+    FillReasoning(*args, request.mutable_chat());
   } else {
     request.set_prompt(prompt);
   }

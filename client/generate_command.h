@@ -7,8 +7,14 @@
 #include <vector>
 
 #include "client/waste_client.h"
+#include "common/cli_args.h"
 
 namespace waste {
+
+// The reasoning flags of `chat` and `run` into a request: --no-think (a
+// model with a thinking switch answers without reasoning) and
+// --reasoning-effort E (gpt-oss: low, medium, high; the daemon checks it).
+void FillReasoning(const ParsedArgs& args, v1::ChatMessages* chat);
 
 // `args` follow the command name. Returns the exit code. `chat` sends the
 // prompt as one user message (chat template applied by the daemon).

@@ -23,7 +23,8 @@ commands:
   health                  is the daemon serving? (prints SERVING)
   models [--json]         the models the daemon can serve
   ps [--json]             loaded models: RAM, sessions, running and queued requests
-  run [--system T] MODEL  an interactive chat (one daemon session; /bye, /clear)
+  run [--system T] MODEL  an interactive chat (one daemon session; /bye, /clear; --no-think,
+                          --reasoning-effort E: see run --help)
   generate [flags] PROMPT stream a continuation of PROMPT (see generate --help)
   chat [flags] MESSAGE    one chat turn through the model's template
   tokenize --model M TEXT token ids of TEXT

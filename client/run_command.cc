@@ -13,7 +13,9 @@
 namespace waste {
 namespace {
 
-constexpr char kRunUsage[] = R"(usage: waste-client run [--system TEXT] [--max-tokens N] MODEL
+constexpr char kRunUsage[] =
+    R"(usage: waste-client run [--system TEXT] [--max-tokens N] [--no-think]
+                        [--reasoning-effort low|medium|high] MODEL
 
 An interactive chat with MODEL: type a message and press enter; the answer
 streams back. The conversation lives in one daemon session, so each turn
@@ -23,9 +25,9 @@ conversation. Works over a pipe: one message per line.
 
 }  // namespace
 
-int RunChatLoop(WasteClient& client, const std::string& model, const std::string& system,
-                int max_tokens, std::istream& in, std::ostream& out, std::ostream& err,
-                bool interactive) {
+int RunChatLoop(WasteClient& client, const std::string& model, const ChatLoopOptions& options,
+                std::istream& in, std::ostream& out, std::ostream& err, bool interactive) {
+  const std::string& system = options.system;
   std::vector<v1::ChatMessage> history;
   auto reset = [&] {
     history.clear();
@@ -58,13 +60,14 @@ int RunChatLoop(WasteClient& client, const std::string& model, const std::string
     v1::GenerateRequest request;
     request.set_model(model);
     request.set_session_id(session);
-    if (max_tokens > 0) request.set_max_tokens(max_tokens);
+    if (options.max_tokens > 0) request.set_max_tokens(options.max_tokens);
     v1::ChatMessage user;
     user.set_role("user");
     user.set_content(message);
     history.push_back(user);
+    *request.mutable_chat() = options.controls;
     for (const v1::ChatMessage& m : history) *request.mutable_chat()->add_messages() = m;
-    // gpt-oss's reasoning shown apart; the history keeps the answer only.
+    // A reply's reasoning shown apart; the history keeps the answer only.
     ReplyPrinter reply(out, interactive && isatty(STDOUT_FILENO) != 0);
     absl::Status status = client.Generate(request, [&](const v1::GenerateEvent& event) {
       if (event.has_started()) session = event.started().session_id();
@@ -92,7 +95,9 @@ int RunChatLoop(WasteClient& client, const std::string& model, const std::string
 }
 
 int RunChat(WasteClient& client, const std::vector<std::string>& raw) {
-  absl::StatusOr<ParsedArgs> args = ParseArgs(raw, {{"system"}, {"max-tokens"}, {"help", false}});
+  absl::StatusOr<ParsedArgs> args = ParseArgs(
+      raw,
+      {{"system"}, {"max-tokens"}, {"no-think", false}, {"reasoning-effort"}, {"help", false}});
   if (!args.ok() || (!args->Has("help") && args->positional().size() != 1)) {
     std::cerr << (args.ok() ? "" : "waste-client: " + std::string(args.status().message()) + "\n\n")
               << kRunUsage;
@@ -107,8 +112,10 @@ int RunChat(WasteClient& client, const std::vector<std::string>& raw) {
     std::cerr << "waste-client: --max-tokens must be a number >= 0\n";
     return 2;
   }
-  return RunChatLoop(client, args->positional()[0], args->GetOr("system", ""),
-                     static_cast<int>(*max_tokens), std::cin, std::cout, std::cerr,
+  ChatLoopOptions options{.system = args->GetOr("system", ""),
+                          .max_tokens = static_cast<int>(*max_tokens)};
+  FillReasoning(*args, &options.controls);
+  return RunChatLoop(client, args->positional()[0], options, std::cin, std::cout, std::cerr,
                      isatty(STDIN_FILENO) != 0);
 }
 

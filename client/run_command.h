@@ -19,11 +19,18 @@ namespace waste {
 // `args` follow the command name. Returns the exit code.
 int RunChat(WasteClient& client, const std::vector<std::string>& args);
 
+// What every turn of a chat loop sends besides the conversation.
+struct ChatLoopOptions {
+  std::string system;  // A system message first, when not empty.
+  int max_tokens = 0;  // 0: until the end of the reply.
+  // Reasoning controls (ChatMessages' thinking and reasoning_effort).
+  v1::ChatMessages controls;
+};
+
 // The loop itself, over any streams (tests drive it with strings).
 // `interactive` shows the "> " prompt.
-int RunChatLoop(WasteClient& client, const std::string& model, const std::string& system,
-                int max_tokens, std::istream& in, std::ostream& out, std::ostream& err,
-                bool interactive);
+int RunChatLoop(WasteClient& client, const std::string& model, const ChatLoopOptions& options,
+                std::istream& in, std::ostream& out, std::ostream& err, bool interactive);
 
 }  // namespace waste
 

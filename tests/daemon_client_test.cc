@@ -80,11 +80,25 @@ TEST_F(DaemonTest, CliHealthAndModels) {
   EXPECT_TRUE(absl::StrContains(models.out, "1.13 MiB")) << models.out;
 }
 
+// The reasoning controls reach the daemon: a model without a thinking switch
+// (stories260K's plain template) answers as it would anyway; an effort that
+// is not low/medium/high is refused, naming it.
+TEST_F(DaemonTest, CliChatReasoningControls) {
+  CommandResult off = RunCommand({Client(), "--socket", socket_, "chat", "--model", "stories260K",
+                                  "--max-tokens", "4", "--no-think", "Hello"});
+  EXPECT_EQ(off.exit_code, 0) << off.err;
+  EXPECT_FALSE(off.out.empty());
+  CommandResult bad = RunCommand({Client(), "--socket", socket_, "chat", "--model", "stories260K",
+                                  "--reasoning-effort", "max", "Hello"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_TRUE(absl::StrContains(bad.err, "reasoning_effort 'max'")) << bad.err;
+}
+
 TEST_F(DaemonTest, CliRunChatsOverAPipeInOneSession) {
-  CommandResult run = RunCommand(
-      {"/bin/sh", "-c",
-       "printf 'Hello there\\n/unknown\\nTell me a story\\n/bye\\nnot sent\\n' | " +
-           Client() + " --socket " + socket_ + " run --max-tokens 8 stories260K"});
+  CommandResult run =
+      RunCommand({"/bin/sh", "-c",
+                  "printf 'Hello there\\n/unknown\\nTell me a story\\n/bye\\nnot sent\\n' | " +
+                      Client() + " --socket " + socket_ + " run --max-tokens 8 stories260K"});
   EXPECT_EQ(run.exit_code, 0) << run.err;
   EXPECT_TRUE(absl::StrContains(run.err, "unknown command /unknown")) << run.err;
   std::vector<std::string> answers = absl::StrSplit(run.out, '\n', absl::SkipEmpty());

@@ -102,10 +102,21 @@ absl::Status Generation::Resolve(const std::vector<int32_t>* session_tokens) {
     for (const v1::ChatMessage& m : request_.chat().messages()) {
       turns.push_back({m.role(), m.content()});
     }
-    const bool gen_prompt =
-        !request_.chat().has_add_generation_prompt() || request_.chat().add_generation_prompt();
+    const v1::ChatMessages& chat = request_.chat();
+    text::ChatOptions options;
+    options.add_generation_prompt =
+        !chat.has_add_generation_prompt() || chat.add_generation_prompt();
+    // As a template's enable_thinking = false, where it has the switch.
+    options.thinking =
+        chat.thinking() || !chat.has_thinking() || !text::HasThinkingSwitch(model_->chat_template);
+    const std::string& effort = chat.reasoning_effort();
+    if (!effort.empty() && effort != "low" && effort != "medium" && effort != "high") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("reasoning_effort '", effort, "' is not one of low, medium, high"));
+    }
+    options.reasoning_effort = effort;
     std::string rendered =
-        text::RenderChat(text::DetectChatFormat(model_->chat_template), turns, gen_prompt);
+        text::RenderChat(text::DetectChatFormat(model_->chat_template), turns, options);
     full_ = tokenizer.EncodeChat(rendered);
   } else if (session_tokens != nullptr) {
     full_ = *session_tokens;

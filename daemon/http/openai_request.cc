@@ -208,6 +208,39 @@ bool Prompt(FieldReader& reader, const Json& v, v1::GenerateRequest* generate) {
   return reader.Fail("prompt must be a string (token id arrays are not supported)", "prompt");
 }
 
+// gpt-oss's reasoning effort: low, medium or high.
+bool ReasoningEffort(FieldReader& reader, const Json& v, const std::string& name,
+                     v1::ChatMessages* chat) {
+  if (!v.is_string() || (v != "low" && v != "medium" && v != "high")) {
+    return reader.Fail(absl::StrCat(name, " must be \"low\", \"medium\" or \"high\""), name);
+  }
+  chat->set_reasoning_effort(v.get<std::string>());
+  return true;
+}
+
+// The template variables a request may set: enable_thinking (Qwen3,
+// GLM-4.5) and reasoning_effort (gpt-oss).
+bool TemplateKwargs(FieldReader& reader, const Json& v, v1::ChatMessages* chat) {
+  const std::string name = "chat_template_kwargs";
+  if (!v.is_object()) return reader.Fail(absl::StrCat(name, " must be an object"), name);
+  for (const auto& [key, value] : v.items()) {
+    const std::string field = absl::StrCat(name, ".", key);
+    if (key == "enable_thinking") {
+      bool thinking = true;
+      if (!reader.Bool(value, field, &thinking)) return false;
+      chat->set_thinking(thinking);
+    } else if (key == "reasoning_effort") {
+      if (!ReasoningEffort(reader, value, field, chat)) return false;
+    } else {
+      return reader.Fail(absl::StrCat(field,
+                                      " is not supported (enable_thinking and "
+                                      "reasoning_effort are)"),
+                         field);
+    }
+  }
+  return true;
+}
+
 // Fields OpenAI clients send that do not change what is generated.
 bool Ignored(const std::string& key) {
   return key == "user" || key == "store" || key == "metadata" || key == "service_tier" ||
@@ -324,6 +357,10 @@ bool ParseCompletionRequest(ApiKind kind, absl::string_view body, CompletionRequ
       if (!(v.is_string() && (v == "none" || v == "auto"))) {
         return reader.Fail(absl::StrCat(key, ": tool calling is not supported"), key);
       }
+    } else if (chat && key == "reasoning_effort") {
+      if (!ReasoningEffort(reader, v, key, generate.mutable_chat())) return false;
+    } else if (chat && key == "chat_template_kwargs") {  // Extension (llama.cpp, vLLM).
+      if (!TemplateKwargs(reader, v, generate.mutable_chat())) return false;
     } else if (chat && key == "response_format") {
       if (!v.is_object() || !v.contains("type") || v["type"] != "text") {
         return reader.Fail("response_format: only {\"type\": \"text\"} is supported", key);

@@ -57,6 +57,21 @@ TEST(OpenAiRequestTest, ChatMapsOntoTheEngine) {
   EXPECT_TRUE(r.logprobs);
 }
 
+// Reasoning controls: OpenAI's reasoning_effort, and llama.cpp's
+// chat_template_kwargs (enable_thinking, reasoning_effort).
+TEST(OpenAiRequestTest, ReasoningControls) {
+  const CompletionRequest effort = Parse(ApiKind::kChat, R"({
+    "messages": [{"role": "user", "content": "x"}], "reasoning_effort": "high"})");
+  EXPECT_EQ(effort.generate.chat().reasoning_effort(), "high");
+  EXPECT_FALSE(effort.generate.chat().has_thinking());
+  const CompletionRequest kwargs = Parse(ApiKind::kChat, R"({
+    "messages": [{"role": "user", "content": "x"}],
+    "chat_template_kwargs": {"enable_thinking": false, "reasoning_effort": "low"}})");
+  ASSERT_TRUE(kwargs.generate.chat().has_thinking());
+  EXPECT_FALSE(kwargs.generate.chat().thinking());
+  EXPECT_EQ(kwargs.generate.chat().reasoning_effort(), "low");
+}
+
 TEST(OpenAiRequestTest, OpenAiDefaults) {
   CompletionRequest chat =
       Parse(ApiKind::kChat, R"({"messages": [{"role": "user", "content": "x"}]})");
@@ -143,6 +158,16 @@ TEST(OpenAiRequestTest, BadFieldsAreNamed) {
       {ApiKind::kChat,
        R"({"messages": [{"role": "user", "content": "x"}], "stream": true, "stream_options": {"include_usage": 1}})",
        "stream_options.include_usage"},
+      {ApiKind::kChat,
+       R"({"messages": [{"role": "user", "content": "x"}], "reasoning_effort": "max"})",
+       "reasoning_effort"},
+      {ApiKind::kChat,
+       R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": {"enable_thinking": "no"}})",
+       "chat_template_kwargs.enable_thinking"},
+      {ApiKind::kChat,
+       R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": {"tools_in_user": true}})",
+       "chat_template_kwargs.tools_in_user"},
+      {ApiKind::kCompletion, R"({"prompt": "a", "reasoning_effort": "low"})", "reasoning_effort"},
       {ApiKind::kCompletion, R"({"prompt": [1, 2, 3]})", "prompt"},
       {ApiKind::kCompletion, R"({"prompt": ["a", "b"]})", "prompt"},
       {ApiKind::kCompletion, R"({"prompt": "a", "echo": true})", "echo"},

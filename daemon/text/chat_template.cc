@@ -72,15 +72,16 @@ std::string RenderLlama2(const std::vector<ChatTurn>& turns) {
 // system message (identity, knowledge cutoff, date, reasoning effort,
 // channels) always; a system turn as the developer's instructions; earlier
 // assistant turns as final-channel messages.
-std::string RenderHarmony(const std::vector<ChatTurn>& turns, bool add_generation_prompt,
-                          const std::string& date) {
-  const std::string today =
-      date.empty() ? absl::FormatTime("%Y-%m-%d", absl::Now(), absl::UTCTimeZone()) : date;
+std::string RenderHarmony(const std::vector<ChatTurn>& turns, const ChatOptions& options) {
+  const std::string today = options.date.empty()
+                                ? absl::FormatTime("%Y-%m-%d", absl::Now(), absl::UTCTimeZone())
+                                : options.date;
+  const std::string effort = options.reasoning_effort.empty() ? "medium" : options.reasoning_effort;
   std::string out = absl::StrCat(
       "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
       "Knowledge cutoff: 2024-06\nCurrent date: ",
-      today,
-      "\n\nReasoning: medium\n\n# Valid channels: analysis, commentary, final. Channel must be "
+      today, "\n\nReasoning: ", effort,
+      "\n\n# Valid channels: analysis, commentary, final. Channel must be "
       "included for every message.<|end|>");
   for (const ChatTurn& t : turns) {
     if (t.role == "system" || t.role == "developer") {
@@ -92,7 +93,7 @@ std::string RenderHarmony(const std::vector<ChatTurn>& turns, bool add_generatio
       absl::StrAppend(&out, "<|start|>", t.role, "<|message|>", t.content, "<|end|>");
     }
   }
-  if (add_generation_prompt) out += "<|start|>assistant";
+  if (options.add_generation_prompt) out += "<|start|>assistant";
   return out;
 }
 
@@ -100,7 +101,7 @@ std::string RenderHarmony(const std::vector<ChatTurn>& turns, bool add_generatio
 // opens with its reasoning in <think></think>: kept (stripped) only for the
 // replies after the last user turn, empty before; a tool's results follow one
 // <|observation|>, each in <tool_response>.
-std::string RenderGlm(const std::vector<ChatTurn>& turns, bool add_generation_prompt) {
+std::string RenderGlm(const std::vector<ChatTurn>& turns, const ChatOptions& options) {
   int last_user = -1;
   for (int i = 0; i < static_cast<int>(turns.size()); ++i) {
     if (turns[i].role == "user") last_user = i;
@@ -127,29 +128,44 @@ std::string RenderGlm(const std::vector<ChatTurn>& turns, bool add_generation_pr
     } else if (t.role == "tool") {
       if (i == 0 || turns[i - 1].role != "tool") out += "<|observation|>";
       absl::StrAppend(&out, "\n<tool_response>\n", t.content, "\n</tool_response>");
+    } else if (t.role == "system") {
+      absl::StrAppend(&out, "<|system|>\n", t.content);
     } else {
-      absl::StrAppend(&out, "<|", t.role == "system" ? "system" : "user", "|>\n", t.content);
+      absl::StrAppend(&out, "<|user|>\n", t.content);
+      if (!options.thinking && !absl::EndsWith(t.content, "/nothink")) out += "/nothink";
     }
   }
-  if (add_generation_prompt) out += "<|assistant|>";
+  if (options.add_generation_prompt) {
+    out += "<|assistant|>";
+    if (!options.thinking) out += "\n<think></think>";
+  }
   return out;
 }
 
 }  // namespace
 
+bool HasThinkingSwitch(const std::string& jinja_template) {
+  return absl::StrContains(jinja_template, "enable_thinking");
+}
+
 std::string RenderChat(ChatFormat format, const std::vector<ChatTurn>& turns,
-                       bool add_generation_prompt, const std::string& date) {
+                       const ChatOptions& options) {
+  const bool add_generation_prompt = options.add_generation_prompt;
   std::string out;
   switch (format) {
     case ChatFormat::kHarmony:
-      return RenderHarmony(turns, add_generation_prompt, date);
+      return RenderHarmony(turns, options);
     case ChatFormat::kGlm:
-      return RenderGlm(turns, add_generation_prompt);
+      return RenderGlm(turns, options);
     case ChatFormat::kChatMl:
       for (const ChatTurn& t : turns) {
         absl::StrAppend(&out, "<|im_start|>", t.role, "\n", t.content, "<|im_end|>\n");
       }
-      if (add_generation_prompt) out += "<|im_start|>assistant\n";
+      if (add_generation_prompt) {
+        out += "<|im_start|>assistant\n";
+        // Qwen3 with enable_thinking = false: the reply's block, empty.
+        if (!options.thinking) out += "<think>\n\n</think>\n\n";
+      }
       return out;
     case ChatFormat::kLlama3:
       for (const ChatTurn& t : turns) {

@@ -26,12 +26,33 @@ struct ChatTurn {
 ChatFormat DetectChatFormat(const std::string& jinja_template);
 const char* ChatFormatName(ChatFormat format);
 
-// The prompt for `turns`, ending with the opening of an assistant turn when
-// `add_generation_prompt`. Special tokens appear as text (tokenize with
+// How a conversation is rendered, beyond its turns.
+struct ChatOptions {
+  // End with the opening of an assistant turn.
+  bool add_generation_prompt = true;
+  // false: what a template with a thinking switch writes for enable_thinking
+  // = false (ChatML, i.e. Qwen3: an empty <think> block opening the reply;
+  // GLM: the same, and /nothink after each user turn). Callers check the
+  // template has the switch (HasThinkingSwitch).
+  bool thinking = true;
+  // Harmony: "low", "medium" (empty: the default) or "high".
+  std::string reasoning_effort;
+  // Harmony's system message names `date` (YYYY-MM-DD; empty: today, UTC).
+  std::string date;
+};
+
+// The prompt for `turns`. Special tokens appear as text (tokenize with
 // parse_special); BOS is not included (the tokenizer's add_bos adds it).
-// Harmony's system message names `date` (YYYY-MM-DD; empty: today, UTC).
 std::string RenderChat(ChatFormat format, const std::vector<ChatTurn>& turns,
-                       bool add_generation_prompt, const std::string& date = "");
+                       const ChatOptions& options);
+inline std::string RenderChat(ChatFormat format, const std::vector<ChatTurn>& turns,
+                              bool add_generation_prompt, const std::string& date = "") {
+  return RenderChat(format, turns, {.add_generation_prompt = add_generation_prompt, .date = date});
+}
+
+// Whether a GGUF chat template turns reasoning off on enable_thinking
+// (Qwen3's, GLM-4.5's).
+bool HasThinkingSwitch(const std::string& jinja_template);
 
 }  // namespace waste::text
 

@@ -76,6 +76,23 @@ TEST(ChatTemplateTest, RendersGlm) {
             "[gMASK]<sop><|user|>\nHi<|assistant|>\n<think></think>\nplain");
 }
 
+// enable_thinking = false as Qwen3's and GLM-4.5's templates write it (the
+// GLM lines checked against Jinja); harmony's reasoning effort.
+TEST(ChatTemplateTest, ThinkingSwitchAndReasoningEffort) {
+  EXPECT_TRUE(HasThinkingSwitch("{%- if enable_thinking is defined and enable_thinking is false"));
+  EXPECT_FALSE(HasThinkingSwitch("{{'<|im_start|>' + message['role']}}"));
+  const ChatOptions off = {.thinking = false};
+  EXPECT_EQ(RenderChat(ChatFormat::kChatMl, {{"user", "Hi"}}, off),
+            "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
+  EXPECT_EQ(RenderChat(ChatFormat::kGlm,
+                       {{"user", "Hi"}, {"assistant", "A"}, {"user", "More /nothink"}}, off),
+            "[gMASK]<sop><|user|>\nHi/nothink<|assistant|>\n<think></think>\nA"
+            "<|user|>\nMore /nothink<|assistant|>\n<think></think>");
+  const std::string high =
+      RenderChat(ChatFormat::kHarmony, {{"user", "Q"}}, {.reasoning_effort = "high"});
+  EXPECT_NE(high.find("\n\nReasoning: high\n\n"), std::string::npos) << high;
+}
+
 TEST(ChatTemplateTest, RendersChatMlWithGenerationPrompt) {
   std::vector<ChatTurn> turns = {{"system", "Be brief."}, {"user", "Hi"}};
   EXPECT_EQ(RenderChat(ChatFormat::kChatMl, turns, true),
