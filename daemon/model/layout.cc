@@ -144,6 +144,10 @@ absl::StatusOr<ModelLayout> ModelLayout::FromGguf(const storage::GgufFile& gguf)
   layout.experts_used_ = CountOrZero(gguf, prefix + "expert_used_count");
   layout.shared_expert_count_ = CountOrZero(gguf, prefix + "expert_shared_count");
   if (block_count > 0 && block_count <= (1 << 20)) layout.layers_.resize(block_count);
+  if (const int64_t nextn = CountOrZero(gguf, prefix + "nextn_predict_layers");
+      nextn > 0 && nextn < block_count) {
+    layout.first_unread_layer_ = block_count - nextn;
+  }
 
   // Per layer: experts seen in 3-D tensors, and the highest split-form index.
   std::vector<int64_t> split_experts;
@@ -225,7 +229,12 @@ uint64_t ModelLayout::ActiveBytesPerToken() const {
   const uint64_t routed = parts_[TensorPart::kRoutedExperts];
   if (routed == 0 || experts_used_ <= 0) return total_bytes_ - embd_unread;
   uint64_t active = total_bytes_ - embd_unread - routed;
-  for (const LayerLayout& layer : layers_) {
+  for (int64_t l = 0; l < static_cast<int64_t>(layers_.size()); ++l) {
+    const LayerLayout& layer = layers_[l];
+    if (l >= first_unread_layer_) {  // Not read at all: its routed bytes are out already.
+      active -= layer.bytes - layer.parts[TensorPart::kRoutedExperts];
+      continue;
+    }
     if (layer.n_expert <= 0) continue;
     const int64_t used = std::min(experts_used_, layer.n_expert);
     active += layer.expert_bytes * static_cast<uint64_t>(used);

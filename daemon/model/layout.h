@@ -124,6 +124,7 @@ class ModelLayout {
   // types) and one row of token_embd (the whole table when it is also the
   // output head, i.e. there is no output.weight). Every tensor counts at
   // its own type's size. (With experts_used unknown, all experts count.)
+  // Multi-token-prediction blocks (glm4moe's nextn) are never read.
   uint64_t ActiveBytesPerToken() const;
 
   // The smallest routed expert of any MoE layer (== expert_bytes() unless
@@ -150,6 +151,9 @@ class ModelLayout {
   uint64_t embd_bytes_ = 0;
   uint64_t embd_row_bytes_ = 0;
   bool has_output_ = false;
+  // Layers from here on are multi-token-prediction blocks (glm4moe's
+  // nextn_predict_layers) that decoding never reads.
+  int64_t first_unread_layer_ = INT64_MAX;
 };
 
 }  // namespace waste::model

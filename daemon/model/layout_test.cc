@@ -105,8 +105,9 @@ TEST(ModelLayoutTest, Stories260K) {
 
 struct MoeCase {
   tools::SyntheticArch arch;
-  int moe_layers;
+  int moe_layers;  // In the file.
   bool shared;
+  bool nextn = false;  // The last MoE layer is a multi-token-prediction block.
 };
 
 class MoeLayoutTest : public ::testing::TestWithParam<MoeCase> {};
@@ -144,9 +145,17 @@ TEST_P(MoeLayoutTest, ExpertSizeTimesExpertsIsTheRoutedBytes) {
   const storage::TensorInfo* embd = (*gguf)->FindTensor("token_embd.weight");
   ASSERT_NE(embd, nullptr);
   ASSERT_NE((*gguf)->FindTensor("output.weight"), nullptr);
-  EXPECT_EQ(layout->ActiveBytesPerToken(), layout->total_bytes() - routed - embd->size +
-                                               embd->size / embd->NumRows() +
-                                               2 * layout->expert_bytes() * GetParam().moe_layers);
+  // A multi-token-prediction block is not read at all.
+  const int read_moe_layers = GetParam().moe_layers - (GetParam().nextn ? 1 : 0);
+  uint64_t unread = 0;
+  if (GetParam().nextn) {
+    const LayerLayout& last = layout->layers().back();
+    unread = last.bytes - last.parts[TensorPart::kRoutedExperts];
+    EXPECT_GT(unread, 0u);
+  }
+  EXPECT_EQ(layout->ActiveBytesPerToken(),
+            layout->total_bytes() - routed - embd->size + embd->size / embd->NumRows() +
+                2 * layout->expert_bytes() * read_moe_layers - unread);
   EXPECT_EQ(layout->min_expert_bytes(), layout->expert_bytes());
   for (const LayerLayout& layer : layout->layers()) {
     EXPECT_EQ(layer.parts.Total(), layer.bytes);
@@ -159,7 +168,8 @@ TEST_P(MoeLayoutTest, ExpertSizeTimesExpertsIsTheRoutedBytes) {
 INSTANTIATE_TEST_SUITE_P(Archs, MoeLayoutTest,
                          ::testing::Values(MoeCase{tools::SyntheticArch::kMixtral, 4, false},
                                            MoeCase{tools::SyntheticArch::kQwen3Moe, 4, false},
-                                           MoeCase{tools::SyntheticArch::kDeepseek2, 3, true}));
+                                           MoeCase{tools::SyntheticArch::kDeepseek2, 3, true},
+                                           MoeCase{tools::SyntheticArch::kGlm4Moe, 4, true, true}));
 
 absl::StatusOr<ModelLayout> LayoutOf(uint32_t expert_count, int64_t ne2) {
   std::string bytes;
