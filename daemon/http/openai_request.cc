@@ -357,6 +357,11 @@ bool ParseCompletionRequest(ApiKind kind, absl::string_view body, CompletionRequ
       if (!(v.is_string() && (v == "none" || v == "auto"))) {
         return reader.Fail(absl::StrCat(key, ": tool calling is not supported"), key);
       }
+    } else if (chat && key == "reasoning_format") {  // Extension (llama.cpp).
+      if (!v.is_string() || (v != "none" && v != "auto" && v != "deepseek")) {
+        return reader.Fail("reasoning_format must be \"none\", \"auto\" or \"deepseek\"", key);
+      }
+      request->split_reasoning = v != "none";
     } else if (chat && key == "reasoning_effort") {
       if (!ReasoningEffort(reader, v, key, generate.mutable_chat())) return false;
     } else if (chat && key == "chat_template_kwargs") {  // Extension (llama.cpp, vLLM).

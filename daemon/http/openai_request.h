@@ -38,6 +38,10 @@ struct CompletionRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage.
   bool logprobs = false;       // Report each token's logprob.
+  // Chat: split a reply's reasoning into reasoning_content (llama.cpp's
+  // reasoning_format "auto"/"deepseek", the default); false ("none"): the
+  // reply's text as it came, <think> tags and harmony markup included.
+  bool split_reasoning = true;
 };
 
 // Parses `body`. On failure returns false with a 400 in *error naming the

@@ -70,6 +70,10 @@ TEST(OpenAiRequestTest, ReasoningControls) {
   ASSERT_TRUE(kwargs.generate.chat().has_thinking());
   EXPECT_FALSE(kwargs.generate.chat().thinking());
   EXPECT_EQ(kwargs.generate.chat().reasoning_effort(), "low");
+  EXPECT_TRUE(kwargs.split_reasoning);
+  EXPECT_FALSE(Parse(ApiKind::kChat, R"({
+    "messages": [{"role": "user", "content": "x"}], "reasoning_format": "none"})")
+                   .split_reasoning);
 }
 
 TEST(OpenAiRequestTest, OpenAiDefaults) {
@@ -168,6 +172,9 @@ TEST(OpenAiRequestTest, BadFieldsAreNamed) {
        R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": {"tools_in_user": true}})",
        "chat_template_kwargs.tools_in_user"},
       {ApiKind::kCompletion, R"({"prompt": "a", "reasoning_effort": "low"})", "reasoning_effort"},
+      {ApiKind::kChat,
+       R"({"messages": [{"role": "user", "content": "x"}], "reasoning_format": "raw"})",
+       "reasoning_format"},
       {ApiKind::kCompletion, R"({"prompt": [1, 2, 3]})", "prompt"},
       {ApiKind::kCompletion, R"({"prompt": ["a", "b"]})", "prompt"},
       {ApiKind::kCompletion, R"({"prompt": "a", "echo": true})", "echo"},

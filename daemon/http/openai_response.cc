@@ -46,6 +46,7 @@ CompletionResponse::CompletionResponse(const CompletionRequest& request, std::st
     : kind_(request.kind),
       logprobs_(request.logprobs),
       include_usage_(request.stream && request.include_usage),
+      split_reasoning_(request.kind == ApiKind::kChat && request.split_reasoning),
       id_(std::move(id)),
       created_(created),
       model_(std::move(model)) {}
@@ -120,7 +121,7 @@ void CompletionResponse::Add(const v1::GenerateEvent& event) {
 
 ReasoningSplitter::Parts CompletionResponse::Split(const std::string& added, bool last) {
   ReasoningSplitter::Parts parts;
-  if (kind_ != ApiKind::kChat) {
+  if (!split_reasoning_) {
     parts.content = added;
     return parts;
   }

@@ -76,6 +76,7 @@ class CompletionResponse {
   ApiKind kind_;
   bool logprobs_;
   bool include_usage_;
+  bool split_reasoning_;  // Chat replies through splitter_ (else text as it came).
   std::string id_;
   int64_t created_;
   std::string model_;

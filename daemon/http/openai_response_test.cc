@@ -132,6 +132,16 @@ TEST(OpenAiResponseTest, ReasoningRepliesSplitReasoningFromContent) {
     EXPECT_EQ(body["choices"][0]["message"]["content"], "4") << raw;
     EXPECT_EQ(body["choices"][0]["message"]["reasoning_content"], "Add them.") << raw;
 
+    // reasoning_format "none": the chat reply as it came.
+    request.split_reasoning = false;
+    CompletionResponse raw_chat(request, "chatcmpl-4", 1700000000, "m");
+    raw_chat.Add(Started(3));
+    for (const std::string& piece : pieces) raw_chat.Add(Token(0, piece));
+    raw_chat.Add(Done(v1::FINISH_REASON_EOS, 3, id));
+    const Json raw_body = Json::parse(raw_chat.Body());
+    EXPECT_EQ(raw_body["choices"][0]["message"]["content"], raw);
+    EXPECT_FALSE(raw_body["choices"][0]["message"].contains("reasoning_content"));
+
     request.kind = ApiKind::kCompletion;
     CompletionResponse plain(request, "cmpl-1", 1700000000, "m");
     plain.Add(Started(3));
