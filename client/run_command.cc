@@ -20,7 +20,9 @@ constexpr char kRunUsage[] =
 An interactive chat with MODEL: type a message and press enter; the answer
 streams back. The conversation lives in one daemon session, so each turn
 only computes its new tokens. Commands: /bye ends, /clear forgets the
-conversation. Works over a pipe: one message per line.
+conversation, /nothink and /think switch a hybrid model's reasoning (Qwen3,
+GLM-4.5) off and on for the turns that follow. Works over a pipe: one
+message per line.
 )";
 
 }  // namespace
@@ -28,6 +30,7 @@ conversation. Works over a pipe: one message per line.
 int RunChatLoop(WasteClient& client, const std::string& model, const ChatLoopOptions& options,
                 std::istream& in, std::ostream& out, std::ostream& err, bool interactive) {
   const std::string& system = options.system;
+  v1::ChatMessages controls = options.controls;  // /think, /nothink change it.
   std::vector<v1::ChatMessage> history;
   auto reset = [&] {
     history.clear();
@@ -53,8 +56,19 @@ int RunChatLoop(WasteClient& client, const std::string& model, const ChatLoopOpt
       if (interactive) out << "(new conversation)\n";
       continue;
     }
+    if (message == "/think" || message == "/nothink") {
+      if (message == "/think") {
+        controls.clear_thinking();  // The template's default.
+      } else {
+        controls.set_thinking(false);
+      }
+      if (interactive) out << (message == "/think" ? "(reasoning on)\n" : "(reasoning off)\n");
+      continue;
+    }
     if (message[0] == '/') {
-      err << "unknown command " << message << " (/bye ends, /clear forgets the conversation)\n";
+      err << "unknown command " << message
+          << " (/bye ends, /clear forgets the conversation, /think and /nothink switch "
+             "reasoning)\n";
       continue;
     }
     v1::GenerateRequest request;
@@ -65,7 +79,7 @@ int RunChatLoop(WasteClient& client, const std::string& model, const ChatLoopOpt
     user.set_role("user");
     user.set_content(message);
     history.push_back(user);
-    *request.mutable_chat() = options.controls;
+    *request.mutable_chat() = controls;
     for (const v1::ChatMessage& m : history) *request.mutable_chat()->add_messages() = m;
     // A reply's reasoning shown apart; the history keeps the answer only.
     ReplyPrinter reply(out, interactive && isatty(STDOUT_FILENO) != 0);

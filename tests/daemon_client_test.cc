@@ -95,12 +95,13 @@ TEST_F(DaemonTest, CliChatReasoningControls) {
 }
 
 TEST_F(DaemonTest, CliRunChatsOverAPipeInOneSession) {
-  CommandResult run =
-      RunCommand({"/bin/sh", "-c",
-                  "printf 'Hello there\\n/unknown\\nTell me a story\\n/bye\\nnot sent\\n' | " +
-                      Client() + " --socket " + socket_ + " run --max-tokens 8 stories260K"});
+  CommandResult run = RunCommand(
+      {"/bin/sh", "-c",
+       "printf 'Hello there\\n/unknown\\n/nothink\\nTell me a story\\n/bye\\nnot sent\\n' | " +
+           Client() + " --socket " + socket_ + " run --max-tokens 8 stories260K"});
   EXPECT_EQ(run.exit_code, 0) << run.err;
   EXPECT_TRUE(absl::StrContains(run.err, "unknown command /unknown")) << run.err;
+  EXPECT_FALSE(absl::StrContains(run.err, "unknown command /nothink")) << run.err;
   std::vector<std::string> answers = absl::StrSplit(run.out, '\n', absl::SkipEmpty());
   EXPECT_EQ(answers.size(), 2u) << run.out;  // No prompt over a pipe; /bye ends.
   // The second turn continued the first one's session: its earlier tokens
