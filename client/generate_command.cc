@@ -29,7 +29,8 @@ flags:
   --seed S              same seed + request = same tokens
   --stop TEXT           stop when TEXT appears (repeatable)
   --system TEXT         (chat) a system message first
-  --no-think            (chat) Qwen3, GLM-4.5: answer without reasoning first
+  --think, --no-think   (chat) a hybrid model reasons first, or not (Qwen3 and
+                        GLM-4.5 do by default, DeepSeek-V3.1 does not)
   --reasoning-effort E  (chat) gpt-oss: low, medium (default) or high
   --session ID          continue a session (its id is printed with --stats)
   --keep-session        keep the session on disk when the model unloads or the
@@ -41,6 +42,7 @@ flags:
 }  // namespace
 
 void FillReasoning(const ParsedArgs& args, v1::ChatMessages* chat) {
+  if (args.Has("think")) chat->set_thinking(true);
   if (args.Has("no-think")) chat->set_thinking(false);
   chat->set_reasoning_effort(args.GetOr("reasoning-effort", ""));
 }
@@ -112,6 +114,7 @@ int RunGenerate(WasteClient& client, const std::vector<std::string>& raw, bool c
                               {"seed"},
                               {"stop"},
                               {"system"},
+                              {"think", false},
                               {"no-think", false},
                               {"reasoning-effort"},
                               {"session"},
@@ -165,7 +168,7 @@ int RunGenerate(WasteClient& client, const std::vector<std::string>& raw, bool c
 
   v1::GenerateDone done;
   std::string session;
-  // A chat reply in harmony (gpt-oss) shows its reasoning apart.
+  // A chat reply's reasoning (harmony, <think>) shown apart.
   ReplyPrinter chat_reply(std::cout, isatty(STDOUT_FILENO) != 0);
   absl::Status status = client.Generate(request, [&](const v1::GenerateEvent& event) {
     if (event.has_token() && chat) {
@@ -174,6 +177,7 @@ int RunGenerate(WasteClient& client, const std::vector<std::string>& raw, bool c
       std::cout << event.token().text() << std::flush;
     } else if (event.has_started()) {
       session = event.started().session_id();
+      chat_reply.Start(event.started().reasoning_open());
     } else if (event.has_stats()) {
       PrintStats(event.stats(), "token");
     } else if (event.has_done()) {

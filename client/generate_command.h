@@ -11,8 +11,8 @@
 
 namespace waste {
 
-// The reasoning flags of `chat` and `run` into a request: --no-think (a
-// model with a thinking switch answers without reasoning) and
+// The reasoning flags of `chat` and `run` into a request: --think and
+// --no-think (a model with a thinking switch reasons first, or not) and
 // --reasoning-effort E (gpt-oss: low, medium, high; the daemon checks it).
 void FillReasoning(const ParsedArgs& args, v1::ChatMessages* chat);
 

@@ -18,6 +18,9 @@ class ReplyPrinter {
  public:
   ReplyPrinter(std::ostream& out, bool terminal) : out_(out), terminal_(terminal) {}
 
+  // At the reply's started event: `reasoning_open` (the prompt left a
+  // <think> block open) makes its first text reasoning.
+  void Start(bool reasoning_open) { splitter_ = ReasoningSplitter(reasoning_open); }
   void Add(const std::string& text);
   // At the end of the reply (before its closing newline).
   void Finish();

@@ -14,14 +14,14 @@ namespace waste {
 namespace {
 
 constexpr char kRunUsage[] =
-    R"(usage: waste-client run [--system TEXT] [--max-tokens N] [--no-think]
+    R"(usage: waste-client run [--system TEXT] [--max-tokens N] [--think | --no-think]
                         [--reasoning-effort low|medium|high] MODEL
 
 An interactive chat with MODEL: type a message and press enter; the answer
 streams back. The conversation lives in one daemon session, so each turn
 only computes its new tokens. Commands: /bye ends, /clear forgets the
 conversation, /nothink and /think switch a hybrid model's reasoning (Qwen3,
-GLM-4.5) off and on for the turns that follow. Works over a pipe: one
+GLM-4.5, DeepSeek-V3.1) off and on for the turns that follow. Works over a pipe: one
 message per line.
 )";
 
@@ -57,11 +57,7 @@ int RunChatLoop(WasteClient& client, const std::string& model, const ChatLoopOpt
       continue;
     }
     if (message == "/think" || message == "/nothink") {
-      if (message == "/think") {
-        controls.clear_thinking();  // The template's default.
-      } else {
-        controls.set_thinking(false);
-      }
+      controls.set_thinking(message == "/think");
       if (interactive) out << (message == "/think" ? "(reasoning on)\n" : "(reasoning off)\n");
       continue;
     }
@@ -84,7 +80,10 @@ int RunChatLoop(WasteClient& client, const std::string& model, const ChatLoopOpt
     // A reply's reasoning shown apart; the history keeps the answer only.
     ReplyPrinter reply(out, interactive && isatty(STDOUT_FILENO) != 0);
     absl::Status status = client.Generate(request, [&](const v1::GenerateEvent& event) {
-      if (event.has_started()) session = event.started().session_id();
+      if (event.has_started()) {
+        session = event.started().session_id();
+        reply.Start(event.started().reasoning_open());
+      }
       if (event.has_token()) reply.Add(event.token().text());
       return true;
     });

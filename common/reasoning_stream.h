@@ -6,7 +6,9 @@
 //     text after it the answer; the whitespace just inside the tags and
 //     between the block and the answer is dropped, as these models' chat
 //     templates drop it when they render a reply back;
-//   - anything else: all of it is the answer, untouched.
+//   - anything else: all of it is the answer, untouched;
+//   - a reply to a prompt that left a <think> block open (DeepSeek-V3.1
+//     asked to think): reasoning up to </think>, then the answer.
 // The form is decided at the reply's first characters: text is held back
 // only while it may still become "<think>" or "<|channel|>" (after leading
 // whitespace, for <think>). Reasoning and answer are handed back as soon
@@ -27,6 +29,11 @@ class ReasoningSplitter {
  public:
   using Parts = HarmonySplitter::Parts;
 
+  // `opened`: the prompt left a <think> block open (DeepSeek-V3.1 asked to
+  // think), so the reply starts inside it and only closes it.
+  explicit ReasoningSplitter(bool opened = false)
+      : form_(opened ? Form::kThink : Form::kUndecided) {}
+
   // The next piece of the reply's text; returns what of it is now known.
   Parts Add(std::string_view text);
   // At the end of the reply: what was held back.
@@ -43,7 +50,7 @@ class ReasoningSplitter {
   void Decide(Parts* out);
   void ThinkAdd(Parts* out);
 
-  Form form_ = Form::kUndecided;
+  Form form_;
   HarmonySplitter harmony_;
   Think think_ = Think::kReasoning;
   bool started_ = false;  // Something (not whitespace) of this part was handed back.

@@ -64,6 +64,25 @@ TEST(ReasoningSplitterTest, FormsAtAnyCuts) {
   }
 }
 
+// DeepSeek-V3.1 asked to think: the prompt opened the block, the reply only
+// closes it.
+TEST(ReasoningSplitterTest, ReplyInsideAnOpenBlock) {
+  const std::string reply = "Add them.\n</think>\n\n4";
+  for (size_t step : {1, 2, 3, 64}) {
+    ReasoningSplitter s(/*opened=*/true);
+    ReasoningSplitter::Parts all;
+    for (size_t i = 0; i < reply.size(); i += step) {
+      const ReasoningSplitter::Parts p = s.Add(reply.substr(i, step));
+      all.reasoning += p.reasoning;
+      all.content += p.content;
+    }
+    const ReasoningSplitter::Parts end = s.Finish();
+    EXPECT_EQ(all.reasoning + end.reasoning, "Add them.") << step;
+    EXPECT_EQ(all.content + end.content, "4") << step;
+    EXPECT_TRUE(s.split());
+  }
+}
+
 // Text is handed back as soon as it cannot be markup or whitespace to drop.
 TEST(ReasoningSplitterTest, HandsBackAsSoonAsKnown) {
   ReasoningSplitter s;

@@ -97,6 +97,7 @@ absl::Status Generation::Resolve(const std::vector<int32_t>* session_tokens) {
   const text::Tokenizer& tokenizer = *model_->tokenizer;
   full_.clear();
   from_bos_ = false;
+  reasoning_open_ = false;
   if (request_.has_chat()) {
     std::vector<text::ChatTurn> turns;
     for (const v1::ChatMessage& m : request_.chat().messages()) {
@@ -106,9 +107,10 @@ absl::Status Generation::Resolve(const std::vector<int32_t>* session_tokens) {
     text::ChatOptions options;
     options.add_generation_prompt =
         !chat.has_add_generation_prompt() || chat.add_generation_prompt();
-    // As a template's enable_thinking = false, where it has the switch.
-    options.thinking =
-        chat.thinking() || !chat.has_thinking() || !text::HasThinkingSwitch(model_->chat_template);
+    // As a template's thinking switch, where it has one.
+    if (chat.has_thinking() && text::HasThinkingSwitch(model_->chat_template)) {
+      options.thinking = chat.thinking();
+    }
     const std::string& effort = chat.reasoning_effort();
     if (!effort.empty() && effort != "low" && effort != "medium" && effort != "high") {
       return absl::InvalidArgumentError(
@@ -118,6 +120,7 @@ absl::Status Generation::Resolve(const std::vector<int32_t>* session_tokens) {
     std::string rendered =
         text::RenderChat(text::DetectChatFormat(model_->chat_template), turns, options);
     full_ = tokenizer.EncodeChat(rendered);
+    reasoning_open_ = text::PromptOpensReasoning(rendered);
   } else if (session_tokens != nullptr) {
     full_ = *session_tokens;
     std::vector<int32_t> more = tokenizer.Encode(request_.prompt(), false, false);
@@ -152,6 +155,7 @@ bool Generation::Start(const std::string& session_id, size_t cached, absl::Time 
   started->set_prompt_tokens(static_cast<int32_t>(full_.size()));
   started->set_cached_prompt_tokens(static_cast<int32_t>(cached));
   started->set_context_length(static_cast<int32_t>(model_->context_length));
+  started->set_reasoning_open(reasoning_open_);
   if (!sink_->Send(event_)) return false;
   if (request_.echo_prompt()) {
     for (size_t i = 0; i < full_.size(); ++i) {

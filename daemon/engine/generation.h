@@ -144,6 +144,7 @@ class Generation {
   std::optional<text::StreamingDetokenizer> detok_;  // Made by Resolve.
   text::StopMatcher stops_;
   bool from_bos_ = false;
+  bool reasoning_open_ = false;  // The chat prompt ends inside a <think> block.
   bool stop_at_eos_ = true;
 
   std::vector<int32_t> full_;

@@ -219,13 +219,14 @@ bool ReasoningEffort(FieldReader& reader, const Json& v, const std::string& name
 }
 
 // The template variables a request may set: enable_thinking (Qwen3,
-// GLM-4.5) and reasoning_effort (gpt-oss).
+// GLM-4.5), thinking (DeepSeek-V3.1; the same switch) and reasoning_effort
+// (gpt-oss).
 bool TemplateKwargs(FieldReader& reader, const Json& v, v1::ChatMessages* chat) {
   const std::string name = "chat_template_kwargs";
   if (!v.is_object()) return reader.Fail(absl::StrCat(name, " must be an object"), name);
   for (const auto& [key, value] : v.items()) {
     const std::string field = absl::StrCat(name, ".", key);
-    if (key == "enable_thinking") {
+    if (key == "enable_thinking" || key == "thinking") {  // Qwen3/GLM's; DeepSeek-V3.1's.
       bool thinking = true;
       if (!reader.Bool(value, field, &thinking)) return false;
       chat->set_thinking(thinking);

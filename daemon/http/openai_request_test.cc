@@ -71,6 +71,9 @@ TEST(OpenAiRequestTest, ReasoningControls) {
   EXPECT_FALSE(kwargs.generate.chat().thinking());
   EXPECT_EQ(kwargs.generate.chat().reasoning_effort(), "low");
   EXPECT_TRUE(kwargs.split_reasoning);
+  const CompletionRequest v31 = Parse(ApiKind::kChat, R"({
+    "messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": {"thinking": true}})");
+  EXPECT_TRUE(v31.generate.chat().thinking());
   EXPECT_FALSE(Parse(ApiKind::kChat, R"({
     "messages": [{"role": "user", "content": "x"}], "reasoning_format": "none"})")
                    .split_reasoning);

@@ -54,6 +54,10 @@ CompletionResponse::CompletionResponse(const CompletionRequest& request, std::st
 void CompletionResponse::Record(const v1::GenerateEvent& event,
                                 std::vector<TokenLogprob>* logprob) {
   if (event.has_started()) {
+    // The reply starts inside a reasoning block the prompt opened.
+    if (split_reasoning_ && event.started().reasoning_open()) {
+      splitter_ = ReasoningSplitter(/*opened=*/true);
+    }
     model_ = event.started().model();
     prompt_tokens_ = event.started().prompt_tokens();
     cached_prompt_tokens_ = event.started().cached_prompt_tokens();

@@ -11,10 +11,11 @@ namespace {
 
 using Json = nlohmann::json;
 
-v1::GenerateEvent Started(int prompt_tokens) {
+v1::GenerateEvent Started(int prompt_tokens, bool reasoning_open = false) {
   v1::GenerateEvent e;
   e.mutable_started()->set_model("stories260K");
   e.mutable_started()->set_prompt_tokens(prompt_tokens);
+  e.mutable_started()->set_reasoning_open(reasoning_open);
   return e;
 }
 
@@ -92,23 +93,29 @@ TEST(OpenAiResponseTest, ChatStreamChunks) {
 }
 
 // A reply with reasoning (gpt-oss's harmony; a <think> block: Qwen3,
-// DeepSeek-R1, GLM-4.5): the reasoning streams as reasoning_content, the
-// answer as content, the markup as neither; the one-piece body says the
+// DeepSeek-R1, GLM-4.5; one the prompt opened: DeepSeek-V3.1): the reasoning streams as
+// reasoning_content, the answer as content, the markup as neither; the one-piece body says the
 // same. A plain completion of the same tokens keeps them as text.
 TEST(OpenAiResponseTest, ReasoningRepliesSplitReasoningFromContent) {
-  const std::vector<std::vector<std::string>> replies = {
-      {"<|channel|>", "analysis", "<|message|>", "Add them.", "<|end|>", "<|start|>", "assistant",
-       "<|channel|>", "final", "<|message|>", "4"},
-      {"\n", "<think>", "Add", " them.", "\n", "</think>", "\n\n", "4"}};
-  for (const std::vector<std::string>& pieces : replies) {
+  struct Reply {
+    std::vector<std::string> pieces;
+    bool open;  // The prompt opened the block (DeepSeek-V3.1 thinking).
+  };
+  const std::vector<Reply> replies = {
+      {{"<|channel|>", "analysis", "<|message|>", "Add them.", "<|end|>", "<|start|>", "assistant",
+        "<|channel|>", "final", "<|message|>", "4"},
+       false},
+      {{"\n", "<think>", "Add", " them.", "\n", "</think>", "\n\n", "4"}, false},
+      {{"Add", " them.", "</think>", "\n\n", "4"}, true}};
+  for (const auto& [pieces, open] : replies) {
     CompletionRequest request;
     request.kind = ApiKind::kChat;
     request.stream = true;
     CompletionResponse streamed(request, "chatcmpl-2", 1700000000, "m");
     request.stream = false;
     CompletionResponse whole(request, "chatcmpl-3", 1700000000, "m");
-    std::string stream = streamed.StreamEvent(Started(3));
-    whole.Add(Started(3));
+    std::string stream = streamed.StreamEvent(Started(3, open));
+    whole.Add(Started(3, open));
     int id = 0;
     std::string raw;
     for (const std::string& piece : pieces) {
@@ -135,7 +142,7 @@ TEST(OpenAiResponseTest, ReasoningRepliesSplitReasoningFromContent) {
     // reasoning_format "none": the chat reply as it came.
     request.split_reasoning = false;
     CompletionResponse raw_chat(request, "chatcmpl-4", 1700000000, "m");
-    raw_chat.Add(Started(3));
+    raw_chat.Add(Started(3, open));
     for (const std::string& piece : pieces) raw_chat.Add(Token(0, piece));
     raw_chat.Add(Done(v1::FINISH_REASON_EOS, 3, id));
     const Json raw_body = Json::parse(raw_chat.Body());

@@ -17,6 +17,8 @@ ChatFormat DetectChatFormat(const std::string& t) {
   if (absl::StrContains(t, "<|start_header_id|>")) return ChatFormat::kLlama3;
   // GLM-4.5/4.6 (and GLM-4's): the template opens with these two tokens.
   if (absl::StrContains(t, "[gMASK]<sop>")) return ChatFormat::kGlm;
+  // DeepSeek-V3.1: a reply opens with </think> (or <think>, thinking).
+  if (absl::StrContains(t, "<｜Assistant｜></think>")) return ChatFormat::kDeepSeekV31;
   if (absl::StrContains(t, "<｜User｜>") || absl::StrContains(t, "<｜Assistant｜>")) {
     return ChatFormat::kDeepSeek;
   }
@@ -36,6 +38,8 @@ const char* ChatFormatName(ChatFormat format) {
       return "llama2";
     case ChatFormat::kDeepSeek:
       return "deepseek";
+    case ChatFormat::kDeepSeekV31:
+      return "deepseek-v3.1";
     case ChatFormat::kKimiK2:
       return "kimi-k2";
     case ChatFormat::kHarmony:
@@ -132,12 +136,54 @@ std::string RenderGlm(const std::vector<ChatTurn>& turns, const ChatOptions& opt
       absl::StrAppend(&out, "<|system|>\n", t.content);
     } else {
       absl::StrAppend(&out, "<|user|>\n", t.content);
-      if (!options.thinking && !absl::EndsWith(t.content, "/nothink")) out += "/nothink";
+      if (options.thinking == false && !absl::EndsWith(t.content, "/nothink")) {
+        out += "/nothink";
+      }
     }
   }
   if (options.add_generation_prompt) {
     out += "<|assistant|>";
-    if (!options.thinking) out += "\n<think></think>";
+    if (options.thinking == false) out += "\n<think></think>";
+  }
+  return out;
+}
+
+// DeepSeek-V3.1's template: every system turn first (joined by blank lines),
+// then the turns; a reply after a user turn opens with </think> (its
+// reasoning, if any, dropped), one after a tool's output does not; the
+// generation prompt follows a user turn only, opening with </think>, or
+// <think> when thinking.
+std::string RenderDeepSeekV31(const std::vector<ChatTurn>& turns, const ChatOptions& options) {
+  std::string out;
+  bool first_system = true;
+  for (const ChatTurn& t : turns) {
+    if (t.role != "system") continue;
+    absl::StrAppend(&out, first_system ? "" : "\n\n", t.content);
+    first_system = false;
+  }
+  bool last_user = false, after_tool = false;
+  for (const ChatTurn& t : turns) {
+    if (t.role == "user") {
+      absl::StrAppend(&out, "<｜User｜>", t.content);
+      last_user = true;
+      after_tool = false;
+    } else if (t.role == "assistant") {
+      if (last_user) out += "<｜Assistant｜></think>";
+      absl::string_view content = t.content;
+      if (const size_t close = content.find("</think>");
+          !after_tool && close != absl::string_view::npos) {
+        content = content.substr(close + 8);
+      }
+      absl::StrAppend(&out, content, "<｜end▁of▁sentence｜>");
+      last_user = after_tool = false;
+    } else if (t.role == "tool") {
+      absl::StrAppend(&out, "<｜tool▁output▁begin｜>", t.content, "<｜tool▁output▁end｜>");
+      last_user = false;
+      after_tool = true;
+    }
+  }
+  if (options.add_generation_prompt && last_user) {
+    out += options.thinking.value_or(false) ? "<｜Assistant｜><think>" : "<｜Assistant｜></think>";
   }
   return out;
 }
@@ -145,7 +191,12 @@ std::string RenderGlm(const std::vector<ChatTurn>& turns, const ChatOptions& opt
 }  // namespace
 
 bool HasThinkingSwitch(const std::string& jinja_template) {
-  return absl::StrContains(jinja_template, "enable_thinking");
+  return absl::StrContains(jinja_template, "enable_thinking") ||
+         absl::StrContains(jinja_template, "<｜Assistant｜></think>");
+}
+
+bool PromptOpensReasoning(const std::string& rendered) {
+  return absl::EndsWith(rendered, "<think>") || absl::EndsWith(rendered, "<think>\n");
 }
 
 std::string RenderChat(ChatFormat format, const std::vector<ChatTurn>& turns,
@@ -157,6 +208,8 @@ std::string RenderChat(ChatFormat format, const std::vector<ChatTurn>& turns,
       return RenderHarmony(turns, options);
     case ChatFormat::kGlm:
       return RenderGlm(turns, options);
+    case ChatFormat::kDeepSeekV31:
+      return RenderDeepSeekV31(turns, options);
     case ChatFormat::kChatMl:
       for (const ChatTurn& t : turns) {
         absl::StrAppend(&out, "<|im_start|>", t.role, "\n", t.content, "<|im_end|>\n");
@@ -164,7 +217,7 @@ std::string RenderChat(ChatFormat format, const std::vector<ChatTurn>& turns,
       if (add_generation_prompt) {
         out += "<|im_start|>assistant\n";
         // Qwen3 with enable_thinking = false: the reply's block, empty.
-        if (!options.thinking) out += "<think>\n\n</think>\n\n";
+        if (options.thinking == false) out += "<think>\n\n</think>\n\n";
       }
       return out;
     case ChatFormat::kLlama3:

@@ -10,12 +10,23 @@
 #ifndef WASTE_DAEMON_TEXT_CHAT_TEMPLATE_H_
 #define WASTE_DAEMON_TEXT_CHAT_TEMPLATE_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace waste::text {
 
-enum class ChatFormat { kPlain, kChatMl, kLlama3, kLlama2, kDeepSeek, kKimiK2, kHarmony, kGlm };
+enum class ChatFormat {
+  kPlain,
+  kChatMl,
+  kLlama3,
+  kLlama2,
+  kDeepSeek,     // DeepSeek V2/V3/R1.
+  kDeepSeekV31,  // DeepSeek-V3.1: a reply opens with </think> or <think>.
+  kKimiK2,
+  kHarmony,
+  kGlm
+};
 
 struct ChatTurn {
   std::string role;
@@ -30,11 +41,12 @@ const char* ChatFormatName(ChatFormat format);
 struct ChatOptions {
   // End with the opening of an assistant turn.
   bool add_generation_prompt = true;
-  // false: what a template with a thinking switch writes for enable_thinking
-  // = false (ChatML, i.e. Qwen3: an empty <think> block opening the reply;
-  // GLM: the same, and /nothink after each user turn). Callers check the
-  // template has the switch (HasThinkingSwitch).
-  bool thinking = true;
+  // Set only for a template with a thinking switch (HasThinkingSwitch);
+  // unset: its default. false: what Qwen3's (ChatML) and GLM's templates
+  // write for enable_thinking = false (an empty <think> block opening the
+  // reply; GLM also /nothink after each user turn). DeepSeek-V3.1 (whose
+  // default is not to reason): true opens the reply with <think>.
+  std::optional<bool> thinking;
   // Harmony: "low", "medium" (empty: the default) or "high".
   std::string reasoning_effort;
   // Harmony's system message names `date` (YYYY-MM-DD; empty: today, UTC).
@@ -50,9 +62,13 @@ inline std::string RenderChat(ChatFormat format, const std::vector<ChatTurn>& tu
   return RenderChat(format, turns, {.add_generation_prompt = add_generation_prompt, .date = date});
 }
 
-// Whether a GGUF chat template turns reasoning off on enable_thinking
-// (Qwen3's, GLM-4.5's).
+// Whether a GGUF chat template switches reasoning on or off: Qwen3's and
+// GLM-4.5's enable_thinking, DeepSeek-V3.1's thinking.
 bool HasThinkingSwitch(const std::string& jinja_template);
+
+// Whether a rendered prompt leaves a reasoning block open (DeepSeek-V3.1
+// with thinking): the reply starts inside it, and only closes it.
+bool PromptOpensReasoning(const std::string& rendered);
 
 }  // namespace waste::text
 

@@ -93,6 +93,35 @@ TEST(ChatTemplateTest, ThinkingSwitchAndReasoningEffort) {
   EXPECT_NE(high.find("\n\nReasoning: high\n\n"), std::string::npos) << high;
 }
 
+// As Jinja renders DeepSeek-V3.1's template: system turns first, replies
+// after a user turn open with </think> (reasoning dropped), after a tool's
+// output not; thinking opens the reply with <think>, which leaves the
+// block open; no generation prompt after a tool's output.
+TEST(ChatTemplateTest, RendersDeepSeekV31) {
+  const std::string tmpl =
+      "{% if not thinking is defined %}{% set thinking = false %}{% endif %}"
+      "{{'<｜Assistant｜></think>'}}";
+  EXPECT_EQ(DetectChatFormat(tmpl), ChatFormat::kDeepSeekV31);
+  EXPECT_TRUE(HasThinkingSwitch(tmpl));
+  const std::vector<ChatTurn> turns = {
+      {"system", "S1"}, {"user", "Q"},      {"system", "S2"}, {"assistant", "<think>r</think>A"},
+      {"user", "Q2"},   {"assistant", "B"}, {"tool", "T"},    {"assistant", "C"},
+      {"user", "Q3"}};
+  const std::string history =
+      "S1\n\nS2<｜User｜>Q<｜Assistant｜></think>A<｜end▁of▁sentence｜><｜User｜>Q2<｜Assistant｜>"
+      "</think>B<｜end▁of▁sentence｜><｜tool▁output▁begin｜>T<｜tool▁output▁end｜>C<｜end▁of▁"
+      "sentence｜><｜User｜>Q3";
+  const std::string plain = RenderChat(ChatFormat::kDeepSeekV31, turns, ChatOptions{});
+  EXPECT_EQ(plain, history + "<｜Assistant｜></think>");
+  EXPECT_FALSE(PromptOpensReasoning(plain));
+  const std::string thinking =
+      RenderChat(ChatFormat::kDeepSeekV31, turns, ChatOptions{.thinking = true});
+  EXPECT_EQ(thinking, history + "<｜Assistant｜><think>");
+  EXPECT_TRUE(PromptOpensReasoning(thinking));
+  EXPECT_EQ(RenderChat(ChatFormat::kDeepSeekV31, {{"user", "Q"}, {"tool", "T"}}, ChatOptions{}),
+            "<｜User｜>Q<｜tool▁output▁begin｜>T<｜tool▁output▁end｜>");
+}
+
 TEST(ChatTemplateTest, RendersChatMlWithGenerationPrompt) {
   std::vector<ChatTurn> turns = {{"system", "Be brief."}, {"user", "Hi"}};
   EXPECT_EQ(RenderChat(ChatFormat::kChatMl, turns, true),
