@@ -17,22 +17,36 @@ absl::Status ChunkBuilder::CheckType(const std::string& name, const TensorInfo& 
                                                ", which waste cannot compute yet"));
 }
 
-absl::Status ChunkBuilder::Bind(const std::string& name, int64_t cols, int64_t rows, bool required,
-                                TensorRef* ref) {
+absl::StatusOr<const TensorInfo*> ChunkBuilder::Find(const std::string& name,
+                                                     const std::vector<int64_t>& shape,
+                                                     bool required) const {
   const TensorInfo* info = gguf_.FindTensor(name);
   if (info == nullptr) {
-    if (!required) return absl::OkStatus();
+    if (!required) return nullptr;
     return absl::InvalidArgumentError(
         absl::StrCat(gguf_.path(), ": tensor '", name, "' is missing"));
   }
-  std::vector<int64_t> expected = {cols};
-  if (rows > 0) expected.push_back(rows);
-  if (info->shape != expected) {
+  if (info->shape != shape) {
     return absl::InvalidArgumentError(absl::StrCat(
         gguf_.path(), ": tensor '", name, "' has shape [", absl::StrJoin(info->shape, ", "),
-        "], expected [", absl::StrJoin(expected, ", "), "]"));
+        "], expected [", absl::StrJoin(shape, ", "), "]"));
   }
   RETURN_IF_ERROR(CheckType(name, *info));
+  return info;
+}
+
+void ChunkBuilder::Queue(const TensorInfo* info, TensorRef* ref) {
+  tensors_.push_back(info);
+  offsets_.push_back(&ref->place.slot_offset);
+  chunk_ids_.push_back(&ref->place.chunk);
+}
+
+absl::Status ChunkBuilder::Bind(const std::string& name, int64_t cols, int64_t rows, bool required,
+                                TensorRef* ref) {
+  std::vector<int64_t> expected = {cols};
+  if (rows > 0) expected.push_back(rows);
+  ASSIGN_OR_RETURN(const TensorInfo* info, Find(name, expected, required));
+  if (info == nullptr) return absl::OkStatus();
   ref->present = true;
   ref->type = static_cast<kernels::WeightType>(info->type);
   ref->cols = cols;
@@ -44,27 +58,14 @@ absl::Status ChunkBuilder::Bind(const std::string& name, int64_t cols, int64_t r
                                                  std::string(storage::GgmlTypeName(info->type))));
   }
   *max_cols_ = std::max(*max_cols_, cols);
-  tensors_.push_back(info);
-  offsets_.push_back(&ref->place.slot_offset);
-  chunk_ids_.push_back(&ref->place.chunk);
+  Queue(info, ref);
   return absl::OkStatus();
 }
 
 absl::Status ChunkBuilder::BindStacked(const std::string& name, int64_t cols, int64_t rows,
                                        int64_t n, bool whole, TensorRef* ref,
                                        const TensorInfo** info_out) {
-  const TensorInfo* info = gguf_.FindTensor(name);
-  if (info == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(gguf_.path(), ": tensor '", name, "' is missing"));
-  }
-  std::vector<int64_t> expected = {cols, rows, n};
-  if (info->shape != expected) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        gguf_.path(), ": tensor '", name, "' has shape [", absl::StrJoin(info->shape, ", "),
-        "], expected [", absl::StrJoin(expected, ", "), "]"));
-  }
-  RETURN_IF_ERROR(CheckType(name, *info));
+  ASSIGN_OR_RETURN(const TensorInfo* info, Find(name, {cols, rows, n}, /*required=*/true));
   ref->present = true;
   ref->type = static_cast<kernels::WeightType>(info->type);
   ref->cols = cols;
@@ -72,31 +73,26 @@ absl::Status ChunkBuilder::BindStacked(const std::string& name, int64_t cols, in
   ref->n_mat = n;
   ref->row_bytes = info->size / (rows * n);
   *max_cols_ = std::max(*max_cols_, cols);
-  if (whole) {
-    tensors_.push_back(info);
-    offsets_.push_back(&ref->place.slot_offset);
-    chunk_ids_.push_back(&ref->place.chunk);
-  }
+  if (whole) Queue(info, ref);
   if (info_out != nullptr) *info_out = info;
   return absl::OkStatus();
 }
 
 absl::Status ChunkBuilder::BindExpertRows(const std::string& name, int64_t cols, int64_t n,
                                           TensorRef* ref, const TensorInfo** info_out) {
-  TensorRef whole;
-  RETURN_IF_ERROR(Bind(name, cols, n, true, &whole));
-  // Bind queued the whole tensor for the open chunk; its rows go elsewhere.
-  tensors_.pop_back();
-  offsets_.pop_back();
-  chunk_ids_.pop_back();
-  if (whole.type != kernels::WeightType::kF32) {
+  ASSIGN_OR_RETURN(const TensorInfo* info, Find(name, {cols, n}, /*required=*/true));
+  if (info->type != storage::GgmlType::kF32) {
     return absl::UnimplementedError(
         absl::StrCat(gguf_.path(), ": expert bias '", name, "' must be F32"));
   }
-  *ref = whole;
+  ref->present = true;
+  ref->type = kernels::WeightType::kF32;
+  ref->cols = cols;
   ref->rows = 1;
   ref->n_mat = n;
-  *info_out = gguf_.FindTensor(name);
+  ref->row_bytes = info->size / n;
+  *max_cols_ = std::max(*max_cols_, cols);
+  *info_out = info;
   return absl::OkStatus();
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "daemon/memory/chunk_spec.h"
 #include "daemon/model/model.h"
 #include "storage/gguf.h"
@@ -56,6 +57,13 @@ class ChunkBuilder {
 
  private:
   absl::Status CheckType(const std::string& name, const storage::TensorInfo& info) const;
+  // `name` with the given shape and a type the kernels compute; null when
+  // absent and not `required`.
+  absl::StatusOr<const storage::TensorInfo*> Find(const std::string& name,
+                                                  const std::vector<int64_t>& shape,
+                                                  bool required) const;
+  // `info` joins the open chunk; ref's placement is set at Finish.
+  void Queue(const storage::TensorInfo* info, TensorRef* ref);
 
   const storage::GgufFile& gguf_;
   std::vector<memory::ChunkSpec>* chunks_;

@@ -423,11 +423,7 @@ absl::Status Forward::Attention(std::span<const SequenceStep> steps, const Layer
   }
   RETURN_IF_ERROR(Product(chunk, chunk.View(layer.wo), ws.att.data(), qd, n, ws.tmp.data(),
                           hp.n_embd, ws.row_paths.data()));
-  if (layer.bo.present) {
-    for (int64_t b = 0; b < n; ++b) {
-      ops::Add(&ws.tmp[b * hp.n_embd], layer.bo.F32(slot), hp.n_embd, &ws.tmp[b * hp.n_embd]);
-    }
-  }
+  if (layer.bo.present) ops::AddToRows(ws.tmp.data(), n, layer.bo.F32(slot), hp.n_embd);
   ops::Add(ws.x.data(), ws.tmp.data(), n * hp.n_embd, ws.x.data());
   return absl::OkStatus();
 }

@@ -64,10 +64,7 @@ void LimitGroups(const MoeParams& moe, float* select) {
 // gpt-oss: the router's bias on each of n rows of logits.
 void AddRouterBias(const LayerTensors& layer, const uint8_t* slot, int64_t n, int64_t n_expert,
                    float* logits) {
-  if (!layer.router_bias.present) return;
-  for (int64_t b = 0; b < n; ++b) {
-    ops::Add(&logits[b * n_expert], layer.router_bias.F32(slot), n_expert, &logits[b * n_expert]);
-  }
+  if (layer.router_bias.present) ops::AddToRows(logits, n, layer.router_bias.F32(slot), n_expert);
 }
 
 // Adds an expert's bias row (at `offset` of its chunk's slot `base`) to each
@@ -75,8 +72,7 @@ void AddRouterBias(const LayerTensors& layer, const uint8_t* slot, int64_t n, in
 void AddExpertBias(const TensorRef& bias, const uint8_t* base, uint64_t offset, int64_t rows,
                    float* y) {
   if (!bias.present) return;
-  const float* b = reinterpret_cast<const float*>(base + offset);
-  for (int64_t r = 0; r < rows; ++r) ops::Add(&y[r * bias.cols], b, bias.cols, &y[r * bias.cols]);
+  ops::AddToRows(y, rows, reinterpret_cast<const float*>(base + offset), bias.cols);
 }
 
 // An expert's hidden rows from its gate and up products: their biases,

@@ -78,6 +78,10 @@ void Add(const float* a, const float* b, int64_t n, float* y, Isa isa) {
   KernelsFor(isa).add(a, b, n, y);
 }
 
+void AddToRows(float* y, int64_t rows, const float* row, int64_t cols, Isa isa) {
+  for (int64_t r = 0; r < rows; ++r) Add(y + r * cols, row, cols, y + r * cols, isa);
+}
+
 void Mul(const float* a, const float* b, int64_t n, float* y, Isa isa) {
   WCHECK(n >= 0) << "Mul n=" << n;
   if (n == 0) return;

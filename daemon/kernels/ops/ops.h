@@ -52,6 +52,8 @@ void SwiGluOai(const float* gate, const float* up, int64_t n, float alpha, float
 
 // y = a + b, y = a * b, y = x * s.
 void Add(const float* a, const float* b, int64_t n, float* y, Isa isa = Isa::kAuto);
+// Adds `row` (cols floats, e.g. a bias) to each of the `rows` rows of y.
+void AddToRows(float* y, int64_t rows, const float* row, int64_t cols, Isa isa = Isa::kAuto);
 void Mul(const float* a, const float* b, int64_t n, float* y, Isa isa = Isa::kAuto);
 void Scale(const float* x, float s, int64_t n, float* y, Isa isa = Isa::kAuto);
 
