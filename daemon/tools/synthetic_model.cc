@@ -485,7 +485,6 @@ absl::StatusOr<MkModelOptions> ResolveOptions(const MkModelOptions& options, int
           absl::StrCat("--rope-dim ", o.rope_dim, " is more than the head dimension ", o.head_dim));
     }
   }
-  if (!glm) o.qk_norm = false;
   if (o.sliding_window < 0 || (o.sliding_window > 0 && o.arch != SyntheticArch::kGptOss)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--sliding-window ", o.sliding_window, " applies to --arch gpt-oss only and must be >= 0"));
