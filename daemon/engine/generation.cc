@@ -2,11 +2,13 @@
 
 #include <random>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "daemon/text/chat_template.h"
+#include "daemon/text/chat_tools.h"
 #include "daemon/text/utf8.h"
 
 namespace waste::engine {
@@ -98,13 +100,35 @@ absl::Status Generation::Resolve(const std::vector<int32_t>* session_tokens) {
   full_.clear();
   from_bos_ = false;
   reasoning_open_ = false;
+  tool_format_ = ToolFormat::kNone;
   if (request_.has_chat()) {
-    std::vector<text::ChatTurn> turns;
-    for (const v1::ChatMessage& m : request_.chat().messages()) {
-      turns.push_back({m.role(), m.content()});
-    }
     const v1::ChatMessages& chat = request_.chat();
+    const text::ChatFormat format = text::DetectChatFormat(model_->chat_template);
+    std::vector<text::ChatTurn> turns;
+    for (const v1::ChatMessage& m : chat.messages()) {
+      text::ChatTurn& turn = turns.emplace_back();
+      turn.role = m.role();
+      turn.content = m.content();
+      turn.tool_call_id = m.tool_call_id();
+      for (const v1::ToolCall& c : m.tool_calls()) {
+        turn.tool_calls.push_back({c.id(), c.name(), c.arguments()});
+        RETURN_IF_ERROR(text::CheckToolCall(turn.tool_calls.back()));
+      }
+    }
     text::ChatOptions options;
+    if (!chat.tools().empty()) {
+      RETURN_IF_ERROR(text::CheckTools(chat.tools()));
+      options.tools = chat.tools();
+      tool_format_ = text::ChatToolFormat(format);
+    }
+    const bool calls =
+        absl::c_any_of(turns, [](const text::ChatTurn& t) { return !t.tool_calls.empty(); });
+    if ((!options.tools.empty() || calls) && text::ChatToolFormat(format) == ToolFormat::kNone) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tools: this model's chat template (", text::ChatFormatName(format),
+                       ") has no tool calling that waste knows (Qwen's, GLM-4.5's and "
+                       "Kimi-K2's have)"));
+    }
     options.add_generation_prompt =
         !chat.has_add_generation_prompt() || chat.add_generation_prompt();
     // As a template's thinking switch, where it has one.
@@ -117,8 +141,7 @@ absl::Status Generation::Resolve(const std::vector<int32_t>* session_tokens) {
           absl::StrCat("reasoning_effort '", effort, "' is not one of low, medium, high"));
     }
     options.reasoning_effort = effort;
-    std::string rendered =
-        text::RenderChat(text::DetectChatFormat(model_->chat_template), turns, options);
+    std::string rendered = text::RenderChat(format, turns, options);
     full_ = tokenizer.EncodeChat(rendered);
     reasoning_open_ = text::PromptOpensReasoning(rendered);
   } else if (session_tokens != nullptr) {
@@ -156,6 +179,7 @@ bool Generation::Start(const std::string& session_id, size_t cached, absl::Time 
   started->set_cached_prompt_tokens(static_cast<int32_t>(cached));
   started->set_context_length(static_cast<int32_t>(model_->context_length));
   started->set_reasoning_open(reasoning_open_);
+  started->set_tool_format(ToolFormatName(tool_format_));
   if (!sink_->Send(event_)) return false;
   if (request_.echo_prompt()) {
     for (size_t i = 0; i < full_.size(); ++i) {

@@ -23,6 +23,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/tool_call.h"
 #include "daemon/cache/chunk_store.h"
 #include "daemon/text/detokenizer.h"
 #include "daemon/text/sampler.h"
@@ -145,6 +146,7 @@ class Generation {
   text::StopMatcher stops_;
   bool from_bos_ = false;
   bool reasoning_open_ = false;  // The chat prompt ends inside a <think> block.
+  ToolFormat tool_format_ = ToolFormat::kNone;  // How the reply calls the tools offered.
   bool stop_at_eos_ = true;
 
   std::vector<int32_t> full_;

@@ -7,11 +7,14 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/text/chat_tools.h"
 
 namespace waste::http {
 namespace {
 
-using Json = nlohmann::json;
+// Ordered: tools reach the model's prompt with their keys as the client
+// wrote them, as Jinja renders them.
+using Json = nlohmann::ordered_json;
 
 // Whether `body` nests arrays/objects deeper than kMaxJsonDepth. Checked
 // before parsing so a hostile body cannot make the parser (or the tree's
@@ -142,6 +145,47 @@ bool MessageContent(FieldReader& reader, const Json& v, const std::string& name,
   return true;
 }
 
+// An assistant message's calls: [{"id", "type": "function", "function":
+// {"name", "arguments": a JSON object as text (or the object)}}].
+bool ToolCalls(FieldReader& reader, const Json& v, const std::string& name,
+               v1::ChatMessage* message) {
+  if (!v.is_array()) return reader.Fail(absl::StrCat(name, " must be an array"), name);
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string call_name = absl::StrCat(name, "[", i, "]");
+    const Json& c = v[i];
+    if (!c.is_object() || !c.contains("function") || !c["function"].is_object()) {
+      return reader.Fail(absl::StrCat(call_name,
+                                      " must be {\"type\": \"function\", \"function\": "
+                                      "{\"name\", \"arguments\"}}"),
+                         call_name);
+    }
+    v1::ToolCall* call = message->add_tool_calls();
+    if (c.contains("id") && !c["id"].is_null() &&
+        !reader.String(c["id"], call_name + ".id", call->mutable_id())) {
+      return false;
+    }
+    const Json& function = c["function"];
+    if (!function.contains("name") ||
+        !reader.String(function["name"], call_name + ".function.name", call->mutable_name())) {
+      return reader.Fail(absl::StrCat(call_name, ".function.name must be a string"),
+                         call_name + ".function.name");
+    }
+    const Json arguments = function.contains("arguments") ? function["arguments"] : Json("{}");
+    // A string as the client sent it (templates write it as it is); an
+    // object as the templates' tojson writes one.
+    call->set_arguments(
+        arguments.is_string()
+            ? arguments.get<std::string>()
+            : text::PythonJson(arguments.dump(-1, ' ', false, Json::error_handler_t::replace)));
+    if (const absl::Status checked =
+            text::CheckToolCall({call->id(), call->name(), call->arguments()});
+        !checked.ok()) {
+      return reader.Fail(absl::StrCat(call_name, ": ", checked.message()), call_name);
+    }
+  }
+  return true;
+}
+
 bool Messages(FieldReader& reader, const Json& v, v1::ChatMessages* chat) {
   if (!v.is_array() || v.empty()) {
     return reader.Fail("messages must be a non-empty array of {role, content}", "messages");
@@ -161,11 +205,28 @@ bool Messages(FieldReader& reader, const Json& v, v1::ChatMessages* chat) {
         return false;
       }
     }
-    if (m.contains("tool_calls") && !m["tool_calls"].is_null() && !m["tool_calls"].empty()) {
-      return reader.Fail(absl::StrCat(name, ".tool_calls: tool calls are not supported"),
-                         name + ".tool_calls");
+    if (m.contains("tool_calls") && !m["tool_calls"].is_null() &&
+        !ToolCalls(reader, m["tool_calls"], name + ".tool_calls", message)) {
+      return false;
+    }
+    if (m.contains("tool_call_id") && !m["tool_call_id"].is_null() &&
+        !reader.String(m["tool_call_id"], name + ".tool_call_id",
+                       message->mutable_tool_call_id())) {
+      return false;
     }
   }
+  return true;
+}
+
+// The tools a request offers: checked, and kept as the client wrote them.
+bool Tools(FieldReader& reader, const Json& v, v1::ChatMessages* chat) {
+  if (!v.is_array()) return reader.Fail("tools must be an array", "tools");
+  if (v.empty()) return true;
+  const std::string tools = v.dump(-1, ' ', false, Json::error_handler_t::replace);
+  if (const absl::Status checked = text::CheckTools(tools); !checked.ok()) {
+    return reader.Fail(std::string(checked.message()), "tools");
+  }
+  chat->set_tools(tools);
   return true;
 }
 
@@ -269,6 +330,7 @@ bool ParseCompletionRequest(ApiKind kind, absl::string_view body, CompletionRequ
   int64_t top_logprobs = 0;
   bool top_logprobs_set = false;
   bool has_input = false;
+  bool tools_offered = true;  // tool_choice "none": the model sees no tools.
 
   for (const auto& [key, v] : root.items()) {
     // Explicit nulls mean "unset" for every optional field.
@@ -350,13 +412,21 @@ bool ParseCompletionRequest(ApiKind kind, absl::string_view body, CompletionRequ
       }
     } else if (key == "logit_bias") {
       if (!v.is_object() || !v.empty()) return reader.Fail("logit_bias is not supported", key);
-    } else if (chat && (key == "tools" || key == "functions")) {
-      if (!v.is_array() || !v.empty()) {
-        return reader.Fail(absl::StrCat(key, ": tool calling is not supported"), key);
-      }
-    } else if (chat && (key == "tool_choice" || key == "function_call")) {
+    } else if (chat && key == "tools") {
+      if (!Tools(reader, v, generate.mutable_chat())) return false;
+    } else if (chat && key == "tool_choice") {
+      // "required" and naming a function would need constrained decoding.
       if (!(v.is_string() && (v == "none" || v == "auto"))) {
-        return reader.Fail(absl::StrCat(key, ": tool calling is not supported"), key);
+        return reader.Fail("tool_choice: only \"auto\" and \"none\" are supported", key);
+      }
+      tools_offered = v == "auto";
+    } else if (chat && (key == "functions" || key == "function_call")) {
+      if (key == "functions" ? !v.is_array() || !v.empty()
+                             : !(v.is_string() && (v == "none" || v == "auto"))) {
+        return reader.Fail(absl::StrCat(key,
+                                        " (OpenAI's deprecated form) is not supported: "
+                                        "use tools"),
+                           key);
       }
     } else if (chat && key == "reasoning_format") {  // Extension (llama.cpp).
       if (!v.is_string() || (v != "none" && v != "auto" && v != "deepseek")) {
@@ -378,6 +448,7 @@ bool ParseCompletionRequest(ApiKind kind, absl::string_view body, CompletionRequ
     }
   }
 
+  if (chat && !tools_offered) generate.mutable_chat()->clear_tools();
   if (!has_input) {
     if (chat) return reader.Fail("messages is required", "messages");
     // OpenAI's completions start from the beginning of a document when no

@@ -3,9 +3,11 @@
 // Every field either maps onto the engine, is ignored because OpenAI
 // clients send it by default and it does not change what is generated
 // (user, store, metadata, service_tier, parallel_tool_calls), or is refused
-// with a 400 that names it (n > 1, tools, logit_bias, echo, suffix,
-// best_of > 1, non-text response_format, and any field this server does not
-// know).
+// with a 400 that names it (n > 1, tool_choice "required" or a named
+// function, logit_bias, echo, suffix, best_of > 1, non-text
+// response_format, and any field this server does not know). Tools, and
+// the calls and results of earlier turns, go to the model's chat template
+// (the engine refuses them for a template without tool calling).
 //
 // Defaults follow OpenAI's, not the gRPC API's: temperature 1 when unset,
 // and /v1/completions generates 16 tokens when max_tokens is unset.

@@ -185,6 +185,28 @@ TEST(OpenAiRequestTest, BadFieldsAreNamed) {
       {ApiKind::kCompletion, R"({"prompt": "a", "best_of": 3})", "best_of"},
       {ApiKind::kCompletion, R"({"prompt": "a", "logprobs": true})", "logprobs"},
       {ApiKind::kCompletion, R"({"prompt": "a", "messages": []})", "messages"},
+      {ApiKind::kChat,
+       R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": "required"})",
+       "tool_choice"},
+      {ApiKind::kChat,
+       R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": {"type": "function", "function": {"name": "f"}}})",
+       "tool_choice"},
+      {ApiKind::kChat,
+       R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "f", "parameters": []}}]})",
+       "tools"},
+      {ApiKind::kChat, R"({"messages": [{"role": "user", "content": "x"}], "tools": {}})", "tools"},
+      {ApiKind::kChat,
+       R"({"messages": [{"role": "user", "content": "x"}], "functions": [{"name": "f"}]})",
+       "functions"},
+      {ApiKind::kChat,
+       R"({"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "tool_calls": [{"id": "c"}]}]})",
+       "messages[1].tool_calls[0]"},
+      {ApiKind::kChat,
+       R"({"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": "[1]"}}]}]})",
+       "messages[1].tool_calls[0]"},
+      {ApiKind::kChat,
+       R"({"messages": [{"role": "user", "content": "x"}, {"role": "tool", "tool_call_id": 7, "content": "r"}]})",
+       "messages[1].tool_call_id"},
   };
   for (const Case& c : cases) {
     ApiError error = Refuse(c.kind, c.body);
@@ -201,6 +223,43 @@ TEST(OpenAiRequestTest, BadFieldsAreNamed) {
       }() +
       "]}";
   EXPECT_EQ(Refuse(ApiKind::kChat, too_many_stops).param, "stop");
+}
+
+// Tools reach the engine as the client wrote them (keys in its order, as
+// the model's template renders them); earlier calls and their results too.
+TEST(OpenAiRequestTest, ToolsAndCalls) {
+  CompletionRequest r = Parse(ApiKind::kChat, R"({
+    "messages": [
+      {"role": "user", "content": "Weather?"},
+      {"role": "assistant", "content": null, "tool_calls": [
+        {"id": "call_1", "type": "function",
+         "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}},
+        {"id": "call_2", "type": "function",
+         "function": {"name": "get_time", "arguments": {"zone": "CET", "h24": true}}}]},
+      {"role": "tool", "tool_call_id": "call_1", "content": "18"}],
+    "tools": [{"type": "function", "function": {"name": "get_weather",
+               "parameters": {"type": "object", "properties": {"zip": {}, "city": {}}}}}],
+    "tool_choice": "auto", "parallel_tool_calls": true})");
+  const v1::ChatMessages& chat = r.generate.chat();
+  EXPECT_EQ(chat.tools(),
+            R"([{"type":"function","function":{"name":"get_weather","parameters":{"type":"object",)"
+            R"("properties":{"zip":{},"city":{}}}}}])");
+  ASSERT_EQ(chat.messages_size(), 3);
+  ASSERT_EQ(chat.messages(1).tool_calls_size(), 2);
+  EXPECT_EQ(chat.messages(1).content(), "");
+  EXPECT_EQ(chat.messages(1).tool_calls(0).id(), "call_1");
+  EXPECT_EQ(chat.messages(1).tool_calls(0).name(), "get_weather");
+  EXPECT_EQ(chat.messages(1).tool_calls(0).arguments(), R"({"city": "Paris"})");
+  // An object: as the templates' tojson writes it.
+  EXPECT_EQ(chat.messages(1).tool_calls(1).arguments(), R"({"zone": "CET", "h24": true})");
+  EXPECT_EQ(chat.messages(2).tool_call_id(), "call_1");
+
+  // tool_choice "none": the model is not offered them.
+  r = Parse(ApiKind::kChat, R"({"messages": [{"role": "user", "content": "x"}],
+    "tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": "none"})");
+  EXPECT_EQ(r.generate.chat().tools(), "");
+  r = Parse(ApiKind::kChat, R"({"messages": [{"role": "user", "content": "x"}], "tools": []})");
+  EXPECT_EQ(r.generate.chat().tools(), "");
 }
 
 TEST(OpenAiRequestTest, MalformedBodies) {

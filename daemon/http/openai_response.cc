@@ -31,11 +31,18 @@ std::string NewCompletionId(ApiKind kind) {
                          rng() & 0xffffffffffffULL, rng() & 0xffffffffffffULL);
 }
 
-const char* FinishReasonName(v1::FinishReason reason) {
+std::string NewToolCallId() {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  return absl::StrFormat("call_%012x%012x", rng() & 0xffffffffffffULL, rng() & 0xffffffffffffULL);
+}
+
+const char* FinishReasonName(v1::FinishReason reason, bool called_tools) {
   switch (reason) {
     case v1::FINISH_REASON_LENGTH:
     case v1::FINISH_REASON_CONTEXT_FULL:
       return "length";
+    case v1::FINISH_REASON_EOS:
+      return called_tools ? "tool_calls" : "stop";
     default:
       return "stop";
   }
@@ -49,7 +56,8 @@ CompletionResponse::CompletionResponse(const CompletionRequest& request, std::st
       split_reasoning_(request.kind == ApiKind::kChat && request.split_reasoning),
       id_(std::move(id)),
       created_(created),
-      model_(std::move(model)) {}
+      model_(std::move(model)),
+      tools_(request.kind == ApiKind::kChat ? request.generate.chat().tools() : "") {}
 
 void CompletionResponse::Record(const v1::GenerateEvent& event,
                                 std::vector<TokenLogprob>* logprob) {
@@ -57,6 +65,12 @@ void CompletionResponse::Record(const v1::GenerateEvent& event,
     // The reply starts inside a reasoning block the prompt opened.
     if (split_reasoning_ && event.started().reasoning_open()) {
       splitter_ = ReasoningSplitter(/*opened=*/true);
+    }
+    // The model writes calls of the tools offered in its own markup.
+    const ToolFormat tools = ParseToolFormat(event.started().tool_format());
+    if (kind_ == ApiKind::kChat && !tools_.empty() && tools != ToolFormat::kNone) {
+      parse_tools_ = true;
+      tool_splitter_ = ToolCallSplitter(tools, tools_);
     }
     model_ = event.started().model();
     prompt_tokens_ = event.started().prompt_tokens();
@@ -89,18 +103,16 @@ std::string CompletionResponse::StreamEvent(const v1::GenerateEvent& event) {
     return kind_ == ApiKind::kChat ? SseEvent(Dump(Chunk({}, {}, nullptr, true))) : "";
   }
   if (event.has_token()) {
-    const ReasoningSplitter::Parts delta = Split(text_.substr(before), false);
-    if (delta.content.empty() && delta.reasoning.empty() && logprob.empty()) return "";
+    const Delta delta = Split(text_.substr(before), false);
+    if (delta.empty() && logprob.empty()) return "";
     return SseEvent(Dump(Chunk(delta, logprob, nullptr, false)));
   }
   if (!event.has_done()) return "";
   std::string out;
   // What the splitter held back (a reply cut inside a message).
-  const ReasoningSplitter::Parts rest = Split("", true);
-  if (!rest.content.empty() || !rest.reasoning.empty()) {
-    out += SseEvent(Dump(Chunk(rest, {}, nullptr, false)));
-  }
-  out += SseEvent(Dump(Chunk({}, {}, FinishReasonName(finish_), false)));
+  const Delta rest = Split("", true);
+  if (!rest.empty()) out += SseEvent(Dump(Chunk(rest, {}, nullptr, false)));
+  out += SseEvent(Dump(Chunk({}, {}, FinishReasonName(finish_, !split_.calls.empty()), false)));
   if (include_usage_) {
     // OpenAI's last chunk before [DONE]: no choices, the whole usage.
     Json usage_chunk = Chunk({}, {}, nullptr, false);
@@ -123,18 +135,34 @@ void CompletionResponse::Add(const v1::GenerateEvent& event) {
   if (event.has_done()) Split("", true);
 }
 
-ReasoningSplitter::Parts CompletionResponse::Split(const std::string& added, bool last) {
-  ReasoningSplitter::Parts parts;
-  if (!split_reasoning_) {
-    parts.content = added;
-    return parts;
+CompletionResponse::Delta CompletionResponse::Split(const std::string& added, bool last) {
+  Delta delta;
+  if (split_reasoning_) {
+    ReasoningSplitter::Parts parts = last ? splitter_.Finish() : splitter_.Add(added);
+    delta.reasoning = std::move(parts.reasoning);
+    delta.content = std::move(parts.content);
+  } else {
+    delta.content = added;
   }
-  parts = last ? splitter_.Finish() : splitter_.Add(added);
-  if (splitter_.split()) {  // Else the answer is text_ itself: no second copy.
-    split_.reasoning += parts.reasoning;
-    split_.content += parts.content;
+  if (parse_tools_) {
+    ToolCallSplitter::Parts parts = tool_splitter_.Add(delta.content);
+    if (last) {
+      ToolCallSplitter::Parts rest = tool_splitter_.Finish();
+      parts.content += rest.content;
+      for (ToolCall& call : rest.calls) parts.calls.push_back(std::move(call));
+    }
+    delta.content = std::move(parts.content);
+    delta.calls = std::move(parts.calls);
+    for (ToolCall& call : delta.calls) {
+      if (call.id.empty()) call.id = NewToolCallId();
+    }
   }
-  return parts;
+  if (Parsed()) {
+    split_.reasoning += delta.reasoning;
+    split_.content += delta.content;
+    split_.calls.insert(split_.calls.end(), delta.calls.begin(), delta.calls.end());
+  }
+  return delta;
 }
 
 Json CompletionResponse::Logprobs(const std::vector<TokenLogprob>& tokens) const {
@@ -176,20 +204,37 @@ Json CompletionResponse::Usage() const {
           {"prompt_tokens_details", {{"cached_tokens", cached_prompt_tokens_}}}};
 }
 
-Json CompletionResponse::Chunk(const ReasoningSplitter::Parts& delta,
-                               const std::vector<TokenLogprob>& logprobs, const char* finish_reason,
-                               bool first) const {
+Json CompletionResponse::ToolCalls(const std::vector<ToolCall>& calls, size_t first_index) const {
+  Json out = Json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    out.push_back({{"index", first_index + i},
+                   {"id", calls[i].id},
+                   {"type", "function"},
+                   {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}});
+  }
+  return out;
+}
+
+Json CompletionResponse::Chunk(const Delta& delta, const std::vector<TokenLogprob>& logprobs,
+                               const char* finish_reason, bool first) const {
   Json choice = {{"index", 0}};
   if (kind_ == ApiKind::kChat) {
     if (first) {
       choice["delta"] = {{"role", "assistant"}, {"content", ""}};
     } else if (finish_reason != nullptr) {
       choice["delta"] = Json::object();
-    } else if (!delta.reasoning.empty() && delta.content.empty()) {
-      choice["delta"] = {{"reasoning_content", delta.reasoning}};
     } else {
-      choice["delta"] = {{"content", delta.content}};
+      choice["delta"] = Json::object();
+      if (!delta.content.empty() || (delta.reasoning.empty() && delta.calls.empty())) {
+        choice["delta"]["content"] = delta.content;
+      }
       if (!delta.reasoning.empty()) choice["delta"]["reasoning_content"] = delta.reasoning;
+      // The calls' indices count from the first of the reply (split_ has
+      // them all by now).
+      if (!delta.calls.empty()) {
+        choice["delta"]["tool_calls"] =
+            ToolCalls(delta.calls, split_.calls.size() - delta.calls.size());
+      }
     }
   } else {
     choice["text"] = delta.content;
@@ -209,14 +254,19 @@ Json CompletionResponse::Chunk(const ReasoningSplitter::Parts& delta,
 std::string CompletionResponse::Body() const {
   Json choice = {{"index", 0}};
   if (kind_ == ApiKind::kChat) {
-    const std::string& content = splitter_.split() ? split_.content : text_;
-    choice["message"] = {{"role", "assistant"}, {"content", content}, {"refusal", nullptr}};
+    const std::string& content = Parsed() ? split_.content : text_;
+    // A reply that only called tools has no content (null, as OpenAI's).
+    choice["message"] = {
+        {"role", "assistant"},
+        {"content", content.empty() && !split_.calls.empty() ? Json(nullptr) : Json(content)},
+        {"refusal", nullptr}};
     if (!split_.reasoning.empty()) choice["message"]["reasoning_content"] = split_.reasoning;
+    if (!split_.calls.empty()) choice["message"]["tool_calls"] = ToolCalls(split_.calls, 0);
   } else {
     choice["text"] = text_;
   }
   choice["logprobs"] = logprobs_ ? Logprobs(tokens_) : Json(nullptr);
-  choice["finish_reason"] = FinishReasonName(finish_);
+  choice["finish_reason"] = FinishReasonName(finish_, !split_.calls.empty());
   Json body = {{"id", id_},
                {"object", kind_ == ApiKind::kChat ? "chat.completion" : "text_completion"},
                {"created", created_},

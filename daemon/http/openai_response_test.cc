@@ -11,11 +11,13 @@ namespace {
 
 using Json = nlohmann::json;
 
-v1::GenerateEvent Started(int prompt_tokens, bool reasoning_open = false) {
+v1::GenerateEvent Started(int prompt_tokens, bool reasoning_open = false,
+                          const std::string& tool_format = "") {
   v1::GenerateEvent e;
   e.mutable_started()->set_model("stories260K");
   e.mutable_started()->set_prompt_tokens(prompt_tokens);
   e.mutable_started()->set_reasoning_open(reasoning_open);
+  e.mutable_started()->set_tool_format(tool_format);
   return e;
 }
 
@@ -156,6 +158,97 @@ TEST(OpenAiResponseTest, ReasoningRepliesSplitReasoningFromContent) {
     plain.Add(Done(v1::FINISH_REASON_EOS, 3, id));
     EXPECT_EQ(Json::parse(plain.Body())["choices"][0]["text"], raw);
   }
+}
+
+CompletionRequest ToolsRequest(bool stream) {
+  CompletionRequest request;
+  request.kind = ApiKind::kChat;
+  request.stream = stream;
+  request.generate.mutable_chat()->set_tools(
+      R"([{"type": "function", "function": {"name": "get_weather"}}])");
+  return request;
+}
+
+// A reply that reasons, says a word and calls two tools, in Qwen's markup
+// cut at awkward places.
+const std::vector<std::string> kCallingReply = {
+    "<think>Need the weather.</think>\n\nChecking.\n<tool_", "call>\n{\"name\": \"get_weather\", ",
+    "\"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n<tool_call>\n{\"name\": ",
+    "\"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>"};
+
+TEST(OpenAiResponseTest, ToolCallsStream) {
+  CompletionResponse response(ToolsRequest(true), "chatcmpl-1", 1700000000, "asked");
+  std::string stream = response.StreamEvent(Started(4, false, "hermes"));
+  for (size_t i = 0; i < kCallingReply.size(); ++i) {
+    stream += response.StreamEvent(Token(static_cast<int>(i), kCallingReply[i]));
+  }
+  stream += response.StreamEvent(Done(v1::FINISH_REASON_EOS, 4, 4));
+  bool done;
+  std::vector<Json> chunks = Payloads(stream, &done);
+  ASSERT_TRUE(done);
+  std::string reasoning, content;
+  std::vector<Json> calls;
+  for (const Json& c : chunks) {
+    const Json& delta = c["choices"][0]["delta"];
+    if (delta.contains("reasoning_content")) reasoning += delta["reasoning_content"];
+    if (delta.contains("content")) content += delta["content"];
+    if (delta.contains("tool_calls")) {
+      for (const Json& call : delta["tool_calls"]) calls.push_back(call);
+    }
+  }
+  EXPECT_EQ(reasoning, "Need the weather.");
+  EXPECT_EQ(content, "Checking.\n");
+  ASSERT_EQ(calls.size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(calls[i]["index"], i);
+    EXPECT_EQ(calls[i]["type"], "function");
+    EXPECT_TRUE(absl::StartsWith(calls[i]["id"].get<std::string>(), "call_"));
+    EXPECT_EQ(calls[i]["function"]["name"], "get_weather");
+  }
+  EXPECT_NE(calls[0]["id"], calls[1]["id"]);
+  EXPECT_EQ(calls[0]["function"]["arguments"], R"({"city":"Paris"})");
+  EXPECT_EQ(calls[1]["function"]["arguments"], R"({"city":"Oslo"})");
+  EXPECT_EQ(chunks.back()["choices"][0]["finish_reason"], "tool_calls");
+}
+
+TEST(OpenAiResponseTest, ToolCallsBody) {
+  CompletionResponse response(ToolsRequest(false), "chatcmpl-1", 1700000000, "asked");
+  response.Add(Started(4, false, "kimi-k2"));
+  response.Add(Token(1, "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"));
+  response.Add(Token(2, "<|tool_call_argument_begin|>{\"city\": \"Paris\"}<|tool_call_end|>"));
+  response.Add(Token(3, "<|tool_calls_section_end|>"));
+  response.Add(Done(v1::FINISH_REASON_EOS, 4, 3));
+  const Json body = Json::parse(response.Body());
+  const Json& message = body["choices"][0]["message"];
+  EXPECT_TRUE(message["content"].is_null());  // Only calls.
+  ASSERT_EQ(message["tool_calls"].size(), 1u);
+  // Kimi-K2 names its calls; the name goes back to it with the result.
+  EXPECT_EQ(message["tool_calls"][0]["id"], "functions.get_weather:0");
+  EXPECT_EQ(message["tool_calls"][0]["function"]["name"], "get_weather");
+  EXPECT_EQ(message["tool_calls"][0]["function"]["arguments"], R"({"city": "Paris"})");
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "tool_calls");
+
+  // Cut off by max_tokens inside a call: what it wrote is content, and the
+  // reason is length.
+  CompletionResponse cut(ToolsRequest(false), "chatcmpl-2", 1700000000, "asked");
+  cut.Add(Started(4, false, "hermes"));
+  cut.Add(Token(1, "Sure.<tool_call>{\"name\": \"get_wea"));
+  cut.Add(Done(v1::FINISH_REASON_LENGTH, 4, 1));
+  const Json cut_body = Json::parse(cut.Body());
+  EXPECT_EQ(cut_body["choices"][0]["message"]["content"], "Sure.<tool_call>{\"name\": \"get_wea");
+  EXPECT_FALSE(cut_body["choices"][0]["message"].contains("tool_calls"));
+  EXPECT_EQ(cut_body["choices"][0]["finish_reason"], "length");
+
+  // Tools offered to a request whose started event names no format (the
+  // engine refuses those; a reply without markup stays as it came).
+  CompletionResponse plain(ToolsRequest(false), "chatcmpl-3", 1700000000, "asked");
+  plain.Add(Started(4));
+  plain.Add(Token(1, "<tool_call>{\"name\": \"get_weather\"}</tool_call>"));
+  plain.Add(Done(v1::FINISH_REASON_EOS, 4, 1));
+  const Json plain_body = Json::parse(plain.Body());
+  EXPECT_EQ(plain_body["choices"][0]["message"]["content"],
+            "<tool_call>{\"name\": \"get_weather\"}</tool_call>");
+  EXPECT_EQ(plain_body["choices"][0]["finish_reason"], "stop");
 }
 
 TEST(OpenAiResponseTest, CompletionStreamWithoutUsage) {

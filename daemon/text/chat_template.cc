@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "daemon/text/chat_tools.h"
 
 namespace waste::text {
 
@@ -13,6 +14,12 @@ ChatFormat DetectChatFormat(const std::string& t) {
   if (absl::StrContains(t, "<|channel|>")) return ChatFormat::kHarmony;
   // Kimi-K2's closes turns with ChatML's <|im_end|> but opens them its own way.
   if (absl::StrContains(t, "<|im_assistant|>assistant<|im_middle|>")) return ChatFormat::kKimiK2;
+  // Qwen2.5/Qwen3/QwQ: tool results go back in a user turn (Hermes' own
+  // template gives them a tool turn: plain ChatML).
+  if (absl::StrContains(t, "<|im_start|>") && absl::StrContains(t, "<tool_call>") &&
+      !absl::StrContains(t, "<|im_start|>tool")) {
+    return ChatFormat::kQwen;
+  }
   if (absl::StrContains(t, "<|im_start|>")) return ChatFormat::kChatMl;
   if (absl::StrContains(t, "<|start_header_id|>")) return ChatFormat::kLlama3;
   // GLM-4.5/4.6 (and GLM-4's): the template opens with these two tokens.
@@ -32,6 +39,8 @@ const char* ChatFormatName(ChatFormat format) {
       return "plain";
     case ChatFormat::kChatMl:
       return "chatml";
+    case ChatFormat::kQwen:
+      return "qwen";
     case ChatFormat::kLlama3:
       return "llama3";
     case ChatFormat::kLlama2:
@@ -50,7 +59,93 @@ const char* ChatFormatName(ChatFormat format) {
   return "?";
 }
 
+ToolFormat ChatToolFormat(ChatFormat format) {
+  switch (format) {
+    case ChatFormat::kQwen:
+      return ToolFormat::kHermes;
+    case ChatFormat::kGlm:
+      return ToolFormat::kGlm;
+    case ChatFormat::kKimiK2:
+      return ToolFormat::kKimiK2;
+    default:
+      return ToolFormat::kNone;
+  }
+}
+
 namespace {
+
+// ChatML's opening of a reply: Qwen3 with enable_thinking = false also
+// writes the reply's (empty) reasoning block.
+void ChatMlGenerationPrompt(const ChatOptions& options, std::string* out) {
+  if (!options.add_generation_prompt) return;
+  *out += "<|im_start|>assistant\n";
+  if (options.thinking == false) *out += "<think>\n\n</think>\n\n";
+}
+
+absl::string_view StripNewlines(absl::string_view s, bool front, bool back) {
+  while (front && !s.empty() && s.front() == '\n') s.remove_prefix(1);
+  while (back && !s.empty() && s.back() == '\n') s.remove_suffix(1);
+  return s;
+}
+
+// Qwen3's template (Qwen2.5's too, without reasoning): the tools in the
+// system turn; a reply's reasoning kept only after the last user query
+// (reasoning replies to tool results included); its calls as <tool_call>
+// blocks; tool results in one user turn, each in <tool_response>.
+std::string RenderQwen(const std::vector<ChatTurn>& turns, const ChatOptions& options) {
+  const int n = static_cast<int>(turns.size());
+  const bool system_first = n > 0 && turns[0].role == "system";
+  std::string out;
+  if (!options.tools.empty()) {
+    absl::StrAppend(&out, "<|im_start|>system\n", system_first ? turns[0].content + "\n\n" : "",
+                    QwenToolsText(options.tools), "<|im_end|>\n");
+  } else if (system_first) {
+    absl::StrAppend(&out, "<|im_start|>system\n", turns[0].content, "<|im_end|>\n");
+  }
+  int last_query = n - 1;
+  for (int i = n - 1; i >= 0; --i) {
+    const std::string& c = turns[i].content;
+    if (turns[i].role == "user" &&
+        !(absl::StartsWith(c, "<tool_response>") && absl::EndsWith(c, "</tool_response>"))) {
+      last_query = i;
+      break;
+    }
+  }
+  for (int i = system_first ? 1 : 0; i < n; ++i) {
+    const ChatTurn& t = turns[i];
+    if (t.role == "assistant") {
+      absl::string_view content = t.content, reasoning;
+      if (const size_t close = content.find("</think>"); close != absl::string_view::npos) {
+        reasoning = StripNewlines(content.substr(0, close), false, true);
+        if (const size_t open = reasoning.rfind("<think>"); open != absl::string_view::npos) {
+          reasoning = reasoning.substr(open + 7);
+        }
+        reasoning = StripNewlines(reasoning, true, false);
+        content = StripNewlines(content.substr(content.rfind("</think>") + 8), true, false);
+      }
+      out += "<|im_start|>assistant\n";
+      if (i > last_query && (i == n - 1 || !reasoning.empty())) {
+        absl::StrAppend(&out, "<think>\n", StripNewlines(reasoning, true, true), "\n</think>\n\n",
+                        StripNewlines(content, true, false));
+      } else {
+        absl::StrAppend(&out, content);
+      }
+      for (size_t c = 0; c < t.tool_calls.size(); ++c) {
+        if (c > 0 || !content.empty()) out += "\n";
+        out += QwenToolCall(t.tool_calls[c]);
+      }
+      out += "<|im_end|>\n";
+    } else if (t.role == "tool") {
+      if (i == 0 || turns[i - 1].role != "tool") out += "<|im_start|>user";
+      absl::StrAppend(&out, "\n<tool_response>\n", t.content, "\n</tool_response>");
+      if (i == n - 1 || turns[i + 1].role != "tool") out += "<|im_end|>\n";
+    } else {
+      absl::StrAppend(&out, "<|im_start|>", t.role, "\n", t.content, "<|im_end|>\n");
+    }
+  }
+  ChatMlGenerationPrompt(options, &out);
+  return out;
+}
 
 std::string RenderLlama2(const std::vector<ChatTurn>& turns) {
   // [INST] <<SYS>>\nsystem\n<</SYS>>\n\nuser [/INST] assistant</s>[INST] ...
@@ -111,6 +206,7 @@ std::string RenderGlm(const std::vector<ChatTurn>& turns, const ChatOptions& opt
     if (turns[i].role == "user") last_user = i;
   }
   std::string out = "[gMASK]<sop>";
+  if (!options.tools.empty()) out += GlmToolsTurn(options.tools);
   for (int i = 0; i < static_cast<int>(turns.size()); ++i) {
     const ChatTurn& t = turns[i];
     if (t.role == "assistant") {
@@ -129,6 +225,7 @@ std::string RenderGlm(const std::vector<ChatTurn>& turns, const ChatOptions& opt
       absl::StrAppend(&out, "<|assistant|>\n<think>",
                       i > last_user ? reasoning : absl::string_view(), "</think>");
       if (!content.empty()) absl::StrAppend(&out, "\n", content);
+      for (const ToolCall& call : t.tool_calls) absl::StrAppend(&out, "\n", GlmToolCall(call));
     } else if (t.role == "tool") {
       if (i == 0 || turns[i - 1].role != "tool") out += "<|observation|>";
       absl::StrAppend(&out, "\n<tool_response>\n", t.content, "\n</tool_response>");
@@ -214,12 +311,10 @@ std::string RenderChat(ChatFormat format, const std::vector<ChatTurn>& turns,
       for (const ChatTurn& t : turns) {
         absl::StrAppend(&out, "<|im_start|>", t.role, "\n", t.content, "<|im_end|>\n");
       }
-      if (add_generation_prompt) {
-        out += "<|im_start|>assistant\n";
-        // Qwen3 with enable_thinking = false: the reply's block, empty.
-        if (options.thinking == false) out += "<think>\n\n</think>\n\n";
-      }
+      ChatMlGenerationPrompt(options, &out);
       return out;
+    case ChatFormat::kQwen:
+      return RenderQwen(turns, options);
     case ChatFormat::kLlama3:
       for (const ChatTurn& t : turns) {
         absl::StrAppend(&out, "<|start_header_id|>", t.role, "<|end_header_id|>\n\n",
@@ -241,11 +336,18 @@ std::string RenderChat(ChatFormat format, const std::vector<ChatTurn>& turns,
       return out;
     case ChatFormat::kKimiK2:
       // system, user and assistant open as <|im_ROLE|>ROLE<|im_middle|>; a
-      // tool's result as a system turn named tool.
+      // tool's result as a system turn named tool, headed by the call's id;
+      // the tools first, in a tool_declare turn.
+      if (!options.tools.empty()) out += KimiToolsTurn(options.tools);
       for (const ChatTurn& t : turns) {
         const bool own = t.role == "system" || t.role == "user" || t.role == "assistant";
-        absl::StrAppend(&out, "<|im_", own ? t.role : "system", "|>", t.role, "<|im_middle|>",
-                        t.content, "<|im_end|>");
+        absl::StrAppend(&out, "<|im_", own ? t.role : "system", "|>", t.role, "<|im_middle|>");
+        if (t.role == "tool" && !t.tool_call_id.empty()) {
+          absl::StrAppend(&out, "## Return of ", t.tool_call_id, "\n");
+        }
+        out += t.content;
+        if (!t.tool_calls.empty()) out += KimiToolCalls(t.tool_calls);
+        out += "<|im_end|>";
       }
       if (add_generation_prompt) out += "<|im_assistant|>assistant<|im_middle|>";
       return out;

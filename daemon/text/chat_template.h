@@ -3,7 +3,7 @@
 // GGUF files carry a Jinja template (tokenizer.chat_template); rather than
 // embed a Jinja engine, the families that cover nearly every model users run
 // are recognised from the template's markers and rendered here: ChatML
-// (Qwen, many fine-tunes), Llama 3, Llama 2 / Mistral [INST], DeepSeek
+// (many fine-tunes), Qwen (ChatML with Hermes-style tool calls), Llama 3, Llama 2 / Mistral [INST], DeepSeek
 // (V2/V3/R1), Kimi-K2 (<|im_user|>user<|im_middle|>...) and gpt-oss's
 // harmony (<|start|>user<|message|>...<|end|>). A file without a template
 // gets a plain "Role: content" transcript.
@@ -14,11 +14,14 @@
 #include <string>
 #include <vector>
 
+#include "common/tool_call.h"
+
 namespace waste::text {
 
 enum class ChatFormat {
   kPlain,
   kChatMl,
+  kQwen,  // ChatML, with tools offered in the system turn and <tool_call>s.
   kLlama3,
   kLlama2,
   kDeepSeek,     // DeepSeek V2/V3/R1.
@@ -31,11 +34,15 @@ enum class ChatFormat {
 struct ChatTurn {
   std::string role;
   std::string content;
+  std::vector<ToolCall> tool_calls;  // An assistant turn's calls.
+  std::string tool_call_id;          // A tool turn's: the call it answers.
 };
 
 // The format a GGUF chat template (possibly empty) belongs to.
 ChatFormat DetectChatFormat(const std::string& jinja_template);
 const char* ChatFormatName(ChatFormat format);
+// How a format's replies call tools (kNone: it offers no tools).
+ToolFormat ChatToolFormat(ChatFormat format);
 
 // How a conversation is rendered, beyond its turns.
 struct ChatOptions {
@@ -51,6 +58,10 @@ struct ChatOptions {
   std::string reasoning_effort;
   // Harmony's system message names `date` (YYYY-MM-DD; empty: today, UTC).
   std::string date;
+  // The tools the model may call: a JSON array of OpenAI tool definitions
+  // (checked: chat_tools.h's CheckTools), or empty. Only formats with a
+  // ChatToolFormat render them.
+  std::string tools;
 };
 
 // The prompt for `turns`. Special tokens appear as text (tokenize with

@@ -143,5 +143,191 @@ TEST(ChatTemplateTest, PlainTranscriptForModelsWithoutTemplate) {
   EXPECT_EQ(RenderChat(ChatFormat::kPlain, {{"user", "Hello"}}, true), "User: Hello\nAssistant:");
 }
 
+// Tools: a conversation that offers two, calls both and answers from their
+// results, rendered as Jinja renders each family's template (Qwen3's, GLM-4.5's
+// and Kimi-K2's, with transformers' tojson: keys in their order, ", " and
+// ": "); the tools as a client may send them, with other whitespace.
+constexpr char kTools[] = R"([
+ {
+  "type": "function",
+  "function": {
+   "name": "get_weather",
+   "description": "Weather now, in °C.",
+   "parameters": {
+    "type": "object",
+    "properties": {
+     "city": {
+      "type": "string"
+     },
+     "days": {
+      "type": "integer"
+     }
+    },
+    "required": [
+     "city"
+    ]
+   }
+  }
+ },
+ {
+  "type": "function",
+  "function": {
+   "name": "get_time",
+   "parameters": {
+    "type": "object",
+    "properties": {}
+   }
+  }
+ }
+])";
+
+std::vector<ChatTurn> ToolConversation(const std::string& id1, const std::string& id2) {
+  ChatTurn reply{"assistant", "Let me look."};
+  reply.tool_calls = {{id1, "get_weather", R"({"city": "Paris", "days": 2})"},
+                      {id2, "get_time", "{}"}};
+  ChatTurn result1{"tool", "18"}, result2{"tool", "noon"};
+  result1.tool_call_id = id1;
+  result2.tool_call_id = id2;
+  return {{"system", "S"}, {"user", "Q"}, reply, result1, result2, {"assistant", "18 at noon."},
+          {"user", "Q2"}};
+}
+
+TEST(ChatTemplateTest, RendersQwenTools) {
+  EXPECT_EQ(DetectChatFormat("{{- '<|im_start|>' }}<tool_call>{{- '<|im_start|>user' }}"),
+            ChatFormat::kQwen);
+  // Hermes' own template gives results a tool turn: plain ChatML.
+  EXPECT_EQ(DetectChatFormat("<|im_start|>tool\n<tool_call>"), ChatFormat::kChatMl);
+  const std::vector<ChatTurn> turns = ToolConversation("call_1", "call_2");
+  EXPECT_EQ(
+      RenderChat(ChatFormat::kQwen, turns, {.tools = kTools}),
+      "<|im_start|>system\nS\n\n# Tools\n\nYou may call one or more functions to assist with "
+      "the user query.\n\nYou are provided with function signatures within <tools></tools>"
+      " XML tags:\n<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", "
+      "\"desc"
+      "ription\": \"Weather now, in °C.\", \"parameters\": {\"type\": \"object\", \"properties\": {"
+      "\"city\": {\"type\": \"string\"}, \"days\": {\"type\": \"integer\"}}, \"required\": "
+      "[\"city\"]}}}"
+      "\n{\"type\": \"function\", \"function\": {\"name\": \"get_time\", \"parameters\": "
+      "{\"type\": \"ob"
+      "ject\", \"properties\": {}}}}\n</tools>\n\nFor each function call, return a json object"
+      " with function name and arguments within <tool_call></tool_call> XML tags:\n"
+      "<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n"
+      "</tool_call><|im_end|>\n<|im_start|>user\nQ<|im_end|>\n"
+      "<|im_start|>assistant\nLet me look.\n<tool_call>\n"
+      "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 2}}\n"
+      "</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n"
+      "</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\n"
+      "18\n</tool_response>\n<tool_response>\nnoon\n"
+      "</tool_response><|im_end|>\n<|im_start|>assistant\n"
+      "18 at noon.<|im_end|>\n<|im_start|>user\nQ2<|im_end|>\n"
+      "<|im_start|>assistant\n");
+  EXPECT_EQ(RenderChat(ChatFormat::kQwen, turns, ChatOptions{}),
+            "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\n"
+            "Q<|im_end|>\n<|im_start|>assistant\nLet me look.\n"
+            "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", "
+            "\"days\": 2}}\n"
+            "</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n"
+            "</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\n"
+            "18\n</tool_response>\n<tool_response>\nnoon\n"
+            "</tool_response><|im_end|>\n<|im_start|>assistant\n"
+            "18 at noon.<|im_end|>\n<|im_start|>user\nQ2<|im_end|>\n"
+            "<|im_start|>assistant\n");
+}
+
+TEST(ChatTemplateTest, RendersGlmTools) {
+  const std::vector<ChatTurn> turns = ToolConversation("call_1", "call_2");
+  EXPECT_EQ(
+      RenderChat(ChatFormat::kGlm, turns, {.tools = kTools}),
+      "[gMASK]<sop><|system|>\n# Tools\n\nYou may call one or more functions to assist with"
+      " the user query.\n\nYou are provided with function signatures within <tools></tools"
+      "> XML tags:\n<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", "
+      "\"des"
+      "cription\": \"Weather now, in °C.\", \"parameters\": {\"type\": \"object\", \"properties\": "
+      "{\"city\": {\"type\": \"string\"}, \"days\": {\"type\": \"integer\"}}, \"required\": "
+      "[\"city\"]}}"
+      "}\n{\"type\": \"function\", \"function\": {\"name\": \"get_time\", \"parameters\": "
+      "{\"type\": \"o"
+      "bject\", \"properties\": {}}}}\n</tools>\n\nFor each function call, output the function"
+      " name and arguments within the following XML format:\n"
+      "<tool_call>{function-name}\n<arg_key>{arg-key-1}</arg_key>\n"
+      "<arg_value>{arg-value-1}</arg_value>\n<arg_key>{arg-key-2}</arg_key>\n"
+      "<arg_value>{arg-value-2}</arg_value>\n...\n"
+      "</tool_call><|system|>\nS<|user|>\nQ<|assistant|>\n"
+      "<think></think>\nLet me look.\n<tool_call>get_weather\n"
+      "<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n"
+      "<arg_key>days</arg_key>\n<arg_value>2</arg_value>\n"
+      "</tool_call>\n<tool_call>get_time\n</tool_call><|observation|>\n"
+      "<tool_response>\n18\n</tool_response>\n<tool_response>\n"
+      "noon\n</tool_response><|assistant|>\n<think></think>\n"
+      "18 at noon.<|user|>\nQ2<|assistant|>");
+  EXPECT_EQ(RenderChat(ChatFormat::kGlm, turns, ChatOptions{}),
+            "[gMASK]<sop><|system|>\nS<|user|>\nQ<|assistant|>\n"
+            "<think></think>\nLet me look.\n<tool_call>get_weather\n"
+            "<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n"
+            "<arg_key>days</arg_key>\n<arg_value>2</arg_value>\n"
+            "</tool_call>\n<tool_call>get_time\n</tool_call><|observation|>\n"
+            "<tool_response>\n18\n</tool_response>\n<tool_response>\n"
+            "noon\n</tool_response><|assistant|>\n<think></think>\n"
+            "18 at noon.<|user|>\nQ2<|assistant|>");
+}
+
+TEST(ChatTemplateTest, RendersKimiK2Tools) {
+  const std::vector<ChatTurn> turns =
+      ToolConversation("functions.get_weather:0", "functions.get_time:1");
+  EXPECT_EQ(
+      RenderChat(ChatFormat::kKimiK2, turns, {.tools = kTools}),
+      "<|im_system|>tool_declare<|im_middle|>[{\"type\": \"function\", \"function\": {\"name\": "
+      "\"get_weather\", \"description\": \"Weather now, in °C.\", \"parameters\": {\"type\": \"obje"
+      "ct\", \"properties\": {\"city\": {\"type\": \"string\"}, \"days\": {\"type\": "
+      "\"integer\"}}, \"re"
+      "quired\": [\"city\"]}}}, {\"type\": \"function\", \"function\": {\"name\": \"get_time\", "
+      "\"para"
+      "meters\": {\"type\": \"object\", \"properties\": {}}}}]<|im_end|><|im_system|>system<|im"
+      "_middle|>S<|im_end|><|im_user|>user<|im_middle|>Q<|im_end|><|im_assistant|>assist"
+      "ant<|im_middle|>Let me look.<|tool_calls_section_begin|><|tool_call_begin|>functi"
+      "ons.get_weather:0<|tool_call_argument_begin|>{\"city\": \"Paris\", \"days\": 2}<|tool_c"
+      "all_end|><|tool_call_begin|>functions.get_time:1<|tool_call_argument_begin|>{}<|t"
+      "ool_call_end|><|tool_calls_section_end|><|im_end|><|im_system|>tool<|im_middle|>#"
+      "# Return of functions.get_weather:0\n18<|im_end|><|im_system|>tool<|im_middle|>## "
+      "Return of functions.get_time:1\nnoon<|im_end|><|im_assistant|>assistant<|im_middle"
+      "|>18 at noon.<|im_end|><|im_user|>user<|im_middle|>Q2<|im_end|><|im_assistant|>as"
+      "sistant<|im_middle|>");
+  EXPECT_EQ(RenderChat(ChatFormat::kKimiK2, turns, ChatOptions{}),
+            "<|im_system|>system<|im_middle|>S<|im_end|><|im_user|>user<|im_middle|>Q<|im_end|"
+            "><|im_assistant|>assistant<|im_middle|>Let me look.<|tool_calls_section_begin|><|"
+            "tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{\"city\": \"Par"
+            "is\", \"days\": 2}<|tool_call_end|><|tool_call_begin|>functions.get_time:1<|tool_cal"
+            "l_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|><|im_end|><|im_sys"
+            "tem|>tool<|im_middle|>## Return of functions.get_weather:0\n"
+            "18<|im_end|><|im_system|>tool<|im_middle|>## Return of functions.get_time:1\n"
+            "noon<|im_end|><|im_assistant|>assistant<|im_middle|>18 at noon.<|im_end|><|im_use"
+            "r|>user<|im_middle|>Q2<|im_end|><|im_assistant|>assistant<|im_middle|>");
+}
+
+TEST(ChatTemplateTest, ToolFormats) {
+  EXPECT_EQ(ChatToolFormat(ChatFormat::kQwen), ToolFormat::kHermes);
+  EXPECT_EQ(ChatToolFormat(ChatFormat::kGlm), ToolFormat::kGlm);
+  EXPECT_EQ(ChatToolFormat(ChatFormat::kKimiK2), ToolFormat::kKimiK2);
+  for (ChatFormat f :
+       {ChatFormat::kPlain, ChatFormat::kChatMl, ChatFormat::kLlama3, ChatFormat::kLlama2,
+        ChatFormat::kDeepSeek, ChatFormat::kDeepSeekV31, ChatFormat::kHarmony}) {
+    EXPECT_EQ(ChatToolFormat(f), ToolFormat::kNone) << ChatFormatName(f);
+  }
+}
+
+// Qwen3 keeps a reply's reasoning only after the last user query.
+TEST(ChatTemplateTest, QwenKeepsReasoningAfterTheLastQuery) {
+  ChatTurn call{"assistant", "<think>\nneed data\n</think>\n\n"};
+  call.tool_calls = {{"", "get_time", "{}"}};
+  const std::vector<ChatTurn> turns = {
+      {"user", "Q"}, {"assistant", "<think>old</think>A"}, {"user", "Q2"}, call, {"tool", "noon"}};
+  EXPECT_EQ(RenderChat(ChatFormat::kQwen, turns, ChatOptions{}),
+            "<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\nA<|im_end|>\n"
+            "<|im_start|>user\nQ2<|im_end|>\n<|im_start|>assistant\n<think>\nneed data\n"
+            "</think>\n\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n"
+            "</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\nnoon\n"
+            "</tool_response><|im_end|>\n<|im_start|>assistant\n");
+}
+
 }  // namespace
 }  // namespace waste::text

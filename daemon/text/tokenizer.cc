@@ -198,7 +198,7 @@ absl::Status Tokenizer::Init() {
   for (TokenId id : {eos_, resolve(kNoToken, vocab_.eot_id), resolve(kNoToken, vocab_.eom_id)}) {
     if (id != kNoToken) eog_.insert(id);
   }
-  HarmonyTokens();
+  MarkupTokens();
 
   for (TokenId id = 0; id < n; ++id) {
     if (attrs_[id] & (kAttrControl | kAttrUserDefined | kAttrUnknown))
@@ -213,14 +213,21 @@ absl::Status Tokenizer::Init() {
   return absl::OkStatus();
 }
 
-void Tokenizer::HarmonyTokens() {
-  // The markup between a harmony message's parts is text the caller sees
-  // (which channel a message is in), as llama.cpp renders it.
+void Tokenizer::MarkupTokens() {
+  // The markup between a harmony message's parts (which channel a message
+  // is in), reasoning blocks and tool calls are text the caller sees and
+  // parses, as llama.cpp keeps them for its chat parsers (its "preserved
+  // tokens"), even where a vocabulary makes them control tokens (GLM-4.5,
+  // Kimi-K2).
   TokenId end = kNoToken;
   bool has_return = false, has_call = false;
   for (TokenId id = 0; id < static_cast<TokenId>(vocab_.tokens.size()); ++id) {
     const std::string& text = vocab_.tokens[id];
-    if (OneOf(text, {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"})) {
+    if (OneOf(text,
+              {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>", "<think>", "</think>",
+               "<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>",
+               "</arg_value>", "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>",
+               "<|tool_call_begin|>", "<|tool_call_argument_begin|>", "<|tool_call_end|>"})) {
       attrs_[id] = kAttrUserDefined;
     }
     if (!eog_.contains(id)) continue;

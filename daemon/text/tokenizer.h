@@ -118,8 +118,10 @@ class Tokenizer {
 
   explicit Tokenizer(Vocab vocab);
   absl::Status Init();
-  // gpt-oss's o200k_harmony markup, as llama.cpp takes it.
-  void HarmonyTokens();
+  // Markup a reply's reader parses, rendered as text (harmony's, reasoning
+  // blocks, tool calls), and o200k_harmony's end tokens as llama.cpp takes
+  // them.
+  void MarkupTokens();
   void Partition(std::string_view text, bool parse_special, std::vector<Fragment>* out) const;
   std::string RenderPiece(TokenId id) const;
   void EncodeWordPiece(std::string_view text, std::vector<TokenId>* out) const;

@@ -1,0 +1,254 @@
+#include "common/tool_call_stream.h"
+
+#include <nlohmann/json.hpp>
+
+#include "common/harmony_stream.h"
+
+namespace waste {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr std::string_view kSpace = " \t\r\n";
+
+std::string_view Strip(std::string_view s) {
+  const size_t begin = s.find_first_not_of(kSpace);
+  if (begin == std::string_view::npos) return {};
+  return s.substr(begin, s.find_last_not_of(kSpace) - begin + 1);
+}
+
+std::string Compact(const Json& json) {
+  return json.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+Json ParseJson(std::string_view text) {
+  return Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+}
+
+// The arguments of a call as JSON text: an object, or a string holding one.
+bool Arguments(const Json& value, std::string* out) {
+  if (value.is_object()) {
+    *out = Compact(value);
+    return true;
+  }
+  if (value.is_string() && ParseJson(value.get<std::string>()).is_object()) {
+    *out = value.get<std::string>();
+    return true;
+  }
+  return false;
+}
+
+// The text between `open` and `close` at or after *at; advances *at past it.
+bool Between(std::string_view s, std::string_view open, std::string_view close, size_t* at,
+             std::string_view* out) {
+  const size_t begin = s.find(open, *at);
+  if (begin == std::string_view::npos) return false;
+  const size_t end = s.find(close, begin + open.size());
+  if (end == std::string_view::npos) return false;
+  *out = s.substr(begin + open.size(), end - begin - open.size());
+  *at = end + close.size();
+  return true;
+}
+
+}  // namespace
+
+ToolCallSplitter::ToolCallSplitter(ToolFormat format, std::string_view tools_json)
+    : format_(format) {
+  switch (format) {
+    case ToolFormat::kHermes:
+    case ToolFormat::kGlm:
+      markers_ = {.call_begin = "<tool_call>", .call_end = "</tool_call>"};
+      break;
+    case ToolFormat::kKimiK2:
+      markers_ = {.section_begin = "<|tool_calls_section_begin|>",
+                  .section_end = "<|tool_calls_section_end|>",
+                  .call_begin = "<|tool_call_begin|>",
+                  .call_end = "<|tool_call_end|>"};
+      break;
+    case ToolFormat::kNone:
+      break;
+  }
+  if (format != ToolFormat::kGlm) return;
+  const Json tools = ParseJson(tools_json);
+  if (!tools.is_array()) return;
+  for (const Json& tool : tools) {
+    const Json* function =
+        tool.is_object() && tool.contains("function") ? &tool["function"] : &tool;
+    if (!function->is_object() || !function->contains("name") || !(*function)["name"].is_string() ||
+        !function->contains("parameters")) {
+      continue;
+    }
+    const Json& parameters = (*function)["parameters"];
+    if (!parameters.is_object() || !parameters.contains("properties") ||
+        !parameters["properties"].is_object()) {
+      continue;
+    }
+    for (const auto& [key, schema] : parameters["properties"].items()) {
+      if (schema.is_object() && schema.contains("type") && schema["type"] == "string") {
+        string_parameters_.emplace((*function)["name"].get<std::string>(), key);
+      }
+    }
+  }
+}
+
+ToolCallSplitter::Parts ToolCallSplitter::Add(std::string_view text) {
+  Parts out;
+  if (format_ == ToolFormat::kNone) {
+    out.content = text;
+    return out;
+  }
+  pending_.append(text);
+  Step(/*last=*/false, &out);
+  return out;
+}
+
+ToolCallSplitter::Parts ToolCallSplitter::Finish() {
+  Parts out;
+  Step(/*last=*/true, &out);
+  return out;
+}
+
+size_t ToolCallSplitter::FindOpening(size_t* length) const {
+  size_t at = pending_.find(markers_.call_begin);
+  *length = markers_.call_begin.size();
+  if (!markers_.section_begin.empty()) {
+    const size_t section = pending_.find(markers_.section_begin);
+    if (section < at) {
+      at = section;
+      *length = markers_.section_begin.size();
+    }
+  }
+  return at;
+}
+
+void ToolCallSplitter::Step(bool last, Parts* out) {
+  const Markers& m = markers_;
+  for (;;) {
+    std::string_view pending = pending_;
+    switch (state_) {
+      case State::kText: {
+        size_t length = 0;
+        const size_t at = FindOpening(&length);
+        if (at == std::string::npos) {
+          const size_t keep = last ? 0
+                                   : std::max(PartialMarkerLength(pending, m.call_begin),
+                                              PartialMarkerLength(pending, m.section_begin));
+          out->content.append(pending.substr(0, pending.size() - keep));
+          pending_.erase(0, pending.size() - keep);
+          return;
+        }
+        out->content.append(pending.substr(0, at));
+        in_section_ = pending.substr(at, length) == m.section_begin;
+        pending_.erase(0, at + length);
+        state_ = in_section_ ? State::kBetween : State::kCall;
+        break;
+      }
+      case State::kBetween: {
+        // Whitespace between calls (and after the last) is not content.
+        const size_t text = pending.find_first_not_of(kSpace);
+        if (text == std::string_view::npos) {
+          pending_.clear();
+          return;
+        }
+        pending_.erase(0, text);
+        pending = pending_;
+        if (pending.starts_with(m.call_begin)) {
+          pending_.erase(0, m.call_begin.size());
+          state_ = State::kCall;
+        } else if (in_section_ && pending.starts_with(m.section_end)) {
+          pending_.erase(0, m.section_end.size());
+          in_section_ = false;
+          state_ = State::kText;
+        } else if (!last && (m.call_begin.starts_with(pending) ||
+                             (in_section_ && m.section_end.starts_with(pending)))) {
+          return;  // A marker cut between two pieces.
+        } else {
+          in_section_ = false;
+          state_ = State::kText;
+        }
+        break;
+      }
+      case State::kCall: {
+        const size_t end = pending.find(m.call_end);
+        if (end == std::string_view::npos && !last) return;
+        const std::string_view body = pending.substr(0, end);
+        ToolCall call;
+        const bool parsed = ParseCall(body, &call);
+        if (parsed) {
+          out->calls.push_back(std::move(call));
+        } else {
+          out->content.append(m.call_begin).append(body);
+          if (end != std::string_view::npos) out->content.append(m.call_end);
+        }
+        pending_.erase(0, end == std::string_view::npos ? pending.size() : end + m.call_end.size());
+        // After a call, whitespace before the next is not content; after a
+        // block that did not parse, everything is.
+        state_ = parsed ? State::kBetween : State::kText;
+        break;
+      }
+    }
+  }
+}
+
+bool ToolCallSplitter::ParseCall(std::string_view body, ToolCall* call) const {
+  switch (format_) {
+    case ToolFormat::kHermes: {
+      const Json json = ParseJson(Strip(body));
+      if (!json.is_object() || !json.contains("name") || !json["name"].is_string()) return false;
+      call->name = json["name"].get<std::string>();
+      if (!json.contains("arguments")) {
+        call->arguments = "{}";
+      } else if (!Arguments(json["arguments"], &call->arguments)) {
+        return false;
+      }
+      return !call->name.empty();
+    }
+    case ToolFormat::kGlm:
+      return ParseGlmCall(body, call);
+    case ToolFormat::kKimiK2: {
+      // functions.NAME:INDEX<|tool_call_argument_begin|>{...}
+      constexpr std::string_view kArguments = "<|tool_call_argument_begin|>";
+      const size_t split = body.find(kArguments);
+      if (split == std::string_view::npos) return false;
+      call->id = Strip(body.substr(0, split));
+      std::string_view name = call->id;
+      if (name.starts_with("functions.")) name.remove_prefix(10);
+      if (const size_t colon = name.rfind(':'); colon != std::string_view::npos) {
+        name = name.substr(0, colon);
+      }
+      call->name = name;
+      return !call->name.empty() &&
+             Arguments(Json(std::string(Strip(body.substr(split + kArguments.size())))),
+                       &call->arguments);
+    }
+    case ToolFormat::kNone:
+      break;
+  }
+  return false;
+}
+
+bool ToolCallSplitter::ParseGlmCall(std::string_view body, ToolCall* call) const {
+  constexpr std::string_view kKey = "<arg_key>", kKeyEnd = "</arg_key>";
+  constexpr std::string_view kValue = "<arg_value>", kValueEnd = "</arg_value>";
+  const size_t first_key = body.find(kKey);
+  call->name = Strip(body.substr(0, first_key));
+  if (call->name.empty() || call->name.find_first_of("<>\n") != std::string::npos) return false;
+  Json arguments = Json::object();
+  size_t at = first_key == std::string_view::npos ? body.size() : first_key;
+  std::string_view key, value;
+  while (at < body.size() && Between(body, kKey, kKeyEnd, &at, &key)) {
+    if (!Between(body, kValue, kValueEnd, &at, &value)) return false;
+    const std::string name(Strip(key));
+    // As the template writes them: strings raw, anything else as JSON.
+    Json parsed;
+    if (!string_parameters_.contains({call->name, name})) parsed = ParseJson(value);
+    arguments[name] = parsed.is_discarded() || (parsed.is_null() && Strip(value) != "null")
+                          ? Json(std::string(value))
+                          : parsed;
+  }
+  if (!Strip(body.substr(at)).empty()) return false;
+  call->arguments = Compact(arguments);
+  return true;
+}
+
+}  // namespace waste

@@ -1,0 +1,128 @@
+#include "common/tool_call_stream.h"
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace waste {
+namespace {
+
+constexpr char kTools[] = R"([
+  {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+   "properties": {"city": {"type": "string"}, "zip": {"type": "string"},
+                  "days": {"type": "integer"}, "units": {"enum": ["c", "f"]}}}}},
+  {"type": "function", "function": {"name": "get_time"}}])";
+
+// Feeds `reply` in pieces of `step` bytes; returns everything handed back.
+ToolCallSplitter::Parts Feed(ToolFormat format, const std::string& reply, size_t step) {
+  ToolCallSplitter s(format, kTools);
+  ToolCallSplitter::Parts all;
+  auto take = [&all](ToolCallSplitter::Parts p) {
+    all.content += p.content;
+    for (ToolCall& c : p.calls) all.calls.push_back(std::move(c));
+  };
+  for (size_t i = 0; i < reply.size(); i += step) take(s.Add(reply.substr(i, step)));
+  take(s.Finish());
+  return all;
+}
+
+struct Case {
+  ToolFormat format;
+  std::string reply, content;
+  std::vector<ToolCall> calls;
+};
+
+// Whatever the cuts (a byte at a time included), the same content and calls.
+TEST(ToolCallSplitterTest, CallsAtAnyCuts) {
+  const std::vector<Case> cases = {
+      // Qwen: text, then one block per call; the newlines between are not content.
+      {ToolFormat::kHermes,
+       "Let me look.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+       "\"Paris\", \"days\": 2}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_time\", "
+       "\"arguments\": {}}\n</tool_call>",
+       "Let me look.\n",
+       {{"", "get_weather", R"({"city":"Paris","days":2})"}, {"", "get_time", "{}"}}},
+      // Arguments as a string holding the object; none at all.
+      {ToolFormat::kHermes,
+       "<tool_call>{\"name\": \"get_weather\", \"arguments\": \"{\\\"city\\\": \\\"Oslo\\\"}\"}"
+       "</tool_call><tool_call>{\"name\": \"get_time\"}</tool_call>",
+       "",
+       {{"", "get_weather", R"({"city": "Oslo"})"}, {"", "get_time", "{}"}}},
+      // Stopped just short of the closing tag: the call is whole all the same.
+      {ToolFormat::kHermes,
+       "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n",
+       "",
+       {{"", "get_time", "{}"}}},
+      // Not a call: content, markup and all; text after a call stays.
+      {ToolFormat::kHermes,
+       "<tool_call>not json</tool_call> then <tool",
+       "<tool_call>not json</tool_call> then <tool",
+       {}},
+      {ToolFormat::kHermes, "a <tool> b <tool_cal", "a <tool> b <tool_cal", {}},
+      {ToolFormat::kHermes, "<tool_call>{\"name\": \"get_t", "<tool_call>{\"name\": \"get_t", {}},
+      // GLM: string parameters raw (even when they look like numbers), the
+      // rest JSON; a value that is not JSON stays a string.
+      {ToolFormat::kGlm,
+       "Checking.<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>New York"
+       "</arg_value>\n<arg_key>zip</arg_key>\n<arg_value>10001</arg_value>\n<arg_key>days"
+       "</arg_key>\n<arg_value>3</arg_value>\n<arg_key>units</arg_key>\n<arg_value>f"
+       "</arg_value>\n</tool_call>\n<tool_call>get_time\n</tool_call>",
+       "Checking.",
+       {{"", "get_weather", R"({"city":"New York","zip":"10001","days":3,"units":"f"})"},
+        {"", "get_time", "{}"}}},
+      {ToolFormat::kGlm,
+       "<tool_call>get_weather\n<arg_key>city</arg_key></tool_call>",
+       "<tool_call>get_weather\n<arg_key>city</arg_key></tool_call>",
+       {}},
+      // Kimi-K2: a section of calls, each with its own id.
+      {ToolFormat::kKimiK2,
+       "I'll check.<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"
+       "<|tool_call_argument_begin|>{\"city\": \"Paris\"}<|tool_call_end|>"
+       "<|tool_call_begin|>functions.get_time:1<|tool_call_argument_begin|>{}"
+       "<|tool_call_end|><|tool_calls_section_end|>",
+       "I'll check.",
+       {{"functions.get_weather:0", "get_weather", R"({"city": "Paris"})"},
+        {"functions.get_time:1", "get_time", "{}"}}},
+      // Without tools nothing is taken out.
+      {ToolFormat::kNone,
+       "<tool_call>{\"name\": \"get_time\"}</tool_call>",
+       "<tool_call>{\"name\": \"get_time\"}</tool_call>",
+       {}},
+  };
+  for (const Case& c : cases) {
+    for (size_t step : {1, 2, 3, 5, 7, 16, 1000}) {
+      const ToolCallSplitter::Parts got = Feed(c.format, c.reply, step);
+      EXPECT_EQ(got.content, c.content) << c.reply << " step " << step;
+      ASSERT_EQ(got.calls.size(), c.calls.size()) << c.reply << " step " << step;
+      for (size_t i = 0; i < c.calls.size(); ++i) {
+        EXPECT_EQ(got.calls[i].id, c.calls[i].id) << c.reply;
+        EXPECT_EQ(got.calls[i].name, c.calls[i].name) << c.reply;
+        EXPECT_EQ(got.calls[i].arguments, c.calls[i].arguments) << c.reply;
+      }
+    }
+  }
+}
+
+// Content streams: nothing is held back but what may be a marker.
+TEST(ToolCallSplitterTest, ContentIsNotHeldBack) {
+  ToolCallSplitter s(ToolFormat::kHermes, kTools);
+  EXPECT_EQ(s.Add("Hello, ").content, "Hello, ");
+  EXPECT_EQ(s.Add("wor<").content, "wor");
+  EXPECT_EQ(s.Add("ld> <tool_").content, "<ld> ");
+  ToolCallSplitter::Parts call = s.Add("call>{\"name\": \"get_time\"}</tool_call>");
+  EXPECT_EQ(call.content, "");
+  ASSERT_EQ(call.calls.size(), 1u);
+  EXPECT_EQ(call.calls[0].name, "get_time");
+}
+
+TEST(ToolCallSplitterTest, FormatNames) {
+  for (ToolFormat f : {ToolFormat::kHermes, ToolFormat::kGlm, ToolFormat::kKimiK2}) {
+    EXPECT_EQ(ParseToolFormat(ToolFormatName(f)), f);
+  }
+  EXPECT_EQ(ParseToolFormat(""), ToolFormat::kNone);
+  EXPECT_EQ(ParseToolFormat("json"), ToolFormat::kNone);
+}
+
+}  // namespace
+}  // namespace waste

@@ -1,0 +1,47 @@
+// The parts of a chat prompt that offer tools and replay the calls a reply
+// made, as each family's template writes them: Qwen's (Hermes-style
+// <tools> in the system turn), GLM-4.5's and Kimi-K2's (tool_declare).
+// JSON goes in as the templates' `tojson` writes it (Python's json.dumps:
+// ", " and ": " between items, keys in the order given, non-ASCII as is).
+#ifndef WASTE_DAEMON_TEXT_CHAT_TOOLS_H_
+#define WASTE_DAEMON_TEXT_CHAT_TOOLS_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "common/tool_call.h"
+
+namespace waste::text {
+
+// A request's tools: a JSON array of OpenAI tool definitions, each
+// {"type": "function", "function": {"name": non-empty string, ...}}.
+absl::Status CheckTools(std::string_view tools_json);
+// A call an earlier reply made: a name, and arguments that are a JSON
+// object.
+absl::Status CheckToolCall(const ToolCall& call);
+
+// JSON text re-written as Python's json.dumps writes it.
+std::string PythonJson(std::string_view json);
+
+// What Qwen's system turn says of the tools (after the system message's
+// text, if any): "# Tools\n\n..." up to the closing </tool_call> example.
+std::string QwenToolsText(std::string_view tools_json);
+// Qwen's call: <tool_call>\n{"name": ..., "arguments": ...}\n</tool_call>.
+std::string QwenToolCall(const ToolCall& call);
+
+// GLM-4.5's system turn offering the tools.
+std::string GlmToolsTurn(std::string_view tools_json);
+// GLM's call: <tool_call>NAME\n<arg_key>K</arg_key>\n<arg_value>V</arg_value>
+// \n...</tool_call>, string values raw and the rest as JSON.
+std::string GlmToolCall(const ToolCall& call);
+
+// Kimi-K2's tool declaration turn.
+std::string KimiToolsTurn(std::string_view tools_json);
+// Kimi-K2's section of calls.
+std::string KimiToolCalls(const std::vector<ToolCall>& calls);
+
+}  // namespace waste::text
+
+#endif  // WASTE_DAEMON_TEXT_CHAT_TOOLS_H_
