@@ -18,8 +18,12 @@ size_t PartialMarkerLength(std::string_view s, std::string_view marker) {
   return 0;
 }
 
-void HarmonySplitter::Emit(std::string_view text, Parts* out) const {
-  (reasoning_ ? out->reasoning : out->content).append(text);
+void HarmonySplitter::Emit(std::string_view text, Parts* out) {
+  if (!call_.empty()) {
+    arguments_.append(text);
+  } else {
+    (reasoning_ ? out->reasoning : out->content).append(text);
+  }
 }
 
 HarmonySplitter::Parts HarmonySplitter::Add(std::string_view text) {
@@ -36,6 +40,12 @@ HarmonySplitter::Parts HarmonySplitter::Add(std::string_view text) {
           channel == std::string_view::npos ? "" : header.substr(channel + kChannel.size());
       name = name.substr(0, name.find_first_of(" <"));
       reasoning_ = name == "analysis";
+      // "to=functions.NAME" before or after the channel: a tool call.
+      call_.clear();
+      if (const size_t to = header.find("to=functions."); to != std::string_view::npos) {
+        std::string_view recipient = header.substr(to + 13);
+        call_ = recipient.substr(0, recipient.find_first_of(" <"));
+      }
       in_body_ = true;
       pending_.erase(0, message + kMessage.size());
       continue;
@@ -50,16 +60,33 @@ HarmonySplitter::Parts HarmonySplitter::Add(std::string_view text) {
     }
     Emit(std::string_view(pending_).substr(0, end), &out);
     pending_.erase(0, end + kEnd.size());
-    in_body_ = false;
+    EndMessage(&out);
   }
   return out;
+}
+
+void HarmonySplitter::EndMessage(Parts* out) {
+  in_body_ = false;
+  if (call_.empty()) return;
+  const size_t begin = arguments_.find_first_not_of(" \t\r\n");
+  out->calls.push_back(
+      {.name = call_,
+       .arguments =
+           begin == std::string::npos
+               ? "{}"
+               : arguments_.substr(begin, arguments_.find_last_not_of(" \t\r\n") - begin + 1)});
+  call_.clear();
+  arguments_.clear();
 }
 
 HarmonySplitter::Parts HarmonySplitter::Finish() {
   Parts out;
   // A reply cut short (max_tokens) inside a message: its held text is the
   // message's; a header never finished says nothing.
-  if (in_body_) Emit(pending_, &out);
+  if (in_body_) {
+    Emit(pending_, &out);
+    EndMessage(&out);
+  }
   pending_.clear();
   return out;
 }

@@ -2,7 +2,10 @@
 // messages are "<|channel|>NAME<|message|>TEXT<|end|>", each after the first
 // opened by "<|start|>assistant" (a tool call adds " to=..." and a
 // "<|constrain|>" type to the header). The analysis channel is the model's
-// reasoning; final and commentary are what it says. The splitter hands back
+// reasoning; final and commentary are what it says; a message to a function
+// ("to=functions.NAME" in its header) is a call of that tool, its body the
+// arguments, handed back whole when the message ends (the reply ends at its
+// <|call|>). The splitter hands back
 // each piece of text as soon as it is known not to be markup, so a reply
 // streams as it is generated; the end tokens (<|return|>, <|call|>) are
 // never part of the text.
@@ -13,6 +16,9 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "common/tool_call.h"
 
 namespace waste {
 
@@ -25,6 +31,7 @@ class HarmonySplitter {
   struct Parts {
     std::string reasoning;
     std::string content;
+    std::vector<ToolCall> calls;
   };
 
   // The next piece of the reply's text; returns what of it is now known.
@@ -33,11 +40,16 @@ class HarmonySplitter {
   Parts Finish();
 
  private:
-  void Emit(std::string_view text, Parts* out) const;
+  void Emit(std::string_view text, Parts* out);
+
+  // The message's body is over: a call's is handed back.
+  void EndMessage(Parts* out);
 
   bool in_body_ = false;  // Between <|message|> and <|end|>.
   bool reasoning_ = false;
-  std::string pending_;  // Text not yet handed back.
+  std::string call_;       // The function the message is to, if any.
+  std::string arguments_;  // A call's body so far.
+  std::string pending_;    // Text not yet handed back.
 };
 
 }  // namespace waste

@@ -17,14 +17,13 @@ constexpr char kReply[] =
 HarmonySplitter::Parts Feed(const std::vector<std::string>& pieces) {
   HarmonySplitter s;
   HarmonySplitter::Parts all;
-  for (const std::string& piece : pieces) {
-    HarmonySplitter::Parts p = s.Add(piece);
+  auto take = [&all](HarmonySplitter::Parts p) {
     all.reasoning += p.reasoning;
     all.content += p.content;
-  }
-  HarmonySplitter::Parts p = s.Finish();
-  all.reasoning += p.reasoning;
-  all.content += p.content;
+    for (ToolCall& c : p.calls) all.calls.push_back(std::move(c));
+  };
+  for (const std::string& piece : pieces) take(s.Add(piece));
+  take(s.Finish());
   return all;
 }
 
@@ -53,12 +52,27 @@ TEST(HarmonySplitterTest, AnyCutsGiveTheSameParts) {
 
 // A tool call: commentary with a recipient and a constraint; its body is
 // content. A reply cut inside a message keeps what it had.
-TEST(HarmonySplitterTest, CommentaryAndCutReplies) {
+// A message to a function is a call of it, its body the arguments, handed
+// back whole when the reply ends (at its <|call|>) or the message does; the
+// recipient may come before the channel or after it.
+TEST(HarmonySplitterTest, CallsAndCutReplies) {
   const HarmonySplitter::Parts call =
-      Feed({"<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>",
-            "{\"city\":\"Paris\"}"});
-  EXPECT_EQ(call.reasoning, "");
-  EXPECT_EQ(call.content, "{\"city\":\"Paris\"}");
+      Feed({"<|channel|>analysis<|message|>Need weather.<|end|><|start|>assistant<|channel|>",
+            "commentary to=functions.get_weather <|constrain|>json<|message|>",
+            " {\"city\":\"Paris\"}"});
+  EXPECT_EQ(call.reasoning, "Need weather.");
+  EXPECT_EQ(call.content, "");
+  ASSERT_EQ(call.calls.size(), 1u);
+  EXPECT_EQ(call.calls[0].id, "");
+  EXPECT_EQ(call.calls[0].name, "get_weather");
+  EXPECT_EQ(call.calls[0].arguments, "{\"city\":\"Paris\"}");
+  const HarmonySplitter::Parts before =
+      Feed({"<|start|>assistant to=functions.noop<|channel|>commentary json<|message|>{}<|end|>",
+            "<|start|>assistant<|channel|>commentary<|message|>Said."});
+  ASSERT_EQ(before.calls.size(), 1u);
+  EXPECT_EQ(before.calls[0].name, "noop");
+  EXPECT_EQ(before.calls[0].arguments, "{}");
+  EXPECT_EQ(before.content, "Said.");
   const HarmonySplitter::Parts cut = Feed({"<|channel|>analysis<|message|>Thinking <|en"});
   EXPECT_EQ(cut.reasoning, "Thinking <|en");
   EXPECT_EQ(Feed({"<|channel|>analy"}).reasoning, "");

@@ -47,10 +47,10 @@ struct LogVoidify {
 #define WASTE_LOG_LEVEL_ERROR ::waste::LogLevel::kError
 #define WASTE_LOG_LEVEL_FATAL ::waste::LogLevel::kFatal
 
-#define WLOG(severity)                                          \
-  (WASTE_LOG_LEVEL_##severity < ::waste::MinLogLevel())         \
-      ? (void)0                                                 \
-      : ::waste::LogVoidify() &                                 \
+#define WLOG(severity)                                  \
+  (WASTE_LOG_LEVEL_##severity < ::waste::MinLogLevel()) \
+      ? (void)0                                         \
+      : ::waste::LogVoidify() &                         \
             ::waste::LogMessage(__FILE__, __LINE__, WASTE_LOG_LEVEL_##severity).stream()
 
 #define WCHECK(cond)                                                                       \

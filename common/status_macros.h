@@ -12,10 +12,10 @@
 #define WASTE_STATUS_CONCAT_INNER_(a, b) a##b
 #define WASTE_STATUS_CONCAT_(a, b) WASTE_STATUS_CONCAT_INNER_(a, b)
 
-#define RETURN_IF_ERROR(expr)                        \
-  do {                                               \
-    ::absl::Status waste_status_ = (expr);           \
-    if (!waste_status_.ok()) return waste_status_;   \
+#define RETURN_IF_ERROR(expr)                      \
+  do {                                             \
+    ::absl::Status waste_status_ = (expr);         \
+    if (!waste_status_.ok()) return waste_status_; \
   } while (0)
 
 #define ASSIGN_OR_RETURN(lhs, expr) \

@@ -10,6 +10,8 @@ const char* ToolFormatName(ToolFormat format) {
       return "glm";
     case ToolFormat::kKimiK2:
       return "kimi-k2";
+    case ToolFormat::kHarmony:
+      return "harmony";
     case ToolFormat::kNone:
       break;
   }
@@ -17,7 +19,8 @@ const char* ToolFormatName(ToolFormat format) {
 }
 
 ToolFormat ParseToolFormat(std::string_view name) {
-  for (ToolFormat f : {ToolFormat::kHermes, ToolFormat::kGlm, ToolFormat::kKimiK2}) {
+  for (ToolFormat f :
+       {ToolFormat::kHermes, ToolFormat::kGlm, ToolFormat::kKimiK2, ToolFormat::kHarmony}) {
     if (name == ToolFormatName(f)) return f;
   }
   return ToolFormat::kNone;

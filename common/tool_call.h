@@ -14,10 +14,12 @@ struct ToolCall {
   std::string arguments;  // A JSON object, as text.
 };
 
-enum class ToolFormat { kNone, kHermes, kGlm, kKimiK2 };
+// kHarmony: gpt-oss's messages to "functions.NAME" (harmony_stream.h
+// takes them out of a reply with its reasoning).
+enum class ToolFormat { kNone, kHermes, kGlm, kKimiK2, kHarmony };
 
-// "hermes", "glm", "kimi-k2" ("" for kNone); and back (kNone for anything
-// else).
+// "hermes", "glm", "kimi-k2", "harmony" ("" for kNone); and back (kNone for
+// anything else).
 const char* ToolFormatName(ToolFormat format);
 ToolFormat ParseToolFormat(std::string_view name);
 

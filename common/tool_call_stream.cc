@@ -66,6 +66,8 @@ ToolCallSplitter::ToolCallSplitter(ToolFormat format, std::string_view tools_jso
                   .call_end = "<|tool_call_end|>"};
       break;
     case ToolFormat::kNone:
+    case ToolFormat::kHarmony:  // The harmony splitter takes those calls out.
+      format_ = ToolFormat::kNone;
       break;
   }
   if (format != ToolFormat::kGlm) return;
@@ -222,6 +224,7 @@ bool ToolCallSplitter::ParseCall(std::string_view body, ToolCall* call) const {
                        &call->arguments);
     }
     case ToolFormat::kNone:
+    case ToolFormat::kHarmony:
       break;
   }
   return false;

@@ -36,8 +36,8 @@ class ToolCallSplitter {
   };
 
   // `tools_json`: the request's tools (an OpenAI tools array; glm reads
-  // which parameters are strings from their schemas). kNone passes all text
-  // through.
+  // which parameters are strings from their schemas). kNone and kHarmony
+  // (whose calls harmony_stream.h takes out) pass all text through.
   ToolCallSplitter(ToolFormat format, std::string_view tools_json);
 
   // The next piece of the reply's content; returns what of it is now known.

@@ -84,7 +84,12 @@ TEST(ToolCallSplitterTest, CallsAtAnyCuts) {
        "I'll check.",
        {{"functions.get_weather:0", "get_weather", R"({"city": "Paris"})"},
         {"functions.get_time:1", "get_time", "{}"}}},
-      // Without tools nothing is taken out.
+      // Without tools nothing is taken out; harmony's calls are taken out
+      // before (with its reasoning).
+      {ToolFormat::kHarmony,
+       "<tool_call>{\"name\": \"get_time\"}</tool_call>",
+       "<tool_call>{\"name\": \"get_time\"}</tool_call>",
+       {}},
       {ToolFormat::kNone,
        "<tool_call>{\"name\": \"get_time\"}</tool_call>",
        "<tool_call>{\"name\": \"get_time\"}</tool_call>",
@@ -117,7 +122,8 @@ TEST(ToolCallSplitterTest, ContentIsNotHeldBack) {
 }
 
 TEST(ToolCallSplitterTest, FormatNames) {
-  for (ToolFormat f : {ToolFormat::kHermes, ToolFormat::kGlm, ToolFormat::kKimiK2}) {
+  for (ToolFormat f :
+       {ToolFormat::kHermes, ToolFormat::kGlm, ToolFormat::kKimiK2, ToolFormat::kHarmony}) {
     EXPECT_EQ(ParseToolFormat(ToolFormatName(f)), f);
   }
   EXPECT_EQ(ParseToolFormat(""), ToolFormat::kNone);

@@ -126,8 +126,8 @@ absl::Status Generation::Resolve(const std::vector<int32_t>* session_tokens) {
     if ((!options.tools.empty() || calls) && text::ChatToolFormat(format) == ToolFormat::kNone) {
       return absl::InvalidArgumentError(
           absl::StrCat("tools: this model's chat template (", text::ChatFormatName(format),
-                       ") has no tool calling that waste knows (Qwen's, GLM-4.5's and "
-                       "Kimi-K2's have)"));
+                       ") has no tool calling that waste knows (Qwen's, GLM-4.5's, "
+                       "Kimi-K2's and gpt-oss's have)"));
     }
     options.add_generation_prompt =
         !chat.has_add_generation_prompt() || chat.add_generation_prompt();

@@ -137,10 +137,12 @@ void CompletionResponse::Add(const v1::GenerateEvent& event) {
 
 CompletionResponse::Delta CompletionResponse::Split(const std::string& added, bool last) {
   Delta delta;
+  std::vector<ToolCall> calls;  // gpt-oss's, which come with its reasoning.
   if (split_reasoning_) {
     ReasoningSplitter::Parts parts = last ? splitter_.Finish() : splitter_.Add(added);
     delta.reasoning = std::move(parts.reasoning);
     delta.content = std::move(parts.content);
+    calls = std::move(parts.calls);
   } else {
     delta.content = added;
   }
@@ -152,10 +154,17 @@ CompletionResponse::Delta CompletionResponse::Split(const std::string& added, bo
       for (ToolCall& call : rest.calls) parts.calls.push_back(std::move(call));
     }
     delta.content = std::move(parts.content);
-    delta.calls = std::move(parts.calls);
-    for (ToolCall& call : delta.calls) {
-      if (call.id.empty()) call.id = NewToolCallId();
+    for (ToolCall& call : parts.calls) calls.push_back(std::move(call));
+  }
+  for (ToolCall& call : calls) {
+    // A call offered no tools, or cut short before its arguments closed
+    // (max_tokens), is what the model said.
+    if (!parse_tools_ || !Json::parse(call.arguments, nullptr, false).is_object()) {
+      delta.content += call.arguments;
+      continue;
     }
+    if (call.id.empty()) call.id = NewToolCallId();
+    delta.calls.push_back(std::move(call));
   }
   if (Parsed()) {
     split_.reasoning += delta.reasoning;

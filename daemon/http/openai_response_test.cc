@@ -251,6 +251,38 @@ TEST(OpenAiResponseTest, ToolCallsBody) {
   EXPECT_EQ(plain_body["choices"][0]["finish_reason"], "stop");
 }
 
+// gpt-oss calls a tool in a message to functions.NAME after its reasoning;
+// the reply ends at <|call|> (an end token: not in the text).
+TEST(OpenAiResponseTest, HarmonyToolCalls) {
+  const std::string reasoning = "<|channel|>analysis<|message|>Need it.<|end|>";
+  const std::string call =
+      "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json"
+      "<|message|>{\"city\":\"Paris\"}";
+  CompletionResponse response(ToolsRequest(false), "chatcmpl-1", 1700000000, "asked");
+  response.Add(Started(4, false, "harmony"));
+  response.Add(Token(1, reasoning));
+  response.Add(Token(2, call));
+  response.Add(Done(v1::FINISH_REASON_EOS, 4, 2));
+  const Json body = Json::parse(response.Body());
+  const Json& message = body["choices"][0]["message"];
+  EXPECT_EQ(message["reasoning_content"], "Need it.");
+  EXPECT_TRUE(message["content"].is_null());
+  ASSERT_EQ(message["tool_calls"].size(), 1u);
+  EXPECT_EQ(message["tool_calls"][0]["function"]["name"], "get_weather");
+  EXPECT_EQ(message["tool_calls"][0]["function"]["arguments"], R"({"city":"Paris"})");
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "tool_calls");
+
+  // Cut short inside the arguments: not a call, and the reason is length.
+  CompletionResponse cut(ToolsRequest(false), "chatcmpl-2", 1700000000, "asked");
+  cut.Add(Started(4, false, "harmony"));
+  cut.Add(Token(1, reasoning + call.substr(0, call.size() - 4)));
+  cut.Add(Done(v1::FINISH_REASON_LENGTH, 4, 1));
+  const Json cut_body = Json::parse(cut.Body());
+  EXPECT_EQ(cut_body["choices"][0]["message"]["content"], "{\"city\":\"Par");
+  EXPECT_FALSE(cut_body["choices"][0]["message"].contains("tool_calls"));
+  EXPECT_EQ(cut_body["choices"][0]["finish_reason"], "length");
+}
+
 TEST(OpenAiResponseTest, CompletionStreamWithoutUsage) {
   CompletionRequest request;
   request.kind = ApiKind::kCompletion;

@@ -1,5 +1,7 @@
 #include "daemon/text/chat_template.h"
 
+#include <algorithm>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -67,6 +69,8 @@ ToolFormat ChatToolFormat(ChatFormat format) {
       return ToolFormat::kGlm;
     case ChatFormat::kKimiK2:
       return ToolFormat::kKimiK2;
+    case ChatFormat::kHarmony:
+      return ToolFormat::kHarmony;
     default:
       return ToolFormat::kNone;
   }
@@ -169,25 +173,69 @@ std::string RenderLlama2(const std::vector<ChatTurn>& turns) {
 
 // gpt-oss's harmony, as its GGUF template renders a conversation: the
 // system message (identity, knowledge cutoff, date, reasoning effort,
-// channels) always; a system turn as the developer's instructions; earlier
-// assistant turns as final-channel messages.
+// channels) always; a first system turn as the developer's instructions,
+// the tools after them as a TypeScript namespace; earlier replies as
+// final-channel messages, their calls as messages to functions.NAME (what
+// the reply said before a call as its analysis, unless a final answer
+// follows), and a tool's result as a message from the function it answers.
 std::string RenderHarmony(const std::vector<ChatTurn>& turns, const ChatOptions& options) {
   const std::string today = options.date.empty()
                                 ? absl::FormatTime("%Y-%m-%d", absl::Now(), absl::UTCTimeZone())
                                 : options.date;
   const std::string effort = options.reasoning_effort.empty() ? "medium" : options.reasoning_effort;
+  const bool tools = !options.tools.empty();
   std::string out = absl::StrCat(
       "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
       "Knowledge cutoff: 2024-06\nCurrent date: ",
       today, "\n\nReasoning: ", effort,
       "\n\n# Valid channels: analysis, commentary, final. Channel must be "
-      "included for every message.<|end|>");
-  for (const ChatTurn& t : turns) {
+      "included for every message.",
+      tools ? "\nCalls to these tools must go to the commentary channel: 'functions'." : "",
+      "<|end|>");
+  const int n = static_cast<int>(turns.size());
+  const bool instructions = n > 0 && (turns[0].role == "system" || turns[0].role == "developer");
+  if ((instructions && !turns[0].content.empty()) || tools) {
+    out += "<|start|>developer<|message|>";
+    if (instructions && !turns[0].content.empty()) {
+      absl::StrAppend(&out, "# Instructions\n\n", turns[0].content, "\n\n");
+    }
+    if (tools) absl::StrAppend(&out, "# Tools\n\n", HarmonyToolsNamespace(options.tools));
+    out += "<|end|>";
+  }
+  std::string last_call;  // The function the latest call went to.
+  for (int i = instructions ? 1 : 0; i < n; ++i) {
+    const ChatTurn& t = turns[i];
     if (t.role == "system" || t.role == "developer") {
       absl::StrAppend(&out, "<|start|>developer<|message|># Instructions\n\n", t.content,
                       "\n\n<|end|>");
+    } else if (t.role == "assistant" && !t.tool_calls.empty()) {
+      const bool answered = std::any_of(turns.begin() + i + 1, turns.end(), [](const ChatTurn& u) {
+        return u.role == "assistant" && u.tool_calls.empty();
+      });
+      if (!t.content.empty() && !answered) {
+        absl::StrAppend(&out, "<|start|>assistant<|channel|>analysis<|message|>", t.content,
+                        "<|end|>");
+      }
+      for (const ToolCall& call : t.tool_calls) {
+        absl::StrAppend(&out, "<|start|>assistant to=functions.", call.name,
+                        "<|channel|>commentary json<|message|>", PythonJson(call.arguments),
+                        "<|call|>");
+        last_call = call.name;
+      }
     } else if (t.role == "assistant") {
       absl::StrAppend(&out, "<|start|>assistant<|channel|>final<|message|>", t.content, "<|end|>");
+      last_call.clear();
+    } else if (t.role == "tool") {
+      // From the function whose call it answers (the template: the latest).
+      std::string from = last_call;
+      for (int j = i - 1; j >= 0 && !t.tool_call_id.empty(); --j) {
+        for (const ToolCall& call : turns[j].tool_calls) {
+          if (call.id == t.tool_call_id) from = call.name;
+        }
+      }
+      absl::StrAppend(&out, "<|start|>functions.", from,
+                      " to=assistant<|channel|>commentary<|message|>", PythonJsonString(t.content),
+                      "<|end|>");
     } else {
       absl::StrAppend(&out, "<|start|>", t.role, "<|message|>", t.content, "<|end|>");
     }

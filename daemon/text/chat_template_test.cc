@@ -308,9 +308,9 @@ TEST(ChatTemplateTest, ToolFormats) {
   EXPECT_EQ(ChatToolFormat(ChatFormat::kQwen), ToolFormat::kHermes);
   EXPECT_EQ(ChatToolFormat(ChatFormat::kGlm), ToolFormat::kGlm);
   EXPECT_EQ(ChatToolFormat(ChatFormat::kKimiK2), ToolFormat::kKimiK2);
-  for (ChatFormat f :
-       {ChatFormat::kPlain, ChatFormat::kChatMl, ChatFormat::kLlama3, ChatFormat::kLlama2,
-        ChatFormat::kDeepSeek, ChatFormat::kDeepSeekV31, ChatFormat::kHarmony}) {
+  EXPECT_EQ(ChatToolFormat(ChatFormat::kHarmony), ToolFormat::kHarmony);
+  for (ChatFormat f : {ChatFormat::kPlain, ChatFormat::kChatMl, ChatFormat::kLlama3,
+                       ChatFormat::kLlama2, ChatFormat::kDeepSeek, ChatFormat::kDeepSeekV31}) {
     EXPECT_EQ(ChatToolFormat(f), ToolFormat::kNone) << ChatFormatName(f);
   }
 }
@@ -327,6 +327,64 @@ TEST(ChatTemplateTest, QwenKeepsReasoningAfterTheLastQuery) {
             "</think>\n\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n"
             "</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\nnoon\n"
             "</tool_response><|im_end|>\n<|im_start|>assistant\n");
+}
+
+// gpt-oss: the tools as a TypeScript namespace in the developer message
+// (optional and required parameters, descriptions, enums and defaults,
+// arrays, nullables, a nested object and a oneOf, with the whitespace its
+// template writes), calls as messages to functions.NAME and results from
+// them, as Jinja renders the gpt-oss template.
+TEST(ChatTemplateTest, RendersHarmonyTools) {
+  constexpr char kHarmonyTools[] =
+      R"([{"type": "function", "function": {"name": "get_weather", "description": "Weather now.", "parameters": {"type": "object", "properties": {
+  "city": {"type": "string", "description": "City name"},
+  "days": {"type": "integer", "default": 1},
+  "units": {"type": "string", "enum": ["c", "f"], "default": "c"},
+  "tags": {"type": "array", "items": {"type": "string"}},
+  "points": {"type": "array", "items": {"type": "object", "properties": {"x": {"type": "number"}}}},
+  "note": {"type": "string", "nullable": true},
+  "where": {"type": "object", "properties": {"lat": {"type": "number"}, "lon": {"type": "number"}}, "required": ["lat"]},
+  "exact": {"type": "boolean"},
+  "any": {"description": "Anything"},
+  "either": {"oneOf": [{"type": "string"}, {"type": "number", "description": "n"}]},
+  "many": {"type": ["string", "null"]}}, "required": ["city"]}}},
+ {"type": "function", "function": {"name": "noop", "description": "Nothing.", "parameters": {"type": "object", "properties": {}}}}])";
+  ChatTurn call{"assistant", "Need the weather."};
+  call.tool_calls = {{"c1", "get_weather", R"({"city": "Paris", "days": 2})"}};
+  ChatTurn result{"tool", "18 \"C\"\nsunny"};
+  result.tool_call_id = "c1";
+  ChatTurn call2{"assistant", "Checking."};
+  call2.tool_calls = {{"c2", "noop", "{}"}};
+  ChatTurn result2{"tool", "done"};
+  result2.tool_call_id = "c2";
+  const std::vector<ChatTurn> turns = {
+      {"system", "S"}, {"user", "Q"}, call,   result, {"assistant", "18 and sunny."},
+      {"user", "Q2"},  call2,         result2};
+  EXPECT_EQ(
+      RenderChat(ChatFormat::kHarmony, turns, {.date = "2026-12-04", .tools = kHarmonyTools}),
+      "<|start|>system<|message|>You are ChatGPT, a large language model trained by Open"
+      "AI.\nKnowledge cutoff: 2024-06\nCurrent date: 2026-12-04\n"
+      "\nReasoning: medium\n\n# Valid channels: analysis, commentary, final. Channel must b"
+      "e included for every message.\nCalls to these tools must go to the commentary chan"
+      "nel: 'functions'.<|end|><|start|>developer<|message|># Instructions\n"
+      "\nS\n\n# Tools\n\n## functions\n\nnamespace functions {\n"
+      "\n// Weather now.\ntype get_weather = (_: {\n"
+      "// City name\ncity: string,\ndays?: number, // default: 1,\n"
+      "units?: \"c\" | \"f\", // default: c,\ntags?: string[],\n"
+      "points?: {\nx?: \n                number}[],\n"
+      "note?: string | null,\nwhere?: {\nlat: \n                number, lon?: \n"
+      "                number},\nexact?: boolean,\n"
+      "// Anything\nany?: any,\neither?: string | \n"
+      "number// n,\nmany?: string | null,\n}) => any;\n"
+      "\n// Nothing.\ntype noop = () => any;\n\n} // namespace functions<|end|><|start|>user"
+      "<|message|>Q<|end|><|start|>assistant to=functions.get_weather<|channel|>commenta"
+      "ry json<|message|>{\"city\": \"Paris\", \"days\": 2}<|call|><|start|>functions.get_weat"
+      "her to=assistant<|channel|>commentary<|message|>\"18 \\\"C\\\"\\nsunny\"<|end|><|start|>"
+      "assistant<|channel|>final<|message|>18 and sunny.<|end|><|start|>user<|message|>Q"
+      "2<|end|><|start|>assistant<|channel|>analysis<|message|>Checking.<|end|><|start|>"
+      "assistant to=functions.noop<|channel|>commentary json<|message|>{}<|call|><|start"
+      "|>functions.noop to=assistant<|channel|>commentary<|message|>\"done\"<|end|><|start"
+      "|>assistant");
 }
 
 }  // namespace

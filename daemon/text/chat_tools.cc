@@ -42,6 +42,101 @@ std::string Python(const Json& json) {
   return out;
 }
 
+// Jinja's truthiness of spec[key]: absent, null, false, 0 and empty are false.
+bool Truthy(const Json& spec, const char* key) {
+  if (!spec.is_object() || !spec.contains(key)) return false;
+  const Json& v = spec[key];
+  if (v.is_null()) return false;
+  if (v.is_boolean()) return v.get<bool>();
+  if (v.is_number()) return v.get<double>() != 0;
+  if (v.is_string() || v.is_array() || v.is_object()) return !v.empty();
+  return true;
+}
+
+// A value as Python's str() writes it (Jinja's join and string concatenation).
+std::string Str(const Json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
+  if (v.is_null()) return "None";
+  return Python(v);
+}
+
+// Whether `name` is in the schema's "required" list.
+bool Required(const Json& schema, const std::string& name) {
+  if (!schema.is_object() || !schema.contains("required") || !schema["required"].is_array()) {
+    return false;
+  }
+  for (const Json& r : schema["required"]) {
+    if (r == name) return true;
+  }
+  return false;
+}
+
+// gpt-oss's template's render_typescript_type: a JSON schema as the
+// TypeScript type its tool namespace shows, whitespace quirks included.
+std::string TypeScript(const Json& spec) {
+  const Json none;
+  const Json& type = spec.is_object() && spec.contains("type") ? spec["type"] : none;
+  const char* nullable = Truthy(spec, "nullable") ? " | null" : "";
+  if (type == "array") {
+    if (!Truthy(spec, "items")) return absl::StrCat("any[]", nullable);
+    const Json& items = spec["items"];
+    const Json& item_type = items.is_object() && items.contains("type") ? items["type"] : none;
+    std::string array;
+    if (item_type == "string" || item_type == "boolean") {
+      array = item_type.get<std::string>() + "[]";
+    } else if (item_type == "number" || item_type == "integer") {
+      array = "number[]";
+    } else {
+      const std::string inner = TypeScript(items);
+      array = inner == "object | object" || inner.size() > 50 ? "any[]" : inner + "[]";
+    }
+    return array + nullable;
+  }
+  if (type.is_array() && !type.empty()) {
+    std::string out;
+    for (size_t i = 0; i < type.size(); ++i) absl::StrAppend(&out, i ? " | " : "", Str(type[i]));
+    return out;
+  }
+  if (Truthy(spec, "oneOf")) {
+    // (The template's object-variant check sets a variable inside its loop,
+    // which Jinja scopes to the loop: every oneOf is listed.)
+    std::string out;
+    const Json& variants = spec["oneOf"];
+    for (size_t i = 0; i < variants.size(); ++i) {
+      out += TypeScript(variants[i]);
+      if (Truthy(variants[i], "description")) out += "// " + Str(variants[i]["description"]);
+      if (variants[i].is_object() && variants[i].contains("default")) {
+        absl::StrAppend(&out, std::string(20, ' '), "// default: ", Python(variants[i]["default"]));
+      }
+      if (i + 1 < variants.size()) out += " | \n";
+    }
+    return out;
+  }
+  if (type == "string") {
+    if (!Truthy(spec, "enum")) return absl::StrCat("string", nullable);
+    std::string out = "\"";
+    const Json& values = spec["enum"];
+    for (size_t i = 0; i < values.size(); ++i)
+      absl::StrAppend(&out, i ? "\" | \"" : "", Str(values[i]));
+    return out + "\"";
+  }
+  if (type == "number" || type == "integer") return "number";
+  if (type == "boolean") return "boolean";
+  if (type == "object") {
+    if (!Truthy(spec, "properties")) return "object";
+    std::string out = "{\n";
+    bool first = true;
+    for (const auto& [name, property] : spec["properties"].items()) {
+      absl::StrAppend(&out, first ? "" : ", ", name, Required(spec, name) ? "" : "?", ": \n",
+                      std::string(16, ' '), TypeScript(property));
+      first = false;
+    }
+    return out + "}";
+  }
+  return "any";
+}
+
 }  // namespace
 
 absl::Status CheckTools(std::string_view tools_json) {
@@ -121,6 +216,43 @@ std::string GlmToolCall(const ToolCall& call) {
   out += "</tool_call>";
   return out;
 }
+
+std::string HarmonyToolsNamespace(std::string_view tools_json) {
+  std::string out = "## functions\n\nnamespace functions {\n\n";
+  for (const Json& tool : Parse(tools_json)) {
+    const Json& function = tool["function"];
+    // (A tool without a description breaks the template; it gets no line.)
+    if (Truthy(function, "description"))
+      absl::StrAppend(&out, "// ", Str(function["description"]), "\n");
+    absl::StrAppend(&out, "type ", function["name"].get<std::string>(), " = ");
+    const Json none;
+    const Json& parameters = function.contains("parameters") ? function["parameters"] : none;
+    if (!Truthy(parameters, "properties")) {
+      out += "() => any;\n\n";
+      continue;
+    }
+    out += "(_: {\n";
+    for (const auto& [name, spec] : parameters["properties"].items()) {
+      if (Truthy(spec, "description")) absl::StrAppend(&out, "// ", Str(spec["description"]), "\n");
+      absl::StrAppend(&out, name, Required(parameters, name) ? "" : "?", ": ", TypeScript(spec));
+      if (spec.is_object() && spec.contains("default")) {
+        const Json& value = spec["default"];
+        if (Truthy(spec, "enum")) {
+          absl::StrAppend(&out, ", // default: ", Str(value));
+        } else if (Truthy(spec, "oneOf")) {
+          absl::StrAppend(&out, "// default: ", Str(value));
+        } else {
+          absl::StrAppend(&out, ", // default: ", Python(value));
+        }
+      }
+      out += ",\n";
+    }
+    out += "}) => any;\n\n";
+  }
+  return out + "} // namespace functions";
+}
+
+std::string PythonJsonString(std::string_view text) { return Python(Json(std::string(text))); }
 
 std::string KimiToolsTurn(std::string_view tools_json) {
   return absl::StrCat("<|im_system|>tool_declare<|im_middle|>", PythonJson(tools_json),

@@ -1,6 +1,7 @@
 // The parts of a chat prompt that offer tools and replay the calls a reply
 // made, as each family's template writes them: Qwen's (Hermes-style
-// <tools> in the system turn), GLM-4.5's and Kimi-K2's (tool_declare).
+// <tools> in the system turn), GLM-4.5's, Kimi-K2's (tool_declare) and
+// gpt-oss's (a TypeScript namespace in the developer message).
 // JSON goes in as the templates' `tojson` writes it (Python's json.dumps:
 // ", " and ": " between items, keys in the order given, non-ASCII as is).
 #ifndef WASTE_DAEMON_TEXT_CHAT_TOOLS_H_
@@ -36,6 +37,12 @@ std::string GlmToolsTurn(std::string_view tools_json);
 // GLM's call: <tool_call>NAME\n<arg_key>K</arg_key>\n<arg_value>V</arg_value>
 // \n...</tool_call>, string values raw and the rest as JSON.
 std::string GlmToolCall(const ToolCall& call);
+
+// gpt-oss's "## functions" namespace of the tools (in its developer
+// message), each as a TypeScript function type.
+std::string HarmonyToolsNamespace(std::string_view tools_json);
+// A string as the templates' tojson writes it (quoted, escaped).
+std::string PythonJsonString(std::string_view text);
 
 // Kimi-K2's tool declaration turn.
 std::string KimiToolsTurn(std::string_view tools_json);

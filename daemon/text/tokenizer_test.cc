@@ -215,6 +215,33 @@ TEST(TokenizerTest, HarmonyMarkup) {
   EXPECT_TRUE((*phi)->IsEog(end[0]));
 }
 
+// Markup a reply's reader parses is text even where the vocabulary makes it
+// control tokens (Kimi-K2's tool calls, GLM's <think> and <tool_call>), as
+// llama.cpp preserves it; other control tokens are still not shown.
+TEST(TokenizerTest, ToolCallAndReasoningMarkupIsText) {
+  Vocab v;
+  v.model = TokenizerModel::kBpe;
+  v.pre = "kimi-k2";
+  for (int c = 0x21; c < 0x7F; ++c) v.tokens.push_back(std::string(1, static_cast<char>(c)));
+  v.token_types.assign(v.tokens.size(), TokenType::kNormal);
+  for (const char* special :
+       {"<|tool_calls_section_begin|>", "<|tool_call_begin|>", "<|tool_call_argument_begin|>",
+        "<|tool_call_end|>", "<|tool_calls_section_end|>", "<think>", "</think>", "<tool_call>",
+        "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>", "<|im_end|>"}) {
+    v.tokens.push_back(special);
+    v.token_types.push_back(TokenType::kControl);
+  }
+  auto tok = Tokenizer::Create(v);
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  const std::string reply =
+      "<think>x</think><|tool_calls_section_begin|><|tool_call_begin|>f:0"
+      "<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>"
+      "<tool_call>g<arg_key>k</arg_key><arg_value>v</arg_value></tool_call>";
+  const std::vector<TokenId> ids = (*tok)->Encode(reply + "<|im_end|>", false, true);
+  ASSERT_EQ(ids.size(), 23u);
+  EXPECT_EQ((*tok)->Decode(ids), reply);
+}
+
 // GLM's template writes [gMASK]<sop> itself; a file that also asks for a
 // [gMASK] BOS gets it once. Without a BOS id, glm4's vocabulary has none.
 TEST(TokenizerTest, ChatPromptThatWritesItsBosGetsOne) {

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <iostream>
 #include <optional>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -42,6 +44,8 @@ Writes a synthetic GGUF model (random weights, llama.cpp's names and keys).
   --seed S            weights are a function of the seed (1)
   --tokenizer-from F  copy every tokenizer.* key from GGUF F (default: a
                       built-in byte-level BPE vocabulary)
+  --chat-template F   the Jinja chat template in file F, as the model's own
+                      (tokenizer.chat_template: waste renders its family)
   --threads N         generator threads (default: all cores)
 )";
 
@@ -56,7 +60,7 @@ absl::StatusOr<MkModelOptions> ParseMkModelArgs(const std::vector<std::string>& 
                            "experts-used", "expert-ffn",    "shared-experts",
                            "dense-layers", "q-lora-rank",   "kv-lora-rank",
                            "rope-dim",     "seed",          "tokenizer-from",
-                           "threads",      "sliding-window"}) {
+                           "threads",      "sliding-window", "chat-template"}) {
     defs.push_back({name, true});
   }
   ASSIGN_OR_RETURN(ParsedArgs parsed, ParseArgs(args, defs));
@@ -117,6 +121,17 @@ absl::StatusOr<MkModelOptions> ParseMkModelArgs(const std::vector<std::string>& 
   ASSIGN_OR_RETURN(int64_t threads, parsed.GetInt("threads", 0));
   o.threads = static_cast<int>(std::clamp<int64_t>(threads, 0, 256));
   o.tokenizer_from = parsed.GetOr("tokenizer-from", "");
+  if (parsed.Has("chat-template")) {
+    const std::string path = parsed.GetOr("chat-template", "");
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (!in || text.str().empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--chat-template: cannot read a template from ", path));
+    }
+    o.chat_template = text.str();
+  }
   o.mla_fused = parsed.Has("mla-fused");
   if (parsed.Has("no-qk-norm")) {
     if (o.arch != SyntheticArch::kGlm4Moe) {

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <string>
 
@@ -371,6 +372,14 @@ TEST(MkModelTest, CopiesTheTokenizerFromAnotherFile) {
   EXPECT_EQ((*gguf)->GetStringArray("tokenizer.ggml.tokens")->size(), 512u);
   EXPECT_EQ((*gguf)->FindTensor("token_embd.weight")->shape[1], 512);
 
+  EXPECT_FALSE((*gguf)->GetString("tokenizer.chat_template").ok());  // stories260K has none.
+  // --chat-template: the model's own, replacing any copied.
+  o.chat_template = "{{ '<|im_start|>' }}";
+  ASSERT_TRUE(WriteSyntheticModel(o, &env).ok());
+  gguf = GgufFile::Open(&env, o.out);
+  ASSERT_TRUE(gguf.ok()) << gguf.status();
+  EXPECT_EQ(*(*gguf)->GetString("tokenizer.chat_template"), o.chat_template);
+
   o.vocab = 1000;
   absl::StatusOr<MkModelResult> mismatch = WriteSyntheticModel(o, &env);
   EXPECT_EQ(mismatch.status().code(), absl::StatusCode::kInvalidArgument);
@@ -452,6 +461,15 @@ TEST(MkModelTest, ParsesFlags) {
   EXPECT_FALSE(ParseMkModelArgs({"--out", "x", "--type", "tq1_0"}).ok());
   EXPECT_FALSE(ParseMkModelArgs({"--out", "x", "--layers", "-1"}).ok());
   EXPECT_FALSE(ParseMkModelArgs({"--out", "x", "--bogus", "1"}).ok());
+  const std::string template_file = ::testing::TempDir() + "/template.jinja";
+  std::ofstream(template_file) << "{{ messages }}";
+  o = ParseMkModelArgs({"--out", "x", "--chat-template", template_file});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->chat_template, "{{ messages }}");
+  absl::StatusOr<MkModelOptions> missing =
+      ParseMkModelArgs({"--out", "x", "--chat-template", template_file + ".missing"});
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(missing.status().message().find(".missing"), std::string::npos);
 }
 
 }  // namespace

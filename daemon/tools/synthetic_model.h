@@ -75,6 +75,8 @@ struct MkModelOptions {
   storage::GgmlType type = storage::GgmlType::kQ8_0;
   uint64_t seed = 1;
   std::string tokenizer_from;  // Copy tokenizer.* from this GGUF.
+  // tokenizer.chat_template, replacing one copied (empty: none, or the copy's).
+  std::string chat_template;
   int threads = 0;             // Workers; 0: the machine's cores.
 };
 

@@ -270,6 +270,12 @@ absl::StatusOr<MkModelResult> WriteSyntheticModel(const MkModelOptions& options,
     ASSIGN_OR_RETURN(tokenizer,
                      ByteLevelTokenizer(options.vocab > 0 ? options.vocab : MinByteLevelVocab()));
   }
+  if (!options.chat_template.empty()) {
+    std::erase_if(tokenizer.keys,
+                  [](const auto& key) { return key.first == "tokenizer.chat_template"; });
+    tokenizer.keys.emplace_back("tokenizer.chat_template",
+                                storage::GgufValue::String(options.chat_template));
+  }
   ASSIGN_OR_RETURN(MkModelOptions resolved, ResolveOptions(options, tokenizer.vocab));
   const ModelSpec spec = BuildModelSpec(resolved);
 

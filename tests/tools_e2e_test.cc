@@ -1,0 +1,169 @@
+// Tool calling end to end: the real wasted binary serving a synthetic model
+// whose GGUF carries a Qwen-style chat template, next to stories260K (no
+// template). Tools and earlier calls and results reach the prompt (it grows
+// by them), the started event names the markup the model writes calls in,
+// and a model whose template has no tool calling refuses them, over HTTP and
+// gRPC alike. (The weights are random, so the reply is noise: taking calls
+// out of a reply is covered by common/tool_call_stream_test and the OpenAI
+// shapes by daemon/http/openai_response_test.)
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/match.h"
+#include "daemon/tools/synthetic_model.h"
+#include "gtest/gtest.h"
+#include "storage/env.h"
+#include "tests/http_client.h"
+#include "tests/http_daemon.h"
+#include "tests/testdata.h"
+
+namespace waste {
+namespace {
+
+using Json = nlohmann::json;
+
+// What identifies Qwen2.5/Qwen3's template (results in a user turn, calls in
+// <tool_call> blocks); the daemon renders the family, not this text.
+constexpr char kQwenTemplate[] =
+    "{%- if tools %}{{- '<|im_start|>system\\n' }}<tools></tools>{%- endif %}"
+    "{{- '<|im_start|>user' }}<tool_response><tool_call>{{- '<|im_start|>assistant\\n' }}";
+
+constexpr char kTools[] = R"([{"type": "function", "function": {
+    "name": "get_weather", "description": "The weather in a city now.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                   "required": ["city"]}}}])";
+
+class ToolsApiTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const std::string models = testing::TempDir();
+    tools::MkModelOptions options;
+    options.out = models + "/qwen.gguf";
+    options.dim = 128;
+    options.layers = 2;
+    options.heads = 4;
+    options.ctx = 2048;
+    options.chat_template = kQwenTemplate;
+    auto written = tools::WriteSyntheticModel(options, storage::Env::Default());
+    start_ = written.status();
+    if (!start_.ok()) return;
+    // A copy: the daemon serves the folder's own files.
+    std::error_code error;
+    std::filesystem::copy_file(testing::ModelPath("stories260K/stories260K.gguf"),
+                               models + "/stories260K.gguf", error);
+    if (error) {
+      start_ =
+          absl::InternalError("cannot copy stories260K into the models folder: " + error.message());
+      return;
+    }
+    daemon_ = new testing::HttpDaemon(models);
+    start_ = daemon_->Start();
+  }
+  static void TearDownTestSuite() {
+    delete daemon_;
+    daemon_ = nullptr;
+  }
+  void SetUp() override { ASSERT_TRUE(start_.ok()) << start_; }
+
+  // A chat completion's status and body.
+  std::pair<int, Json> Chat(const Json& request) {
+    absl::StatusOr<testing::HttpResponse> response =
+        testing::HttpCall(daemon_->http_port(), "POST", "/v1/chat/completions", request.dump());
+    EXPECT_TRUE(response.ok()) << response.status();
+    if (!response.ok()) return {0, Json()};
+    return {response->status, Json::parse(response->body, nullptr, false)};
+  }
+
+  static Json Request(const std::string& model, Json messages) {
+    return {{"model", model}, {"max_tokens", 4}, {"temperature", 0}, {"messages", messages}};
+  }
+
+  static testing::HttpDaemon* daemon_;
+  static absl::Status start_;
+};
+
+testing::HttpDaemon* ToolsApiTest::daemon_ = nullptr;
+absl::Status ToolsApiTest::start_;
+
+TEST_F(ToolsApiTest, ToolsReachThePrompt) {
+  const Json question = Json::array({{{"role", "user"}, {"content", "Weather in Paris?"}}});
+  auto [plain_status, plain] = Chat(Request("qwen", question));
+  ASSERT_EQ(plain_status, 200) << plain.dump();
+  Json with_tools = Request("qwen", question);
+  with_tools["tools"] = Json::parse(kTools);
+  auto [status, body] = Chat(with_tools);
+  ASSERT_EQ(status, 200) << body.dump();
+  // The system turn that offers the tool: hundreds of bytes of byte-level
+  // tokens more.
+  const int plain_tokens = plain["usage"]["prompt_tokens"];
+  EXPECT_GT(body["usage"]["prompt_tokens"].get<int>(), plain_tokens + 300);
+  const std::string finish = body["choices"][0]["finish_reason"];
+  EXPECT_TRUE(finish == "length" || finish == "stop" || finish == "tool_calls") << finish;
+
+  // tool_choice "none": not offered.
+  with_tools["tool_choice"] = "none";
+  auto [none_status, none] = Chat(with_tools);
+  ASSERT_EQ(none_status, 200) << none.dump();
+  EXPECT_EQ(none["usage"]["prompt_tokens"].get<int>(), plain_tokens);
+
+  // An earlier call and its result go back to the model.
+  Json answered = question;
+  answered.push_back(
+      {{"role", "assistant"},
+       {"content", nullptr},
+       {"tool_calls",
+        {{{"id", "call_1"},
+          {"type", "function"},
+          {"function", {{"name", "get_weather"}, {"arguments", R"({"city": "Paris"})"}}}}}}});
+  answered.push_back({{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", "18 C, sunny"}});
+  auto [answered_status, after] = Chat(Request("qwen", answered));
+  ASSERT_EQ(answered_status, 200) << after.dump();
+  EXPECT_GT(after["usage"]["prompt_tokens"].get<int>(), plain_tokens + 40);
+}
+
+TEST_F(ToolsApiTest, StartedEventNamesTheCallMarkup) {
+  v1::GenerateRequest request;
+  request.set_model("qwen");
+  request.set_max_tokens(2);
+  v1::ChatMessage* message = request.mutable_chat()->add_messages();
+  message->set_role("user");
+  message->set_content("Weather?");
+  auto format = [&]() {
+    std::string tool_format = "unset";
+    const absl::Status status =
+        daemon_->client().Generate(request, [&](const v1::GenerateEvent& event) {
+          if (event.has_started()) tool_format = event.started().tool_format();
+          return true;
+        });
+    EXPECT_TRUE(status.ok()) << status;
+    return tool_format;
+  };
+  EXPECT_EQ(format(), "");
+  request.mutable_chat()->set_tools(kTools);
+  EXPECT_EQ(format(), "hermes");
+}
+
+TEST_F(ToolsApiTest, RefusedWhereTheTemplateHasNoToolCalling) {
+  Json request = Request("stories260K", Json::array({{{"role", "user"}, {"content", "Hi"}}}));
+  request["tools"] = Json::parse(kTools);
+  auto [status, body] = Chat(request);
+  EXPECT_EQ(status, 400) << body.dump();
+  const std::string message = body["error"]["message"];
+  EXPECT_TRUE(absl::StrContains(message, "tools")) << message;
+  EXPECT_TRUE(absl::StrContains(message, "plain")) << message;
+
+  // A call whose arguments are not an object, named.
+  Json bad = Request(
+      "qwen",
+      Json::array({{{"role", "user"}, {"content", "Hi"}},
+                   {{"role", "assistant"},
+                    {"tool_calls",
+                     {{{"type", "function"},
+                       {"function", {{"name", "get_weather"}, {"arguments", "Paris"}}}}}}}}));
+  auto [bad_status, bad_body] = Chat(bad);
+  EXPECT_EQ(bad_status, 400) << bad_body.dump();
+  EXPECT_EQ(bad_body["error"]["param"], "messages[1].tool_calls[0]");
+}
+
+}  // namespace
+}  // namespace waste
