@@ -12,6 +12,8 @@ const char* ToolFormatName(ToolFormat format) {
       return "kimi-k2";
     case ToolFormat::kHarmony:
       return "harmony";
+    case ToolFormat::kDeepSeekV31:
+      return "deepseek-v3.1";
     case ToolFormat::kNone:
       break;
   }
@@ -19,9 +21,9 @@ const char* ToolFormatName(ToolFormat format) {
 }
 
 ToolFormat ParseToolFormat(std::string_view name) {
-  for (ToolFormat f :
-       {ToolFormat::kHermes, ToolFormat::kGlm, ToolFormat::kKimiK2, ToolFormat::kHarmony}) {
-    if (name == ToolFormatName(f)) return f;
+  for (int f = static_cast<int>(ToolFormat::kNone) + 1;
+       f <= static_cast<int>(ToolFormat::kLast); ++f) {
+    if (name == ToolFormatName(static_cast<ToolFormat>(f))) return static_cast<ToolFormat>(f);
   }
   return ToolFormat::kNone;
 }

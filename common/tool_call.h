@@ -16,10 +16,18 @@ struct ToolCall {
 
 // kHarmony: gpt-oss's messages to "functions.NAME" (harmony_stream.h
 // takes them out of a reply with its reasoning).
-enum class ToolFormat { kNone, kHermes, kGlm, kKimiK2, kHarmony };
+enum class ToolFormat {
+  kNone,
+  kHermes,
+  kGlm,
+  kKimiK2,
+  kHarmony,
+  kDeepSeekV31,
+  kLast = kDeepSeekV31,
+};
 
-// "hermes", "glm", "kimi-k2", "harmony" ("" for kNone); and back (kNone for
-// anything else).
+// "hermes", "glm", "kimi-k2", "harmony", "deepseek-v3.1" ("" for kNone); and
+// back (kNone for anything else).
 const char* ToolFormatName(ToolFormat format);
 ToolFormat ParseToolFormat(std::string_view name);
 

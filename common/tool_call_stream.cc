@@ -65,6 +65,12 @@ ToolCallSplitter::ToolCallSplitter(ToolFormat format, std::string_view tools_jso
                   .call_begin = "<|tool_call_begin|>",
                   .call_end = "<|tool_call_end|>"};
       break;
+    case ToolFormat::kDeepSeekV31:
+      markers_ = {.section_begin = "<｜tool▁calls▁begin｜>",
+                  .section_end = "<｜tool▁calls▁end｜>",
+                  .call_begin = "<｜tool▁call▁begin｜>",
+                  .call_end = "<｜tool▁call▁end｜>"};
+      break;
     case ToolFormat::kNone:
     case ToolFormat::kHarmony:  // The harmony splitter takes those calls out.
       format_ = ToolFormat::kNone;
@@ -221,6 +227,16 @@ bool ToolCallSplitter::ParseCall(std::string_view body, ToolCall* call) const {
       call->name = name;
       return !call->name.empty() &&
              Arguments(Json(std::string(Strip(body.substr(split + kArguments.size())))),
+                       &call->arguments);
+    }
+    case ToolFormat::kDeepSeekV31: {
+      // NAME<｜tool▁sep｜>{...}
+      constexpr std::string_view kSeparator = "<｜tool▁sep｜>";
+      const size_t split = body.find(kSeparator);
+      if (split == std::string_view::npos) return false;
+      call->name = Strip(body.substr(0, split));
+      return !call->name.empty() &&
+             Arguments(Json(std::string(Strip(body.substr(split + kSeparator.size())))),
                        &call->arguments);
     }
     case ToolFormat::kNone:

@@ -7,7 +7,9 @@
 //     schema says the parameter is a string and JSON otherwise;
 //   - kimi-k2: <|tool_calls_section_begin|><|tool_call_begin|>functions.N:I
 //     <|tool_call_argument_begin|>{...}<|tool_call_end|>...
-//     <|tool_calls_section_end|>, the call's id being "functions.N:I".
+//     <|tool_calls_section_end|>, the call's id being "functions.N:I";
+//   - deepseek-v3.1: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>N<｜tool▁sep｜>
+//     {...}<｜tool▁call▁end｜>...<｜tool▁calls▁end｜>.
 // Text outside the markup is the reply's content, handed back as soon as it
 // cannot be the start of a marker; a call is handed back whole when its
 // closing marker arrives (or at the end, if the reply stopped just short of

@@ -84,6 +84,13 @@ TEST(ToolCallSplitterTest, CallsAtAnyCuts) {
        "I'll check.",
        {{"functions.get_weather:0", "get_weather", R"({"city": "Paris"})"},
         {"functions.get_time:1", "get_time", "{}"}}},
+      // DeepSeek-V3.1: a section of NAME<｜tool▁sep｜>ARGS calls.
+      {ToolFormat::kDeepSeekV31,
+       "Sure.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": "
+       "\"Paris\"}<｜tool▁call▁end｜><｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{}"
+       "<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+       "Sure.",
+       {{"", "get_weather", R"({"city": "Paris"})"}, {"", "get_time", "{}"}}},
       // Without tools nothing is taken out; harmony's calls are taken out
       // before (with its reasoning).
       {ToolFormat::kHarmony,
@@ -122,8 +129,8 @@ TEST(ToolCallSplitterTest, ContentIsNotHeldBack) {
 }
 
 TEST(ToolCallSplitterTest, FormatNames) {
-  for (ToolFormat f :
-       {ToolFormat::kHermes, ToolFormat::kGlm, ToolFormat::kKimiK2, ToolFormat::kHarmony}) {
+  for (ToolFormat f : {ToolFormat::kHermes, ToolFormat::kGlm, ToolFormat::kKimiK2,
+                       ToolFormat::kHarmony, ToolFormat::kDeepSeekV31}) {
     EXPECT_EQ(ParseToolFormat(ToolFormatName(f)), f);
   }
   EXPECT_EQ(ParseToolFormat(""), ToolFormat::kNone);

@@ -127,7 +127,7 @@ absl::Status Generation::Resolve(const std::vector<int32_t>* session_tokens) {
       return absl::InvalidArgumentError(
           absl::StrCat("tools: this model's chat template (", text::ChatFormatName(format),
                        ") has no tool calling that waste knows (Qwen's, GLM-4.5's, "
-                       "Kimi-K2's and gpt-oss's have)"));
+                       "Kimi-K2's, gpt-oss's and DeepSeek-V3.1's have)"));
     }
     options.add_generation_prompt =
         !chat.has_add_generation_prompt() || chat.add_generation_prompt();

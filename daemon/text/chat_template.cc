@@ -71,6 +71,8 @@ ToolFormat ChatToolFormat(ChatFormat format) {
       return ToolFormat::kKimiK2;
     case ChatFormat::kHarmony:
       return ToolFormat::kHarmony;
+    case ChatFormat::kDeepSeekV31:
+      return ToolFormat::kDeepSeekV31;
     default:
       return ToolFormat::kNone;
   }
@@ -294,7 +296,8 @@ std::string RenderGlm(const std::vector<ChatTurn>& turns, const ChatOptions& opt
 }
 
 // DeepSeek-V3.1's template: every system turn first (joined by blank lines),
-// then the turns; a reply after a user turn opens with </think> (its
+// then the tools, then the turns; a reply's calls in one
+// <｜tool▁calls▁begin｜> section; a reply after a user turn opens with </think> (its
 // reasoning, if any, dropped), one after a tool's output does not; the
 // generation prompt follows a user turn only, opening with </think>, or
 // <think> when thinking.
@@ -306,12 +309,19 @@ std::string RenderDeepSeekV31(const std::vector<ChatTurn>& turns, const ChatOpti
     absl::StrAppend(&out, first_system ? "" : "\n\n", t.content);
     first_system = false;
   }
+  // The tools after the system prompt, as the model card lays them out
+  // (the template itself has no place for them).
+  if (!options.tools.empty()) absl::StrAppend(&out, "\n\n", DeepSeekToolsText(options.tools));
   bool last_user = false, after_tool = false;
   for (const ChatTurn& t : turns) {
     if (t.role == "user") {
       absl::StrAppend(&out, "<｜User｜>", t.content);
       last_user = true;
       after_tool = false;
+    } else if (t.role == "assistant" && !t.tool_calls.empty()) {
+      if (last_user) out += "<｜Assistant｜></think>";
+      absl::StrAppend(&out, t.content, DeepSeekToolCalls(t.tool_calls), "<｜end▁of▁sentence｜>");
+      last_user = after_tool = false;
     } else if (t.role == "assistant") {
       if (last_user) out += "<｜Assistant｜></think>";
       absl::string_view content = t.content;

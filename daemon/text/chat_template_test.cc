@@ -304,13 +304,48 @@ TEST(ChatTemplateTest, RendersKimiK2Tools) {
             "r|>user<|im_middle|>Q2<|im_end|><|im_assistant|>assistant<|im_middle|>");
 }
 
+// DeepSeek-V3.1: the tools after the system prompt as its model card lays
+// them out (its template has no place for them), calls in one section, as
+// Jinja renders the template with that system prompt.
+TEST(ChatTemplateTest, RendersDeepSeekV31Tools) {
+  const std::vector<ChatTurn> turns = ToolConversation("call_1", "call_2");
+  EXPECT_EQ(
+      RenderChat(ChatFormat::kDeepSeekV31, turns, {.tools = kTools}),
+      "S\n\n## Tools\nYou have access to the following tools:\n"
+      "\n### get_weather\nDescription: Weather now, in °C.\n"
+      "\nParameters: {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}, "
+      "\"days\""
+      ": {\"type\": \"integer\"}}, \"required\": [\"city\"]}\n"
+      "\n### get_time\nDescription: \n\nParameters: {\"type\": \"object\", \"properties\": {}}\n"
+      "\nIMPORTANT: ALWAYS adhere to this exact format for tool use:\n"
+      "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>tool_call_name<｜tool▁sep｜>tool_call_argume"
+      "nts<｜tool▁call▁end｜>{additional_tool_calls}<｜tool▁calls▁end｜>\n"
+      "\nWhere:\n- `tool_call_name` must be an exact match to one of the available tools\n"
+      "- `tool_call_arguments` must be valid JSON that strictly follows the tool's Param"
+      "eters Schema\n- For multiple tool calls, chain them directly without separators or"
+      " spaces<｜User｜>Q<｜Assistant｜></think>Let me look.<｜tool▁calls▁begin｜><｜tool▁call▁"
+      "begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Paris\", \"days\": "
+      "2}<｜tool▁call▁end｜><｜tool"
+      "▁call▁begin｜>get_time<｜tool▁sep｜>{}<｜tool▁call▁end｜><｜tool▁calls▁end｜><｜end▁of▁se"
+      "ntence｜><｜tool▁output▁begin｜>18<｜tool▁output▁end｜><｜tool▁output▁begin｜>noon<｜tool"
+      "▁output▁end｜>18 at noon.<｜end▁of▁sentence｜><｜User｜>Q2<｜Assistant｜></think>");
+  EXPECT_EQ(
+      RenderChat(ChatFormat::kDeepSeekV31, turns, ChatOptions{}),
+      "S<｜User｜>Q<｜Assistant｜></think>Let me look.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜"
+      ">get_weather<｜tool▁sep｜>{\"city\": \"Paris\", \"days\": 2}<｜tool▁call▁end｜><｜tool▁call▁"
+      "begin｜>get_time<｜tool▁sep｜>{}<｜tool▁call▁end｜><｜tool▁calls▁end｜><｜end▁of▁sentence"
+      "｜><｜tool▁output▁begin｜>18<｜tool▁output▁end｜><｜tool▁output▁begin｜>noon<｜tool▁outpu"
+      "t▁end｜>18 at noon.<｜end▁of▁sentence｜><｜User｜>Q2<｜Assistant｜></think>");
+}
+
 TEST(ChatTemplateTest, ToolFormats) {
   EXPECT_EQ(ChatToolFormat(ChatFormat::kQwen), ToolFormat::kHermes);
   EXPECT_EQ(ChatToolFormat(ChatFormat::kGlm), ToolFormat::kGlm);
   EXPECT_EQ(ChatToolFormat(ChatFormat::kKimiK2), ToolFormat::kKimiK2);
   EXPECT_EQ(ChatToolFormat(ChatFormat::kHarmony), ToolFormat::kHarmony);
+  EXPECT_EQ(ChatToolFormat(ChatFormat::kDeepSeekV31), ToolFormat::kDeepSeekV31);
   for (ChatFormat f : {ChatFormat::kPlain, ChatFormat::kChatMl, ChatFormat::kLlama3,
-                       ChatFormat::kLlama2, ChatFormat::kDeepSeek, ChatFormat::kDeepSeekV31}) {
+                       ChatFormat::kLlama2, ChatFormat::kDeepSeek}) {
     EXPECT_EQ(ChatToolFormat(f), ToolFormat::kNone) << ChatFormatName(f);
   }
 }

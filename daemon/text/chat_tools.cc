@@ -254,6 +254,36 @@ std::string HarmonyToolsNamespace(std::string_view tools_json) {
 
 std::string PythonJsonString(std::string_view text) { return Python(Json(std::string(text))); }
 
+std::string DeepSeekToolsText(std::string_view tools_json) {
+  std::string out = "## Tools\nYou have access to the following tools:\n\n";
+  for (const Json& tool : Parse(tools_json)) {
+    const Json& function = tool["function"];
+    absl::StrAppend(
+        &out, "### ", function["name"].get<std::string>(),
+        "\nDescription: ", function.contains("description") ? Str(function["description"]) : "",
+        "\n\nParameters: ", function.contains("parameters") ? Python(function["parameters"]) : "{}",
+        "\n\n");
+  }
+  out +=
+      "IMPORTANT: ALWAYS adhere to this exact format for tool use:\n"
+      "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>tool_call_name<｜tool▁sep｜>tool_call_arguments"
+      "<｜tool▁call▁end｜>{additional_tool_calls}<｜tool▁calls▁end｜>\n\nWhere:\n"
+      "- `tool_call_name` must be an exact match to one of the available tools\n"
+      "- `tool_call_arguments` must be valid JSON that strictly follows the tool's Parameters "
+      "Schema\n"
+      "- For multiple tool calls, chain them directly without separators or spaces";
+  return out;
+}
+
+std::string DeepSeekToolCalls(const std::vector<ToolCall>& calls) {
+  std::string out = "<｜tool▁calls▁begin｜>";
+  for (const ToolCall& call : calls) {
+    absl::StrAppend(&out, "<｜tool▁call▁begin｜>", call.name, "<｜tool▁sep｜>", call.arguments,
+                    "<｜tool▁call▁end｜>");
+  }
+  return out + "<｜tool▁calls▁end｜>";
+}
+
 std::string KimiToolsTurn(std::string_view tools_json) {
   return absl::StrCat("<|im_system|>tool_declare<|im_middle|>", PythonJson(tools_json),
                       "<|im_end|>");

@@ -1,7 +1,8 @@
 // The parts of a chat prompt that offer tools and replay the calls a reply
 // made, as each family's template writes them: Qwen's (Hermes-style
 // <tools> in the system turn), GLM-4.5's, Kimi-K2's (tool_declare) and
-// gpt-oss's (a TypeScript namespace in the developer message).
+// gpt-oss's (a TypeScript namespace in the developer message) and
+// DeepSeek-V3.1's (after the system prompt, as its model card shows).
 // JSON goes in as the templates' `tojson` writes it (Python's json.dumps:
 // ", " and ": " between items, keys in the order given, non-ASCII as is).
 #ifndef WASTE_DAEMON_TEXT_CHAT_TOOLS_H_
@@ -43,6 +44,14 @@ std::string GlmToolCall(const ToolCall& call);
 std::string HarmonyToolsNamespace(std::string_view tools_json);
 // A string as the templates' tojson writes it (quoted, escaped).
 std::string PythonJsonString(std::string_view text);
+
+// DeepSeek-V3.1's tool description, as its model card writes it after the
+// system prompt: each tool's name, description and parameters, then the
+// call format.
+std::string DeepSeekToolsText(std::string_view tools_json);
+// DeepSeek-V3.1's section of calls: <｜tool▁calls▁begin｜>, then
+// <｜tool▁call▁begin｜>NAME<｜tool▁sep｜>ARGS<｜tool▁call▁end｜> each.
+std::string DeepSeekToolCalls(const std::vector<ToolCall>& calls);
 
 // Kimi-K2's tool declaration turn.
 std::string KimiToolsTurn(std::string_view tools_json);

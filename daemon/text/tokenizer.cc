@@ -218,16 +218,33 @@ void Tokenizer::MarkupTokens() {
   // is in), reasoning blocks and tool calls are text the caller sees and
   // parses, as llama.cpp keeps them for its chat parsers (its "preserved
   // tokens"), even where a vocabulary makes them control tokens (GLM-4.5,
-  // Kimi-K2).
+  // Kimi-K2, DeepSeek).
   TokenId end = kNoToken;
   bool has_return = false, has_call = false;
   for (TokenId id = 0; id < static_cast<TokenId>(vocab_.tokens.size()); ++id) {
     const std::string& text = vocab_.tokens[id];
-    if (OneOf(text,
-              {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>", "<think>", "</think>",
-               "<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>",
-               "</arg_value>", "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>",
-               "<|tool_call_begin|>", "<|tool_call_argument_begin|>", "<|tool_call_end|>"})) {
+    if (OneOf(text, {"<|channel|>",
+                     "<|message|>",
+                     "<|start|>",
+                     "<|constrain|>",
+                     "<think>",
+                     "</think>",
+                     "<tool_call>",
+                     "</tool_call>",
+                     "<arg_key>",
+                     "</arg_key>",
+                     "<arg_value>",
+                     "</arg_value>",
+                     "<|tool_calls_section_begin|>",
+                     "<|tool_calls_section_end|>",
+                     "<|tool_call_begin|>",
+                     "<|tool_call_argument_begin|>",
+                     "<|tool_call_end|>",
+                     "<｜tool▁calls▁begin｜>",
+                     "<｜tool▁calls▁end｜>",
+                     "<｜tool▁call▁begin｜>",
+                     "<｜tool▁call▁end｜>",
+                     "<｜tool▁sep｜>"})) {
       attrs_[id] = kAttrUserDefined;
     }
     if (!eog_.contains(id)) continue;

@@ -227,7 +227,9 @@ TEST(TokenizerTest, ToolCallAndReasoningMarkupIsText) {
   for (const char* special :
        {"<|tool_calls_section_begin|>", "<|tool_call_begin|>", "<|tool_call_argument_begin|>",
         "<|tool_call_end|>", "<|tool_calls_section_end|>", "<think>", "</think>", "<tool_call>",
-        "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>", "<|im_end|>"}) {
+        "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>",
+        "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<｜tool▁call▁end｜>",
+        "<｜tool▁calls▁end｜>", "<|im_end|>"}) {
     v.tokens.push_back(special);
     v.token_types.push_back(TokenType::kControl);
   }
@@ -236,9 +238,11 @@ TEST(TokenizerTest, ToolCallAndReasoningMarkupIsText) {
   const std::string reply =
       "<think>x</think><|tool_calls_section_begin|><|tool_call_begin|>f:0"
       "<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>"
-      "<tool_call>g<arg_key>k</arg_key><arg_value>v</arg_value></tool_call>";
+      "<tool_call>g<arg_key>k</arg_key><arg_value>v</arg_value></tool_call>"
+      "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>h<｜tool▁sep｜>{}<｜tool▁call▁end｜>"
+      "<｜tool▁calls▁end｜>";
   const std::vector<TokenId> ids = (*tok)->Encode(reply + "<|im_end|>", false, true);
-  ASSERT_EQ(ids.size(), 23u);
+  ASSERT_EQ(ids.size(), 31u);
   EXPECT_EQ((*tok)->Decode(ids), reply);
 }
 
