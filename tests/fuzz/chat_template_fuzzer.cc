@@ -8,7 +8,8 @@
 //   - DetectChatFormat names a format;
 //   - every turn's content appears in the prompt (Llama 3 trims it; Llama
 //     2 folds a system message into the next user turn, so one with no
-//     user turn after it is not rendered);
+//     user turn after it is not rendered; Qwen keeps a reply's text after
+//     its </think> only, and may drop the newlines it starts with);
 //   - the prompt ends with the assistant opening when asked for;
 //   - rendering is deterministic;
 //   - the prompt tokenizes with special parsing, as the engine does
@@ -23,6 +24,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/strip.h"
 #include "common/logging.h"
 #include "daemon/text/chat_template.h"
 #include "daemon/text/tokenizer.h"
@@ -51,6 +53,7 @@ const Tokenizer& Stories() {
 const char* AssistantOpening(ChatFormat format) {
   switch (format) {
     case ChatFormat::kChatMl:
+    case ChatFormat::kQwen:
       return "<|im_start|>assistant\n";
     case ChatFormat::kLlama3:
       return "<|start_header_id|>assistant<|end_header_id|>\n\n";
@@ -70,6 +73,11 @@ void Check(ChatFormat format, const std::vector<ChatTurn>& turns, bool add_gener
   for (size_t i = 0; i < turns.size(); ++i) {
     absl::string_view content = turns[i].content;
     if (format == ChatFormat::kLlama3) content = absl::StripAsciiWhitespace(content);
+    if (format == ChatFormat::kQwen && turns[i].role == "assistant") {
+      if (absl::StrContains(content, "</think>")) continue;
+      while (absl::ConsumePrefix(&content, "\n")) {
+      }
+    }
     if (format == ChatFormat::kLlama2 && turns[i].role == "system") {
       bool user_after = false;
       for (size_t j = i + 1; j < turns.size(); ++j) {
@@ -113,8 +121,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   WCHECK(waste::text::ChatFormatName(detected)[0] != '?');
   std::vector<waste::text::ChatTurn> turns;
   for (size_t i = 1; i + 1 < fields.size(); i += 2) turns.push_back({fields[i], fields[i + 1]});
-  for (ChatFormat format : {ChatFormat::kPlain, ChatFormat::kChatMl, ChatFormat::kLlama3,
-                            ChatFormat::kLlama2, ChatFormat::kDeepSeek}) {
+  for (ChatFormat format : {ChatFormat::kPlain, ChatFormat::kChatMl, ChatFormat::kQwen,
+                            ChatFormat::kLlama3, ChatFormat::kLlama2, ChatFormat::kDeepSeek}) {
     waste::text::Check(format, turns, add_generation_prompt);
   }
   return 0;

@@ -6,8 +6,8 @@
 #   tests/fuzz/run_fuzzer.sh --list          # the targets
 #
 # NAME is a target of tests/fuzz/BUILD.bazel without "_fuzzer" (gguf,
-# tokenizer, chat_template, config, http_request). Its sources are the ones
-# `bazel query` lists for //tests/fuzz:NAME_fuzzer, so the build follows the
+# tokenizer, chat_template, config, http_request, reply_stream). Its sources
+# are the ones `bazel query` lists for //tests/fuzz:NAME_fuzzer, so the build follows the
 # BUILD files; protos among them are compiled with protoc. Objects are
 # cached under WORK_DIR (default /tmp/waste-fuzz) and rebuilt when a source
 # or header they include changes (make -MMD).
@@ -24,7 +24,7 @@
 set -euo pipefail
 
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
-targets=(gguf tokenizer chat_template config http_request)
+targets=(gguf tokenizer chat_template config http_request reply_stream)
 if [[ "${1:-}" == "--list" ]]; then
   printf '%s\n' "${targets[@]}"
   exit 0
