@@ -21,8 +21,8 @@ const char* ToolFormatName(ToolFormat format) {
 }
 
 ToolFormat ParseToolFormat(std::string_view name) {
-  for (int f = static_cast<int>(ToolFormat::kNone) + 1;
-       f <= static_cast<int>(ToolFormat::kLast); ++f) {
+  for (int f = static_cast<int>(ToolFormat::kNone) + 1; f <= static_cast<int>(ToolFormat::kLast);
+       ++f) {
     if (name == ToolFormatName(static_cast<ToolFormat>(f))) return static_cast<ToolFormat>(f);
   }
   return ToolFormat::kNone;

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/harmony_stream.h"
+#include "common/python_json.h"
 
 namespace waste {
 namespace {
@@ -17,10 +18,6 @@ std::string_view Strip(std::string_view s) {
   return s.substr(begin, s.find_last_not_of(kSpace) - begin + 1);
 }
 
-std::string Compact(const Json& json) {
-  return json.dump(-1, ' ', false, Json::error_handler_t::replace);
-}
-
 Json ParseJson(std::string_view text) {
   return Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
 }
@@ -28,7 +25,7 @@ Json ParseJson(std::string_view text) {
 // The arguments of a call as JSON text: an object, or a string holding one.
 bool Arguments(const Json& value, std::string* out) {
   if (value.is_object()) {
-    *out = Compact(value);
+    *out = PythonJson(value);
     return true;
   }
   if (value.is_string() && ParseJson(value.get<std::string>()).is_object()) {
@@ -266,7 +263,7 @@ bool ToolCallSplitter::ParseGlmCall(std::string_view body, ToolCall* call) const
                           : parsed;
   }
   if (!Strip(body.substr(at)).empty()) return false;
-  call->arguments = Compact(arguments);
+  call->arguments = PythonJson(arguments);
   return true;
 }
 

@@ -10,7 +10,10 @@
 //     <|tool_calls_section_end|>, the call's id being "functions.N:I";
 //   - deepseek-v3.1: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>N<｜tool▁sep｜>
 //     {...}<｜tool▁call▁end｜>...<｜tool▁calls▁end｜>.
-// Text outside the markup is the reply's content, handed back as soon as it
+// Arguments the splitter parses come back as the templates' tojson writes
+// JSON (common/python_json.h: what these models were trained to write); a
+// Kimi-K2 or DeepSeek call's, as written. Text outside the markup is the
+// reply's content, handed back as soon as it
 // cannot be the start of a marker; a call is handed back whole when its
 // closing marker arrives (or at the end, if the reply stopped just short of
 // it with a complete call). A block that does not parse is content,

@@ -42,7 +42,7 @@ TEST(ToolCallSplitterTest, CallsAtAnyCuts) {
        "\"Paris\", \"days\": 2}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_time\", "
        "\"arguments\": {}}\n</tool_call>",
        "Let me look.\n",
-       {{"", "get_weather", R"({"city":"Paris","days":2})"}, {"", "get_time", "{}"}}},
+       {{"", "get_weather", R"({"city": "Paris", "days": 2})"}, {"", "get_time", "{}"}}},
       // Arguments as a string holding the object; none at all.
       {ToolFormat::kHermes,
        "<tool_call>{\"name\": \"get_weather\", \"arguments\": \"{\\\"city\\\": \\\"Oslo\\\"}\"}"
@@ -69,7 +69,7 @@ TEST(ToolCallSplitterTest, CallsAtAnyCuts) {
        "</arg_key>\n<arg_value>3</arg_value>\n<arg_key>units</arg_key>\n<arg_value>f"
        "</arg_value>\n</tool_call>\n<tool_call>get_time\n</tool_call>",
        "Checking.",
-       {{"", "get_weather", R"({"city":"New York","zip":"10001","days":3,"units":"f"})"},
+       {{"", "get_weather", R"({"city": "New York", "zip": "10001", "days": 3, "units": "f"})"},
         {"", "get_time", "{}"}}},
       {ToolFormat::kGlm,
        "<tool_call>get_weather\n<arg_key>city</arg_key></tool_call>",

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/python_json.h"
 #include "daemon/text/chat_tools.h"
 
 namespace waste::http {
@@ -170,13 +171,16 @@ bool ToolCalls(FieldReader& reader, const Json& v, const std::string& name,
       return reader.Fail(absl::StrCat(call_name, ".function.name must be a string"),
                          call_name + ".function.name");
     }
-    const Json arguments = function.contains("arguments") ? function["arguments"] : Json("{}");
-    // A string as the client sent it (templates write it as it is); an
-    // object as the templates' tojson writes one.
-    call->set_arguments(
-        arguments.is_string()
-            ? arguments.get<std::string>()
-            : text::PythonJson(arguments.dump(-1, ' ', false, Json::error_handler_t::replace)));
+    // A string as the client sent it (templates write it as it is; none or
+    // blank: no arguments); an object as the templates' tojson writes one.
+    const Json none;
+    const Json& arguments = function.contains("arguments") ? function["arguments"] : none;
+    if (arguments.is_string()) {
+      const std::string& text = arguments.get_ref<const std::string&>();
+      call->set_arguments(text.find_first_not_of(" \t\r\n") == std::string::npos ? "{}" : text);
+    } else {
+      call->set_arguments(arguments.is_null() ? "{}" : PythonJson(arguments));
+    }
     if (const absl::Status checked =
             text::CheckToolCall({call->id(), call->name(), call->arguments()});
         !checked.ok()) {

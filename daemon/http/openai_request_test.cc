@@ -235,7 +235,8 @@ TEST(OpenAiRequestTest, ToolsAndCalls) {
         {"id": "call_1", "type": "function",
          "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}},
         {"id": "call_2", "type": "function",
-         "function": {"name": "get_time", "arguments": {"zone": "CET", "h24": true}}}]},
+         "function": {"name": "get_time", "arguments": {"zone": "CET", "h24": true}}},
+        {"id": "call_3", "type": "function", "function": {"name": "get_time", "arguments": " "}}]},
       {"role": "tool", "tool_call_id": "call_1", "content": "18"}],
     "tools": [{"type": "function", "function": {"name": "get_weather",
                "parameters": {"type": "object", "properties": {"zip": {}, "city": {}}}}}],
@@ -245,13 +246,14 @@ TEST(OpenAiRequestTest, ToolsAndCalls) {
             R"([{"type":"function","function":{"name":"get_weather","parameters":{"type":"object",)"
             R"("properties":{"zip":{},"city":{}}}}}])");
   ASSERT_EQ(chat.messages_size(), 3);
-  ASSERT_EQ(chat.messages(1).tool_calls_size(), 2);
+  ASSERT_EQ(chat.messages(1).tool_calls_size(), 3);
   EXPECT_EQ(chat.messages(1).content(), "");
   EXPECT_EQ(chat.messages(1).tool_calls(0).id(), "call_1");
   EXPECT_EQ(chat.messages(1).tool_calls(0).name(), "get_weather");
   EXPECT_EQ(chat.messages(1).tool_calls(0).arguments(), R"({"city": "Paris"})");
   // An object: as the templates' tojson writes it.
   EXPECT_EQ(chat.messages(1).tool_calls(1).arguments(), R"({"zone": "CET", "h24": true})");
+  EXPECT_EQ(chat.messages(1).tool_calls(2).arguments(), "{}");  // Blank: none.
   EXPECT_EQ(chat.messages(2).tool_call_id(), "call_1");
 
   // tool_choice "none": the model is not offered them.

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/python_json.h"
 #include "daemon/text/chat_tools.h"
 
 namespace waste::text {
@@ -220,7 +221,7 @@ std::string RenderHarmony(const std::vector<ChatTurn>& turns, const ChatOptions&
       }
       for (const ToolCall& call : t.tool_calls) {
         absl::StrAppend(&out, "<|start|>assistant to=functions.", call.name,
-                        "<|channel|>commentary json<|message|>", PythonJson(call.arguments),
+                        "<|channel|>commentary json<|message|>", PythonJsonFromText(call.arguments),
                         "<|call|>");
         last_call = call.name;
       }

@@ -144,9 +144,9 @@ TEST(ChatTemplateTest, PlainTranscriptForModelsWithoutTemplate) {
 }
 
 // Tools: a conversation that offers two, calls both and answers from their
-// results, rendered as Jinja renders each family's template (Qwen3's, GLM-4.5's
-// and Kimi-K2's, with transformers' tojson: keys in their order, ", " and
-// ": "); the tools as a client may send them, with other whitespace.
+// results, rendered as Jinja renders each family's template (with
+// transformers' tojson: keys in their order, ", " and ": "): the
+// conversation without the tools, and what offering them inserts.
 constexpr char kTools[] = R"([
  {
   "type": "function",
@@ -192,150 +192,123 @@ std::vector<ChatTurn> ToolConversation(const std::string& id1, const std::string
           {"user", "Q2"}};
 }
 
-TEST(ChatTemplateTest, RendersQwenTools) {
+struct ToolCase {
+  ChatFormat format;
+  std::string id1, id2;
+  std::string rendered;  // Without the tools.
+  size_t at;             // Where offering them inserts `tools`.
+  std::string tools;
+};
+
+TEST(ChatTemplateTest, RendersToolsAndCalls) {
+  const std::vector<ToolCase> cases = {
+      // Qwen3.
+      {ChatFormat::kQwen, "call_1", "call_2",
+       "<|im_start|>system\nS<|im_end|>\n"
+       "<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\n"
+       "Let me look.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \""
+       "Paris\", \"days\": 2}}\n</tool_call>\n"
+       "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n"
+       "</tool_call><|im_end|>\n<|im_start|>user\n"
+       "<tool_response>\n18\n</tool_response>\n"
+       "<tool_response>\nnoon\n</tool_response><|im_end|>\n"
+       "<|im_start|>assistant\n18 at noon.<|im_end|>\n"
+       "<|im_start|>user\nQ2<|im_end|>\n<|im_start|>assistant\n",
+       20,
+       "\n\n# Tools\n\nYou may call one or more functions to assist with the user qu"
+       "ery.\n\nYou are provided with function signatures within <tools></tools> X"
+       "ML tags:\n<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"get_weather\""
+       ", \"description\": \"Weather now, in °C.\", \"parameters\": {\"type\": \"object\","
+       " \"properties\": {\"city\": {\"type\": \"string\"}, \"days\": {\"type\": \"integer\"}}"
+       ", \"required\": [\"city\"]}}}\n{\"type\": \"function\", \"function\": {\"name\": \"get"
+       "_time\", \"parameters\": {\"type\": \"object\", \"properties\": {}}}}\n"
+       "</tools>\n\nFor each function call, return a json object with function nam"
+       "e and arguments within <tool_call></tool_call> XML tags:\n"
+       "<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n"
+       "</tool_call>"},
+      // GLM-4.5.
+      {ChatFormat::kGlm, "call_1", "call_2",
+       "[gMASK]<sop><|system|>\nS<|user|>\n"
+       "Q<|assistant|>\n<think></think>\n"
+       "Let me look.\n<tool_call>get_weather\n"
+       "<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n"
+       "<arg_key>days</arg_key>\n<arg_value>2</arg_value>\n"
+       "</tool_call>\n<tool_call>get_time\n"
+       "</tool_call><|observation|>\n<tool_response>\n"
+       "18\n</tool_response>\n<tool_response>\n"
+       "noon\n</tool_response><|assistant|>\n"
+       "<think></think>\n18 at noon.<|user|>\n"
+       "Q2<|assistant|>",
+       12,
+       "<|system|>\n# Tools\n\nYou may call one or more functions to assist with th"
+       "e user query.\n\nYou are provided with function signatures within <tools><"
+       "/tools> XML tags:\n<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"get"
+       "_weather\", \"description\": \"Weather now, in °C.\", \"parameters\": {\"type\": "
+       "\"object\", \"properties\": {\"city\": {\"type\": \"string\"}, \"days\": {\"type\": \"i"
+       "nteger\"}}, \"required\": [\"city\"]}}}\n"
+       "{\"type\": \"function\", \"function\": {\"name\": \"get_time\", \"parameters\": {\"ty"
+       "pe\": \"object\", \"properties\": {}}}}\n"
+       "</tools>\n\nFor each function call, output the function name and arguments"
+       " within the following XML format:\n"
+       "<tool_call>{function-name}\n<arg_key>{arg-key-1}</arg_key>\n"
+       "<arg_value>{arg-value-1}</arg_value>\n"
+       "<arg_key>{arg-key-2}</arg_key>\n"
+       "<arg_value>{arg-value-2}</arg_value>\n"
+       "...\n</tool_call>"},
+      // Kimi-K2.
+      {ChatFormat::kKimiK2, "functions.get_weather:0", "functions.get_time:1",
+       "<|im_system|>system<|im_middle|>S<|im_end|><|im_user|>user<|im_middle|>Q"
+       "<|im_end|><|im_assistant|>assistant<|im_middle|>Let me look.<|tool_calls"
+       "_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_ar"
+       "gument_begin|>{\"city\": \"Paris\", \"days\": 2}<|tool_call_end|><|tool_call_b"
+       "egin|>functions.get_time:1<|tool_call_argument_begin|>{}<|tool_call_end|"
+       "><|tool_calls_section_end|><|im_end|><|im_system|>tool<|im_middle|>## Re"
+       "turn of functions.get_weather:0\n"
+       "18<|im_end|><|im_system|>tool<|im_middle|>## Return of functions.get_tim"
+       "e:1\nnoon<|im_end|><|im_assistant|>assistant<|im_middle|>18 at noon.<|im_"
+       "end|><|im_user|>user<|im_middle|>Q2<|im_end|><|im_assistant|>assistant<|"
+       "im_middle|>",
+       0,
+       "<|im_system|>tool_declare<|im_middle|>[{\"type\": \"function\", \"function\": "
+       "{\"name\": \"get_weather\", \"description\": \"Weather now, in °C.\", \"parameter"
+       "s\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}, \"days\""
+       ": {\"type\": \"integer\"}}, \"required\": [\"city\"]}}}, {\"type\": \"function\", \"f"
+       "unction\": {\"name\": \"get_time\", \"parameters\": {\"type\": \"object\", \"propert"
+       "ies\": {}}}}]<|im_end|>"},
+      // DeepSeek-V3.1 (its tools after the system prompt as its model card lays them out: its
+      // template has no place for them).
+      {ChatFormat::kDeepSeekV31, "call_1", "call_2",
+       "S<｜User｜>Q<｜Assistant｜></think>Let me look.<｜tool▁calls▁begin｜><｜tool▁ca"
+       "ll▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Paris\", \"days\": 2}<｜tool▁call"
+       "▁end｜><｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{}<｜tool▁call▁end｜><｜tool▁c"
+       "alls▁end｜><｜end▁of▁sentence｜><｜tool▁output▁begin｜>18<｜tool▁output▁end｜><"
+       "｜tool▁output▁begin｜>noon<｜tool▁output▁end｜>18 at noon.<｜end▁of▁sentence｜"
+       "><｜User｜>Q2<｜Assistant｜></think>",
+       1,
+       "\n\n## Tools\nYou have access to the following tools:\n"
+       "\n### get_weather\nDescription: Weather now, in °C.\n"
+       "\nParameters: {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\""
+       "}, \"days\": {\"type\": \"integer\"}}, \"required\": [\"city\"]}\n"
+       "\n### get_time\nDescription: \n\nParameters: {\"type\": \"object\", \"properties\""
+       ": {}}\n\nIMPORTANT: ALWAYS adhere to this exact format for tool use:\n"
+       "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>tool_call_name<｜tool▁sep｜>tool_ca"
+       "ll_arguments<｜tool▁call▁end｜>{additional_tool_calls}<｜tool▁calls▁end｜>\n"
+       "\nWhere:\n- `tool_call_name` must be an exact match to one of the availabl"
+       "e tools\n- `tool_call_arguments` must be valid JSON that strictly follows"
+       " the tool's Parameters Schema\n- For multiple tool calls, chain them dire"
+       "ctly without separators or spaces"},
+  };
+  for (const ToolCase& c : cases) {
+    const std::vector<ChatTurn> turns = ToolConversation(c.id1, c.id2);
+    EXPECT_EQ(RenderChat(c.format, turns, ChatOptions{}), c.rendered) << ChatFormatName(c.format);
+    EXPECT_EQ(RenderChat(c.format, turns, {.tools = kTools}),
+              c.rendered.substr(0, c.at) + c.tools + c.rendered.substr(c.at))
+        << ChatFormatName(c.format);
+  }
   EXPECT_EQ(DetectChatFormat("{{- '<|im_start|>' }}<tool_call>{{- '<|im_start|>user' }}"),
             ChatFormat::kQwen);
   // Hermes' own template gives results a tool turn: plain ChatML.
   EXPECT_EQ(DetectChatFormat("<|im_start|>tool\n<tool_call>"), ChatFormat::kChatMl);
-  const std::vector<ChatTurn> turns = ToolConversation("call_1", "call_2");
-  EXPECT_EQ(
-      RenderChat(ChatFormat::kQwen, turns, {.tools = kTools}),
-      "<|im_start|>system\nS\n\n# Tools\n\nYou may call one or more functions to assist with "
-      "the user query.\n\nYou are provided with function signatures within <tools></tools>"
-      " XML tags:\n<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", "
-      "\"desc"
-      "ription\": \"Weather now, in °C.\", \"parameters\": {\"type\": \"object\", \"properties\": {"
-      "\"city\": {\"type\": \"string\"}, \"days\": {\"type\": \"integer\"}}, \"required\": "
-      "[\"city\"]}}}"
-      "\n{\"type\": \"function\", \"function\": {\"name\": \"get_time\", \"parameters\": "
-      "{\"type\": \"ob"
-      "ject\", \"properties\": {}}}}\n</tools>\n\nFor each function call, return a json object"
-      " with function name and arguments within <tool_call></tool_call> XML tags:\n"
-      "<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n"
-      "</tool_call><|im_end|>\n<|im_start|>user\nQ<|im_end|>\n"
-      "<|im_start|>assistant\nLet me look.\n<tool_call>\n"
-      "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 2}}\n"
-      "</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n"
-      "</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\n"
-      "18\n</tool_response>\n<tool_response>\nnoon\n"
-      "</tool_response><|im_end|>\n<|im_start|>assistant\n"
-      "18 at noon.<|im_end|>\n<|im_start|>user\nQ2<|im_end|>\n"
-      "<|im_start|>assistant\n");
-  EXPECT_EQ(RenderChat(ChatFormat::kQwen, turns, ChatOptions{}),
-            "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\n"
-            "Q<|im_end|>\n<|im_start|>assistant\nLet me look.\n"
-            "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", "
-            "\"days\": 2}}\n"
-            "</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n"
-            "</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\n"
-            "18\n</tool_response>\n<tool_response>\nnoon\n"
-            "</tool_response><|im_end|>\n<|im_start|>assistant\n"
-            "18 at noon.<|im_end|>\n<|im_start|>user\nQ2<|im_end|>\n"
-            "<|im_start|>assistant\n");
-}
-
-TEST(ChatTemplateTest, RendersGlmTools) {
-  const std::vector<ChatTurn> turns = ToolConversation("call_1", "call_2");
-  EXPECT_EQ(
-      RenderChat(ChatFormat::kGlm, turns, {.tools = kTools}),
-      "[gMASK]<sop><|system|>\n# Tools\n\nYou may call one or more functions to assist with"
-      " the user query.\n\nYou are provided with function signatures within <tools></tools"
-      "> XML tags:\n<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", "
-      "\"des"
-      "cription\": \"Weather now, in °C.\", \"parameters\": {\"type\": \"object\", \"properties\": "
-      "{\"city\": {\"type\": \"string\"}, \"days\": {\"type\": \"integer\"}}, \"required\": "
-      "[\"city\"]}}"
-      "}\n{\"type\": \"function\", \"function\": {\"name\": \"get_time\", \"parameters\": "
-      "{\"type\": \"o"
-      "bject\", \"properties\": {}}}}\n</tools>\n\nFor each function call, output the function"
-      " name and arguments within the following XML format:\n"
-      "<tool_call>{function-name}\n<arg_key>{arg-key-1}</arg_key>\n"
-      "<arg_value>{arg-value-1}</arg_value>\n<arg_key>{arg-key-2}</arg_key>\n"
-      "<arg_value>{arg-value-2}</arg_value>\n...\n"
-      "</tool_call><|system|>\nS<|user|>\nQ<|assistant|>\n"
-      "<think></think>\nLet me look.\n<tool_call>get_weather\n"
-      "<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n"
-      "<arg_key>days</arg_key>\n<arg_value>2</arg_value>\n"
-      "</tool_call>\n<tool_call>get_time\n</tool_call><|observation|>\n"
-      "<tool_response>\n18\n</tool_response>\n<tool_response>\n"
-      "noon\n</tool_response><|assistant|>\n<think></think>\n"
-      "18 at noon.<|user|>\nQ2<|assistant|>");
-  EXPECT_EQ(RenderChat(ChatFormat::kGlm, turns, ChatOptions{}),
-            "[gMASK]<sop><|system|>\nS<|user|>\nQ<|assistant|>\n"
-            "<think></think>\nLet me look.\n<tool_call>get_weather\n"
-            "<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n"
-            "<arg_key>days</arg_key>\n<arg_value>2</arg_value>\n"
-            "</tool_call>\n<tool_call>get_time\n</tool_call><|observation|>\n"
-            "<tool_response>\n18\n</tool_response>\n<tool_response>\n"
-            "noon\n</tool_response><|assistant|>\n<think></think>\n"
-            "18 at noon.<|user|>\nQ2<|assistant|>");
-}
-
-TEST(ChatTemplateTest, RendersKimiK2Tools) {
-  const std::vector<ChatTurn> turns =
-      ToolConversation("functions.get_weather:0", "functions.get_time:1");
-  EXPECT_EQ(
-      RenderChat(ChatFormat::kKimiK2, turns, {.tools = kTools}),
-      "<|im_system|>tool_declare<|im_middle|>[{\"type\": \"function\", \"function\": {\"name\": "
-      "\"get_weather\", \"description\": \"Weather now, in °C.\", \"parameters\": {\"type\": \"obje"
-      "ct\", \"properties\": {\"city\": {\"type\": \"string\"}, \"days\": {\"type\": "
-      "\"integer\"}}, \"re"
-      "quired\": [\"city\"]}}}, {\"type\": \"function\", \"function\": {\"name\": \"get_time\", "
-      "\"para"
-      "meters\": {\"type\": \"object\", \"properties\": {}}}}]<|im_end|><|im_system|>system<|im"
-      "_middle|>S<|im_end|><|im_user|>user<|im_middle|>Q<|im_end|><|im_assistant|>assist"
-      "ant<|im_middle|>Let me look.<|tool_calls_section_begin|><|tool_call_begin|>functi"
-      "ons.get_weather:0<|tool_call_argument_begin|>{\"city\": \"Paris\", \"days\": 2}<|tool_c"
-      "all_end|><|tool_call_begin|>functions.get_time:1<|tool_call_argument_begin|>{}<|t"
-      "ool_call_end|><|tool_calls_section_end|><|im_end|><|im_system|>tool<|im_middle|>#"
-      "# Return of functions.get_weather:0\n18<|im_end|><|im_system|>tool<|im_middle|>## "
-      "Return of functions.get_time:1\nnoon<|im_end|><|im_assistant|>assistant<|im_middle"
-      "|>18 at noon.<|im_end|><|im_user|>user<|im_middle|>Q2<|im_end|><|im_assistant|>as"
-      "sistant<|im_middle|>");
-  EXPECT_EQ(RenderChat(ChatFormat::kKimiK2, turns, ChatOptions{}),
-            "<|im_system|>system<|im_middle|>S<|im_end|><|im_user|>user<|im_middle|>Q<|im_end|"
-            "><|im_assistant|>assistant<|im_middle|>Let me look.<|tool_calls_section_begin|><|"
-            "tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{\"city\": \"Par"
-            "is\", \"days\": 2}<|tool_call_end|><|tool_call_begin|>functions.get_time:1<|tool_cal"
-            "l_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|><|im_end|><|im_sys"
-            "tem|>tool<|im_middle|>## Return of functions.get_weather:0\n"
-            "18<|im_end|><|im_system|>tool<|im_middle|>## Return of functions.get_time:1\n"
-            "noon<|im_end|><|im_assistant|>assistant<|im_middle|>18 at noon.<|im_end|><|im_use"
-            "r|>user<|im_middle|>Q2<|im_end|><|im_assistant|>assistant<|im_middle|>");
-}
-
-// DeepSeek-V3.1: the tools after the system prompt as its model card lays
-// them out (its template has no place for them), calls in one section, as
-// Jinja renders the template with that system prompt.
-TEST(ChatTemplateTest, RendersDeepSeekV31Tools) {
-  const std::vector<ChatTurn> turns = ToolConversation("call_1", "call_2");
-  EXPECT_EQ(
-      RenderChat(ChatFormat::kDeepSeekV31, turns, {.tools = kTools}),
-      "S\n\n## Tools\nYou have access to the following tools:\n"
-      "\n### get_weather\nDescription: Weather now, in °C.\n"
-      "\nParameters: {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}, "
-      "\"days\""
-      ": {\"type\": \"integer\"}}, \"required\": [\"city\"]}\n"
-      "\n### get_time\nDescription: \n\nParameters: {\"type\": \"object\", \"properties\": {}}\n"
-      "\nIMPORTANT: ALWAYS adhere to this exact format for tool use:\n"
-      "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>tool_call_name<｜tool▁sep｜>tool_call_argume"
-      "nts<｜tool▁call▁end｜>{additional_tool_calls}<｜tool▁calls▁end｜>\n"
-      "\nWhere:\n- `tool_call_name` must be an exact match to one of the available tools\n"
-      "- `tool_call_arguments` must be valid JSON that strictly follows the tool's Param"
-      "eters Schema\n- For multiple tool calls, chain them directly without separators or"
-      " spaces<｜User｜>Q<｜Assistant｜></think>Let me look.<｜tool▁calls▁begin｜><｜tool▁call▁"
-      "begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Paris\", \"days\": "
-      "2}<｜tool▁call▁end｜><｜tool"
-      "▁call▁begin｜>get_time<｜tool▁sep｜>{}<｜tool▁call▁end｜><｜tool▁calls▁end｜><｜end▁of▁se"
-      "ntence｜><｜tool▁output▁begin｜>18<｜tool▁output▁end｜><｜tool▁output▁begin｜>noon<｜tool"
-      "▁output▁end｜>18 at noon.<｜end▁of▁sentence｜><｜User｜>Q2<｜Assistant｜></think>");
-  EXPECT_EQ(
-      RenderChat(ChatFormat::kDeepSeekV31, turns, ChatOptions{}),
-      "S<｜User｜>Q<｜Assistant｜></think>Let me look.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜"
-      ">get_weather<｜tool▁sep｜>{\"city\": \"Paris\", \"days\": 2}<｜tool▁call▁end｜><｜tool▁call▁"
-      "begin｜>get_time<｜tool▁sep｜>{}<｜tool▁call▁end｜><｜tool▁calls▁end｜><｜end▁of▁sentence"
-      "｜><｜tool▁output▁begin｜>18<｜tool▁output▁end｜><｜tool▁output▁begin｜>noon<｜tool▁outpu"
-      "t▁end｜>18 at noon.<｜end▁of▁sentence｜><｜User｜>Q2<｜Assistant｜></think>");
 }
 
 TEST(ChatTemplateTest, ToolFormats) {

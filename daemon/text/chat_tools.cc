@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "common/python_json.h"
 
 namespace waste::text {
 namespace {
@@ -11,35 +12,6 @@ using Json = nlohmann::ordered_json;
 
 Json Parse(std::string_view text) {
   return Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-}
-
-void Write(const Json& json, std::string* out) {
-  if (json.is_object()) {
-    out->push_back('{');
-    bool first = true;
-    for (const auto& [key, value] : json.items()) {
-      absl::StrAppend(out, first ? "" : ", ",
-                      Json(key).dump(-1, ' ', false, Json::error_handler_t::replace), ": ");
-      Write(value, out);
-      first = false;
-    }
-    out->push_back('}');
-  } else if (json.is_array()) {
-    out->push_back('[');
-    for (size_t i = 0; i < json.size(); ++i) {
-      if (i > 0) out->append(", ");
-      Write(json[i], out);
-    }
-    out->push_back(']');
-  } else {
-    out->append(json.dump(-1, ' ', false, Json::error_handler_t::replace));
-  }
-}
-
-std::string Python(const Json& json) {
-  std::string out;
-  Write(json, &out);
-  return out;
 }
 
 // Jinja's truthiness of spec[key]: absent, null, false, 0 and empty are false.
@@ -58,7 +30,7 @@ std::string Str(const Json& v) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
   if (v.is_null()) return "None";
-  return Python(v);
+  return PythonJson(v);
 }
 
 // Whether `name` is in the schema's "required" list.
@@ -107,7 +79,8 @@ std::string TypeScript(const Json& spec) {
       out += TypeScript(variants[i]);
       if (Truthy(variants[i], "description")) out += "// " + Str(variants[i]["description"]);
       if (variants[i].is_object() && variants[i].contains("default")) {
-        absl::StrAppend(&out, std::string(20, ' '), "// default: ", Python(variants[i]["default"]));
+        absl::StrAppend(&out, std::string(20, ' '),
+                        "// default: ", PythonJson(variants[i]["default"]));
       }
       if (i + 1 < variants.size()) out += " | \n";
     }
@@ -173,13 +146,11 @@ absl::Status CheckToolCall(const ToolCall& call) {
   return absl::OkStatus();
 }
 
-std::string PythonJson(std::string_view json) { return Python(Parse(json)); }
-
 std::string QwenToolsText(std::string_view tools_json) {
   std::string out =
       "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
       "You are provided with function signatures within <tools></tools> XML tags:\n<tools>";
-  for (const Json& tool : Parse(tools_json)) absl::StrAppend(&out, "\n", Python(tool));
+  for (const Json& tool : Parse(tools_json)) absl::StrAppend(&out, "\n", PythonJson(tool));
   out +=
       "\n</tools>\n\nFor each function call, return a json object with function name and "
       "arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": "
@@ -197,7 +168,7 @@ std::string GlmToolsTurn(std::string_view tools_json) {
       "<|system|>\n# Tools\n\nYou may call one or more functions to assist with the user "
       "query.\n\nYou are provided with function signatures within <tools></tools> XML "
       "tags:\n<tools>\n";
-  for (const Json& tool : Parse(tools_json)) absl::StrAppend(&out, Python(tool), "\n");
+  for (const Json& tool : Parse(tools_json)) absl::StrAppend(&out, PythonJson(tool), "\n");
   out +=
       "</tools>\n\nFor each function call, output the function name and arguments within the "
       "following XML format:\n<tool_call>{function-name}\n<arg_key>{arg-key-1}</arg_key>\n"
@@ -211,7 +182,8 @@ std::string GlmToolCall(const ToolCall& call) {
   const Json arguments = Parse(call.arguments);
   for (const auto& [key, value] : arguments.items()) {
     absl::StrAppend(&out, "<arg_key>", key, "</arg_key>\n<arg_value>",
-                    value.is_string() ? value.get<std::string>() : Python(value), "</arg_value>\n");
+                    value.is_string() ? value.get<std::string>() : PythonJson(value),
+                    "</arg_value>\n");
   }
   out += "</tool_call>";
   return out;
@@ -242,7 +214,7 @@ std::string HarmonyToolsNamespace(std::string_view tools_json) {
         } else if (Truthy(spec, "oneOf")) {
           absl::StrAppend(&out, "// default: ", Str(value));
         } else {
-          absl::StrAppend(&out, ", // default: ", Python(value));
+          absl::StrAppend(&out, ", // default: ", PythonJson(value));
         }
       }
       out += ",\n";
@@ -252,7 +224,7 @@ std::string HarmonyToolsNamespace(std::string_view tools_json) {
   return out + "} // namespace functions";
 }
 
-std::string PythonJsonString(std::string_view text) { return Python(Json(std::string(text))); }
+std::string PythonJsonString(std::string_view text) { return PythonJson(Json(std::string(text))); }
 
 std::string DeepSeekToolsText(std::string_view tools_json) {
   std::string out = "## Tools\nYou have access to the following tools:\n\n";
@@ -261,8 +233,8 @@ std::string DeepSeekToolsText(std::string_view tools_json) {
     absl::StrAppend(
         &out, "### ", function["name"].get<std::string>(),
         "\nDescription: ", function.contains("description") ? Str(function["description"]) : "",
-        "\n\nParameters: ", function.contains("parameters") ? Python(function["parameters"]) : "{}",
-        "\n\n");
+        "\n\nParameters: ",
+        function.contains("parameters") ? PythonJson(function["parameters"]) : "{}", "\n\n");
   }
   out +=
       "IMPORTANT: ALWAYS adhere to this exact format for tool use:\n"
@@ -285,7 +257,7 @@ std::string DeepSeekToolCalls(const std::vector<ToolCall>& calls) {
 }
 
 std::string KimiToolsTurn(std::string_view tools_json) {
-  return absl::StrCat("<|im_system|>tool_declare<|im_middle|>", PythonJson(tools_json),
+  return absl::StrCat("<|im_system|>tool_declare<|im_middle|>", PythonJsonFromText(tools_json),
                       "<|im_end|>");
 }
 

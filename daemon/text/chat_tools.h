@@ -3,8 +3,7 @@
 // <tools> in the system turn), GLM-4.5's, Kimi-K2's (tool_declare) and
 // gpt-oss's (a TypeScript namespace in the developer message) and
 // DeepSeek-V3.1's (after the system prompt, as its model card shows).
-// JSON goes in as the templates' `tojson` writes it (Python's json.dumps:
-// ", " and ": " between items, keys in the order given, non-ASCII as is).
+// JSON goes in as the templates' `tojson` writes it (common/python_json.h).
 #ifndef WASTE_DAEMON_TEXT_CHAT_TOOLS_H_
 #define WASTE_DAEMON_TEXT_CHAT_TOOLS_H_
 
@@ -23,9 +22,6 @@ absl::Status CheckTools(std::string_view tools_json);
 // A call an earlier reply made: a name, and arguments that are a JSON
 // object.
 absl::Status CheckToolCall(const ToolCall& call);
-
-// JSON text re-written as Python's json.dumps writes it.
-std::string PythonJson(std::string_view json);
 
 // What Qwen's system turn says of the tools (after the system message's
 // text, if any): "# Tools\n\n..." up to the closing </tool_call> example.
