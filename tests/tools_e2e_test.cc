@@ -1,7 +1,9 @@
 // Tool calling end to end: the real wasted binary serving a synthetic model
 // whose GGUF carries a Qwen-style chat template, next to stories260K (no
 // template). Tools and earlier calls and results reach the prompt (it grows
-// by them), the started event names the markup the model writes calls in,
+// by them), an agent's next turn computes only its new tokens (the earlier
+// request's KV cache is reused), the started event names the markup the
+// model writes calls in,
 // and a model whose template has no tool calling refuses them, over HTTP and
 // gRPC alike. (The weights are random, so the reply is noise: taking calls
 // out of a reply is covered by common/tool_call_stream_test and the OpenAI
@@ -96,7 +98,22 @@ TEST_F(ToolsApiTest, ToolsReachThePrompt) {
   // The system turn that offers the tool: hundreds of bytes of byte-level
   // tokens more.
   const int plain_tokens = plain["usage"]["prompt_tokens"];
-  EXPECT_GT(body["usage"]["prompt_tokens"].get<int>(), plain_tokens + 300);
+  const int tools_tokens = body["usage"]["prompt_tokens"];
+  EXPECT_GT(tools_tokens, plain_tokens + 300);
+  // The next turn of an agent resends it all: only what is new is computed
+  // (cache_prompt, on for every OpenAI request).
+  Json next_turn = with_tools;
+  next_turn["messages"].push_back({{"role", "assistant"}, {"content", "Let me check."}});
+  next_turn["messages"].push_back({{"role", "user"}, {"content", "Go on."}});
+  auto [next_status, next] = Chat(next_turn);
+  ASSERT_EQ(next_status, 200) << next.dump();
+  EXPECT_GE(next["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), tools_tokens - 1);
+  EXPECT_LT(next["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(),
+            next["usage"]["prompt_tokens"].get<int>());
+  next_turn["cache_prompt"] = false;  // llama.cpp's switch.
+  auto [cold_status, cold] = Chat(next_turn);
+  ASSERT_EQ(cold_status, 200) << cold.dump();
+  EXPECT_EQ(cold["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
   const std::string finish = body["choices"][0]["finish_reason"];
   EXPECT_TRUE(finish == "length" || finish == "stop" || finish == "tool_calls") << finish;
 

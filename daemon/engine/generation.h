@@ -5,7 +5,9 @@
 // steps themselves.
 //
 // Life of a generation: Create (checks the fields, on the submitting
-// thread) -> Resolve (the tokens its session should hold, at admission) ->
+// thread) -> Resolve (the tokens its session should hold: at submission
+// for a request without a session, whose tokens choose the KV cache it
+// reuses; at admission for one continuing a session) ->
 // Start (the started event) -> prompt tokens fed in steps -> OnLogits after
 // each step that produced its logits (samples, sends the token, says whether
 // to go on) -> Finish (the done event) or the scheduler ends it with an
@@ -145,7 +147,7 @@ class Generation {
   std::optional<text::StreamingDetokenizer> detok_;  // Made by Resolve.
   text::StopMatcher stops_;
   bool from_bos_ = false;
-  bool reasoning_open_ = false;  // The chat prompt ends inside a <think> block.
+  bool reasoning_open_ = false;                 // The chat prompt ends inside a <think> block.
   ToolFormat tool_format_ = ToolFormat::kNone;  // How the reply calls the tools offered.
   bool stop_at_eos_ = true;
 

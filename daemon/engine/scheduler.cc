@@ -10,12 +10,6 @@
 namespace waste::engine {
 namespace {
 
-size_t CommonPrefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
-  size_t n = 0;
-  while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
-  return n;
-}
-
 // How long the loop naps when every session in the batch is paused.
 constexpr absl::Duration kPausedNap = absl::Milliseconds(2);
 
@@ -142,6 +136,11 @@ absl::Status Scheduler::Submit(const v1::GenerateRequest& request, GenerationSin
   absl::StatusOr<std::unique_ptr<Generation>> gen =
       Generation::Create(request, text_, sink, absl::Now(), deadline);
   if (!gen.ok()) return gen.status();
+  // Without a session its tokens are known now: they pick the KV cache to
+  // reuse (cache_prompt), and a bad prompt is refused before it queues.
+  if (request.session_id().empty()) {
+    if (absl::Status resolved = (*gen)->Resolve(nullptr); !resolved.ok()) return resolved;
+  }
   absl::MutexLock lock(&mu_);
   if (stopping_) {
     return absl::UnavailableError(
@@ -229,10 +228,24 @@ bool Scheduler::Admit() {
           continue;
         }
       } else {
-        // No KV cache free: wait, in arrival order, rather than exceed the
+        // cache_prompt: the idle shared KV cache that holds the longest
+        // prefix of the prompt, if that is over half of it (a new cache
+        // leaves the others for the requests they suit better), or any
+        // prefix when a new one would drop a session anyway. Else a new
+        // one; none free: wait, in arrival order, rather than exceed the
         // budget.
-        if (!sessions_.CanCreate()) break;
-        session = sessions_.Create(make_state);
+        const v1::GenerateRequest& request = (*it)->request();
+        const bool shared = request.cache_prompt() && !request.keep_session();
+        if (shared) {
+          const size_t tokens = (*it)->tokens().size();
+          session = sessions_.TakeOverLongestPrefix((*it)->tokens(),
+                                                    sessions_.full() ? 1 : tokens / 2 + 1);
+        }
+        if (session == nullptr) {
+          if (!sessions_.CanCreate()) break;
+          session = sessions_.Create(make_state);
+        }
+        session->shared = shared;
         fresh = true;
       }
       session->busy = true;
@@ -292,7 +305,8 @@ bool Scheduler::Admit() {
     }
     running_.push_back(std::move(run));
     Running* r = running_.back().get();
-    absl::Status status = gen->Resolve(a.fresh ? nullptr : &a.session->tokens);
+    // (A request without a session was resolved at submission.)
+    absl::Status status = a.fresh ? absl::OkStatus() : gen->Resolve(&a.session->tokens);
     if (!status.ok()) {
       End(r, status);
       continue;

@@ -371,5 +371,78 @@ TEST(SchedulerTest, AContinuedSessionWaitsForItsRunningRequest) {
   EXPECT_EQ(missing.Wait().code(), absl::StatusCode::kNotFound);
 }
 
+// cache_prompt: a request without a session starts from the KV cache an
+// earlier such request left, when their tokens share a prefix, and gives
+// the tokens it gives from a cold start; the session it took over is gone
+// under its old id. Without cache_prompt, or with keep_session, nothing is
+// shared.
+TEST(SchedulerTest, APromptSharingAPrefixStartsFromAnEarlierRequestsKvCache) {
+  std::unique_ptr<LoadedModel> model = Load(StoriesPath(), Budget::kResident);
+  ASSERT_NE(model, nullptr);
+  auto run = [&model](const std::string& prompt, bool cache_prompt, bool keep = false) {
+    v1::GenerateRequest request = Greedy(prompt, 12);
+    request.set_cache_prompt(cache_prompt);
+    request.set_keep_session(keep);
+    auto sink = std::make_unique<CollectingSink>();
+    EXPECT_TRUE(model->Submit(request, sink.get()).ok());
+    EXPECT_TRUE(sink->Wait().ok());
+    return sink;
+  };
+  const std::string story = "Once upon a time, there was a little girl named Lily. She loved";
+  const std::string longer = story + " to play with her ball in the park";
+  const auto cold = run(longer, false);
+  EXPECT_EQ(cold->started().cached_prompt_tokens(), 0);
+
+  const auto first = run(story, true);
+  EXPECT_EQ(first->started().cached_prompt_tokens(), 0);  // Nothing shared it yet.
+  const auto warm = run(longer, true);
+  // At least the story's tokens (less the last, whose logits are recomputed).
+  EXPECT_GE(warm->started().cached_prompt_tokens(), first->started().prompt_tokens() - 1);
+  EXPECT_LT(warm->started().cached_prompt_tokens(), warm->started().prompt_tokens());
+  EXPECT_EQ(warm->ids(), cold->ids());
+  EXPECT_NE(warm->started().session_id(), first->started().session_id());
+  v1::GenerateRequest follow = Greedy(" went", 4);
+  follow.set_session_id(first->started().session_id());
+  CollectingSink gone;
+  ASSERT_TRUE(model->Submit(follow, &gone).ok());
+  EXPECT_EQ(gone.Wait().code(), absl::StatusCode::kNotFound);
+
+  // The same prompt again: all of it but the last token.
+  const auto again = run(longer, true);
+  EXPECT_EQ(again->started().cached_prompt_tokens(), again->started().prompt_tokens() - 1);
+  EXPECT_EQ(again->ids(), cold->ids());
+  // Not asked for, or a kept session: nothing taken, and nothing lent.
+  EXPECT_EQ(run(longer, false)->started().cached_prompt_tokens(), 0);
+  const std::string park = "Tom and his mom went to the park. They saw a big";
+  const auto kept = run(park, true, /*keep=*/true);
+  EXPECT_EQ(kept->started().cached_prompt_tokens(), 0);
+  // (The table is full by now: a new cache would drop one, so the BOS token
+  // alone is worth taking one over; the kept session's prefix is not lent.)
+  EXPECT_LE(run(park, true)->started().cached_prompt_tokens(), 1);
+}
+
+// While there is room for a new KV cache, a prefix of half the prompt or less
+// (here the BOS token) takes none over.
+TEST(SchedulerTest, AShortSharedPrefixLeavesTheCacheToItsSession) {
+  std::unique_ptr<LoadedModel> model = Load(StoriesPath(), Budget::kResident);
+  ASSERT_NE(model, nullptr);
+  v1::GenerateRequest request = Greedy("Once upon a time, there was a little girl", 4);
+  request.set_cache_prompt(true);
+  CollectingSink first, second;
+  ASSERT_TRUE(model->Submit(request, &first).ok());
+  ASSERT_TRUE(first.Wait().ok());
+  request.set_prompt("Lily");
+  ASSERT_TRUE(model->Submit(request, &second).ok());
+  ASSERT_TRUE(second.Wait().ok());
+  EXPECT_EQ(second.started().cached_prompt_tokens(), 0);
+  // The first request's session is still there to continue.
+  v1::GenerateRequest follow = Greedy(" named", 4);
+  follow.set_session_id(first.started().session_id());
+  CollectingSink third;
+  ASSERT_TRUE(model->Submit(follow, &third).ok());
+  ASSERT_TRUE(third.Wait().ok());
+  EXPECT_GT(third.started().cached_prompt_tokens(), first.started().prompt_tokens());
+}
+
 }  // namespace
 }  // namespace waste::engine

@@ -1,5 +1,7 @@
 // Open sessions of one model: a conversation's KV cache and the tokens it
-// holds, so a follow-up request only computes its new tokens. Bounded by the
+// holds, so a follow-up request only computes its new tokens (and a
+// request without a session, asking for cache_prompt, the tokens after the
+// longest prefix it shares with an idle shared session). Bounded by the
 // KV caches the memory plan reserves: when full, the least recently used
 // idle session is dropped; a session a running request uses is never
 // dropped (a new session then waits until one is idle).
@@ -25,7 +27,13 @@ struct Session {
   std::vector<int32_t> tokens;  // Tokens whose K/V the state holds, in order.
   bool busy = false;            // A running request uses it.
   bool keep = false;            // Saved to disk when dropped (keep_session).
+  // Left by a request without a session id that asked for cache_prompt:
+  // another such request may take its KV cache over.
+  bool shared = false;
 };
+
+// How many leading tokens a and b have in common.
+size_t CommonPrefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b);
 
 class SessionTable {
  public:
@@ -42,6 +50,13 @@ class SessionTable {
   // session is busy (see CanCreate).
   Session* Create(const std::function<std::unique_ptr<model::SequenceState>()>& make_state,
                   const std::string& id = "");
+  // The idle shared session whose tokens share the longest prefix (at
+  // least `min_length` tokens, and one) with `tokens`, under a new id
+  // (whoever ran it cannot continue it: it is another request's now),
+  // marked most recently used; nullptr when none shares that much.
+  Session* TakeOverLongestPrefix(const std::vector<int32_t>& tokens, size_t min_length);
+  // Whether Create must drop a session first.
+  bool full() const { return sessions_.size() >= capacity_; }
   // Called with a session about to be dropped to make room.
   void set_on_evict(std::function<void(const Session&)> on_evict) {
     on_evict_ = std::move(on_evict);
@@ -57,6 +72,8 @@ class SessionTable {
 
  private:
   size_t capacity_;
+  std::string NewId();
+
   uint64_t next_id_ = 1;
   std::function<void(const Session&)> on_evict_;
   std::list<Session> sessions_;  // Most recently used first.

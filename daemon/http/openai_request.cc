@@ -335,6 +335,9 @@ bool ParseCompletionRequest(ApiKind kind, absl::string_view body, CompletionRequ
   bool top_logprobs_set = false;
   bool has_input = false;
   bool tools_offered = true;  // tool_choice "none": the model sees no tools.
+  // Each request reuses the KV cache of the earlier one that shares the
+  // longest prefix with it (llama.cpp's cache_prompt, also on by default).
+  generate.set_cache_prompt(true);
 
   for (const auto& [key, v] : root.items()) {
     // Explicit nulls mean "unset" for every optional field.
@@ -432,6 +435,10 @@ bool ParseCompletionRequest(ApiKind kind, absl::string_view body, CompletionRequ
                                         "use tools"),
                            key);
       }
+    } else if (key == "cache_prompt") {  // Extension (llama.cpp).
+      bool cache = true;
+      if (!reader.Bool(v, key, &cache)) return false;
+      generate.set_cache_prompt(cache);
     } else if (chat && key == "reasoning_format") {  // Extension (llama.cpp).
       if (!v.is_string() || (v != "none" && v != "auto" && v != "deepseek")) {
         return reader.Fail("reasoning_format must be \"none\", \"auto\" or \"deepseek\"", key);

@@ -10,7 +10,9 @@
 // (the engine refuses them for a template without tool calling).
 //
 // Defaults follow OpenAI's, not the gRPC API's: temperature 1 when unset,
-// and /v1/completions generates 16 tokens when max_tokens is unset.
+// and /v1/completions generates 16 tokens when max_tokens is unset. Every
+// request has cache_prompt (llama.cpp's extension; false turns it off): it
+// starts from the KV cache of an earlier request sharing its prefix.
 #ifndef WASTE_DAEMON_HTTP_OPENAI_REQUEST_H_
 #define WASTE_DAEMON_HTTP_OPENAI_REQUEST_H_
 

@@ -264,6 +264,18 @@ TEST(OpenAiRequestTest, ToolsAndCalls) {
   EXPECT_EQ(r.generate.chat().tools(), "");
 }
 
+// Every request may start from an earlier one's KV cache, unless it says
+// cache_prompt: false (llama.cpp's extension).
+TEST(OpenAiRequestTest, CachePrompt) {
+  EXPECT_TRUE(Parse(ApiKind::kChat, R"({"messages": [{"role": "user", "content": "x"}]})")
+                  .generate.cache_prompt());
+  EXPECT_TRUE(Parse(ApiKind::kCompletion, R"({"prompt": "x"})").generate.cache_prompt());
+  EXPECT_FALSE(Parse(ApiKind::kCompletion, R"({"prompt": "x", "cache_prompt": false})")
+                   .generate.cache_prompt());
+  EXPECT_EQ(Refuse(ApiKind::kCompletion, R"({"prompt": "x", "cache_prompt": 1})").param,
+            "cache_prompt");
+}
+
 TEST(OpenAiRequestTest, MalformedBodies) {
   for (const char* body : {"", "{", "not json", "[1, 2]", "\"string\"", "{\"a\": }"}) {
     ApiError error = Refuse(ApiKind::kChat, body);
