@@ -9,8 +9,9 @@
 //   - the reasoning, content and calls are the same whether the reply comes
 //     whole, a byte at a time or in pieces of the chosen size (what a
 //     client sees does not depend on how tokens cut the text);
-//   - every call has a name, and arguments that are a JSON object (gpt-oss's,
-//     checked by the HTTP face, excepted).
+//   - every call has a name, and arguments that are a JSON object (those of
+//     a harmony reply, which any format's reply may be, excepted: the HTTP
+//     face checks them).
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -32,7 +33,8 @@ constexpr char kTools[] = R"([{"type": "function", "function": {"name": "get_wea
 
 struct Reply {
   std::string reasoning, content;
-  std::vector<ToolCall> calls;
+  std::vector<ToolCall> calls;          // The tool call splitter's.
+  std::vector<ToolCall> harmony_calls;  // A harmony reply's (whatever the format).
 };
 
 // The reply fed in pieces of `step` bytes through the reasoning splitter,
@@ -43,7 +45,7 @@ Reply Read(ToolFormat format, bool opened, std::string_view text, size_t step) {
   Reply out;
   auto take = [&](ReasoningSplitter::Parts parts, bool last) {
     out.reasoning += parts.reasoning;
-    for (ToolCall& call : parts.calls) out.calls.push_back(std::move(call));
+    for (ToolCall& call : parts.calls) out.harmony_calls.push_back(std::move(call));
     ToolCallSplitter::Parts split = tools.Add(parts.content);
     if (last) {
       ToolCallSplitter::Parts rest = tools.Finish();
@@ -58,15 +60,19 @@ Reply Read(ToolFormat format, bool opened, std::string_view text, size_t step) {
   return out;
 }
 
+void CheckSame(const std::vector<ToolCall>& a, const std::vector<ToolCall>& b, size_t step) {
+  WCHECK(a.size() == b.size()) << "calls differ at pieces of " << step;
+  for (size_t i = 0; i < a.size(); ++i) {
+    WCHECK(a[i].id == b[i].id && a[i].name == b[i].name && a[i].arguments == b[i].arguments)
+        << "call " << i << " differs at pieces of " << step;
+  }
+}
+
 void CheckSame(const Reply& a, const Reply& b, size_t step) {
   WCHECK(a.reasoning == b.reasoning) << "reasoning differs at pieces of " << step;
   WCHECK(a.content == b.content) << "content differs at pieces of " << step;
-  WCHECK(a.calls.size() == b.calls.size()) << "calls differ at pieces of " << step;
-  for (size_t i = 0; i < a.calls.size(); ++i) {
-    WCHECK(a.calls[i].id == b.calls[i].id && a.calls[i].name == b.calls[i].name &&
-           a.calls[i].arguments == b.calls[i].arguments)
-        << "call " << i << " differs at pieces of " << step;
-  }
+  CheckSame(a.calls, b.calls, step);
+  CheckSame(a.harmony_calls, b.harmony_calls, step);
 }
 
 }  // namespace
@@ -83,9 +89,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const waste::Reply whole = waste::Read(format, opened, text, text.size() + 1);
   waste::CheckSame(whole, waste::Read(format, opened, text, 1), 1);
   waste::CheckSame(whole, waste::Read(format, opened, text, step), step);
+  // (A harmony call's arguments are the message as the model wrote it: the
+  // HTTP face checks them, a cut reply's may be unfinished.)
+  for (const waste::ToolCall& call : whole.harmony_calls) {
+    WCHECK(!call.name.empty()) << "a call without a name";
+  }
   for (const waste::ToolCall& call : whole.calls) {
     WCHECK(!call.name.empty()) << "a call without a name";
-    if (format == ToolFormat::kHarmony) continue;
     WCHECK(nlohmann::json::parse(call.arguments, nullptr, false).is_object())
         << "arguments are not an object: " << call.arguments;
   }
