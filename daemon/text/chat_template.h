@@ -3,10 +3,10 @@
 // GGUF files carry a Jinja template (tokenizer.chat_template); rather than
 // embed a Jinja engine, the families that cover nearly every model users run
 // are recognised from the template's markers and rendered here: ChatML
-// (many fine-tunes), Qwen (ChatML with Hermes-style tool calls), Llama 3, Llama 2 / Mistral [INST], DeepSeek
-// (V2/V3/R1), Kimi-K2 (<|im_user|>user<|im_middle|>...) and gpt-oss's
-// harmony (<|start|>user<|message|>...<|end|>). A file without a template
-// gets a plain "Role: content" transcript.
+// (many fine-tunes), Qwen (ChatML with Hermes-style tool calls), Llama 3, Llama 2 / Mistral [INST],
+// DeepSeek (V2/V3/R1), Kimi-K2 (<|im_user|>user<|im_middle|>...) and gpt-oss's harmony
+// (<|start|>user<|message|>...<|end|>). A file without a template gets a plain "Role: content"
+// transcript.
 #ifndef WASTE_DAEMON_TEXT_CHAT_TEMPLATE_H_
 #define WASTE_DAEMON_TEXT_CHAT_TEMPLATE_H_
 

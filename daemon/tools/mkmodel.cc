@@ -53,14 +53,30 @@ Writes a synthetic GGUF model (random weights, llama.cpp's names and keys).
 
 absl::StatusOr<MkModelOptions> ParseMkModelArgs(const std::vector<std::string>& args) {
   std::vector<FlagDef> defs = {{"help", false}, {"mla-fused", false}, {"no-qk-norm", false}};
-  for (const char* name : {"arch",         "out",           "type",
-                           "dim",          "layers",        "heads",
-                           "kv-heads",     "head-dim",      "ffn",
-                           "vocab",        "ctx",           "experts",
-                           "experts-used", "expert-ffn",    "shared-experts",
-                           "dense-layers", "q-lora-rank",   "kv-lora-rank",
-                           "rope-dim",     "seed",          "tokenizer-from",
-                           "threads",      "sliding-window", "chat-template"}) {
+  for (const char* name : {"arch",
+                           "out",
+                           "type",
+                           "dim",
+                           "layers",
+                           "heads",
+                           "kv-heads",
+                           "head-dim",
+                           "ffn",
+                           "vocab",
+                           "ctx",
+                           "experts",
+                           "experts-used",
+                           "expert-ffn",
+                           "shared-experts",
+                           "dense-layers",
+                           "q-lora-rank",
+                           "kv-lora-rank",
+                           "rope-dim",
+                           "seed",
+                           "tokenizer-from",
+                           "threads",
+                           "sliding-window",
+                           "chat-template"}) {
     defs.push_back({name, true});
   }
   ASSIGN_OR_RETURN(ParsedArgs parsed, ParseArgs(args, defs));

@@ -77,7 +77,7 @@ struct MkModelOptions {
   std::string tokenizer_from;  // Copy tokenizer.* from this GGUF.
   // tokenizer.chat_template, replacing one copied (empty: none, or the copy's).
   std::string chat_template;
-  int threads = 0;             // Workers; 0: the machine's cores.
+  int threads = 0;  // Workers; 0: the machine's cores.
 };
 
 // What WriteSyntheticModel wrote.
