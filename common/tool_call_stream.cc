@@ -35,6 +35,17 @@ bool Arguments(const Json& value, std::string* out) {
   return false;
 }
 
+// A call body "HEAD<separator>ARGUMENTS" whose arguments are a JSON
+// object, both trimmed; false when it is not that, or the head is empty.
+bool HeadAndArguments(std::string_view body, std::string_view separator, std::string* head,
+                      std::string* arguments) {
+  const size_t split = body.find(separator);
+  if (split == std::string_view::npos) return false;
+  *head = Strip(body.substr(0, split));
+  *arguments = Strip(body.substr(split + separator.size()));
+  return !head->empty() && ParseJson(*arguments).is_object();
+}
+
 // The text between `open` and `close` at or after *at; advances *at past it.
 bool Between(std::string_view s, std::string_view open, std::string_view close, size_t* at,
              std::string_view* out) {
@@ -211,31 +222,22 @@ bool ToolCallSplitter::ParseCall(std::string_view body, ToolCall* call) const {
     case ToolFormat::kGlm:
       return ParseGlmCall(body, call);
     case ToolFormat::kKimiK2: {
-      // functions.NAME:INDEX<|tool_call_argument_begin|>{...}
-      constexpr std::string_view kArguments = "<|tool_call_argument_begin|>";
-      const size_t split = body.find(kArguments);
-      if (split == std::string_view::npos) return false;
-      call->id = Strip(body.substr(0, split));
+      // functions.NAME:INDEX<|tool_call_argument_begin|>{...}: the head is
+      // the call's id.
+      if (!HeadAndArguments(body, "<|tool_call_argument_begin|>", &call->id, &call->arguments)) {
+        return false;
+      }
       std::string_view name = call->id;
       if (name.starts_with("functions.")) name.remove_prefix(10);
       if (const size_t colon = name.rfind(':'); colon != std::string_view::npos) {
         name = name.substr(0, colon);
       }
       call->name = name;
-      return !call->name.empty() &&
-             Arguments(Json(std::string(Strip(body.substr(split + kArguments.size())))),
-                       &call->arguments);
+      return !call->name.empty();
     }
-    case ToolFormat::kDeepSeekV31: {
+    case ToolFormat::kDeepSeekV31:
       // NAME<｜tool▁sep｜>{...}
-      constexpr std::string_view kSeparator = "<｜tool▁sep｜>";
-      const size_t split = body.find(kSeparator);
-      if (split == std::string_view::npos) return false;
-      call->name = Strip(body.substr(0, split));
-      return !call->name.empty() &&
-             Arguments(Json(std::string(Strip(body.substr(split + kSeparator.size())))),
-                       &call->arguments);
-    }
+      return HeadAndArguments(body, "<｜tool▁sep｜>", &call->name, &call->arguments);
     case ToolFormat::kNone:
     case ToolFormat::kHarmony:
       break;

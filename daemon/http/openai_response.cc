@@ -23,18 +23,19 @@ Json Bytes(const std::string& text) {
   return bytes;
 }
 
+std::string RandomId(const char* prefix) {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  return absl::StrFormat("%s%012x%012x", prefix, rng() & 0xffffffffffffULL,
+                         rng() & 0xffffffffffffULL);
+}
+
 }  // namespace
 
 std::string NewCompletionId(ApiKind kind) {
-  thread_local std::mt19937_64 rng(std::random_device{}());
-  return absl::StrFormat("%s%012x%012x", kind == ApiKind::kChat ? "chatcmpl-" : "cmpl-",
-                         rng() & 0xffffffffffffULL, rng() & 0xffffffffffffULL);
+  return RandomId(kind == ApiKind::kChat ? "chatcmpl-" : "cmpl-");
 }
 
-std::string NewToolCallId() {
-  thread_local std::mt19937_64 rng(std::random_device{}());
-  return absl::StrFormat("call_%012x%012x", rng() & 0xffffffffffffULL, rng() & 0xffffffffffffULL);
-}
+std::string NewToolCallId() { return RandomId("call_"); }
 
 const char* FinishReasonName(v1::FinishReason reason, bool called_tools) {
   switch (reason) {
