@@ -116,14 +116,15 @@ absl::Status Generation::Resolve(const std::vector<int32_t>* session_tokens) {
       }
     }
     text::ChatOptions options;
+    const ToolFormat tool_format = text::ChatToolFormat(format);
     if (!chat.tools().empty()) {
       RETURN_IF_ERROR(text::CheckTools(chat.tools()));
       options.tools = chat.tools();
-      tool_format_ = text::ChatToolFormat(format);
+      tool_format_ = tool_format;
     }
     const bool calls =
         absl::c_any_of(turns, [](const text::ChatTurn& t) { return !t.tool_calls.empty(); });
-    if ((!options.tools.empty() || calls) && text::ChatToolFormat(format) == ToolFormat::kNone) {
+    if ((!options.tools.empty() || calls) && tool_format == ToolFormat::kNone) {
       return absl::InvalidArgumentError(
           absl::StrCat("tools: this model's chat template (", text::ChatFormatName(format),
                        ") has no tool calling that waste knows (Qwen's, GLM-4.5's, "
