@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_format.h"
 #include "daemon/cache/streaming_store.h"
 #include "daemon/memory/plan.h"
 #include "daemon/model/device_weights.h"
@@ -115,6 +116,7 @@ struct Case {
   storage::GgmlType type;
   double tolerance;  // Of the logits' scale.
   double vram_share;
+  int64_t experts_used = 2;  // Of 8, for the MoE architectures.
 };
 
 class GpuModelsTest : public ::testing::TestWithParam<Case> {};
@@ -136,7 +138,7 @@ TEST_P(GpuModelsTest, LogitsWithinToleranceOfTheCpu) {
   o.seed = 7;
   if (c.arch != tools::SyntheticArch::kLlama) {
     o.experts = 8;
-    o.experts_used = 2;
+    o.experts_used = c.experts_used;
     o.expert_ffn = 256;
   }
   if (c.arch == tools::SyntheticArch::kDeepseek2) {
@@ -162,6 +164,7 @@ TEST_P(GpuModelsTest, LogitsWithinToleranceOfTheCpu) {
   const int64_t n_vocab = model.hparams().n_vocab;
   double worst = 0;
   int argmax_same = 0;
+  std::string per_position;
   for (size_t p = 0; p < tokens.size(); ++p) {
     const float* a = &cpu[p * n_vocab];
     const float* b = &gpu[p * n_vocab];
@@ -171,6 +174,7 @@ TEST_P(GpuModelsTest, LogitsWithinToleranceOfTheCpu) {
       diff = std::max(diff, std::fabs(double(a[i]) - b[i]));
     }
     worst = std::max(worst, diff / scale);
+    absl::StrAppendFormat(&per_position, " %.0e", diff / scale);
     EXPECT_LE(diff, c.tolerance * scale) << c.name << " position " << p;
     argmax_same += std::max_element(a, a + n_vocab) - a == std::max_element(b, b + n_vocab) - b;
   }
@@ -179,6 +183,8 @@ TEST_P(GpuModelsTest, LogitsWithinToleranceOfTheCpu) {
       "(tolerance %.0e), same argmax at %d of %zu positions\n",
       c.name, (*weights)->stats().chunks, model.chunks().size(), worst, c.tolerance, argmax_same,
       tokens.size());
+  std::printf("  by position:%s; %lld products on the device\n", per_position.c_str(),
+              static_cast<long long>((*weights)->stats().products));
 }
 
 using storage::GgmlType;
@@ -186,15 +192,18 @@ using tools::SyntheticArch;
 
 INSTANTIATE_TEST_SUITE_P(
     Models, GpuModelsTest,
-    ::testing::Values(Case{"llama_f32", SyntheticArch::kLlama, GgmlType::kF32, 2e-4, 1.5},
-                      Case{"llama_q4_k", SyntheticArch::kLlama, GgmlType::kQ4_K, 1e-1, 1.5},
-                      Case{"llama_q6_k_part", SyntheticArch::kLlama, GgmlType::kQ6_K, 1e-1, 0.5},
-                      Case{"mixtral_q8_0", SyntheticArch::kMixtral, GgmlType::kQ8_0, 4e-2, 1.5},
-                      Case{"qwen3moe_q4_0", SyntheticArch::kQwen3Moe, GgmlType::kQ4_0, 1e-1, 0.5},
-                      Case{"deepseek2_f32", SyntheticArch::kDeepseek2, GgmlType::kF32, 2e-4, 1.5},
-                      Case{"deepseek2_q8_0", SyntheticArch::kDeepseek2, GgmlType::kQ8_0, 1e-1, 1.5},
-                      Case{"deepseek2_q4_k_part", SyntheticArch::kDeepseek2, GgmlType::kQ4_K, 1e-1,
-                           0.4}),
+    ::testing::Values(
+        Case{"llama_f32", SyntheticArch::kLlama, GgmlType::kF32, 2e-4, 1.5},
+        Case{"llama_q4_k", SyntheticArch::kLlama, GgmlType::kQ4_K, 1e-1, 1.5},
+        Case{"llama_q6_k_part", SyntheticArch::kLlama, GgmlType::kQ6_K, 1e-1, 0.5},
+        Case{"mixtral_q8_0", SyntheticArch::kMixtral, GgmlType::kQ8_0, 4e-2, 1.5},
+        Case{"qwen3moe_q4_0", SyntheticArch::kQwen3Moe, GgmlType::kQ4_0, 1e-1, 0.5},
+        Case{"deepseek2_f32", SyntheticArch::kDeepseek2, GgmlType::kF32, 2e-4, 1.5},
+        // Every expert used: with 2 of 8, the CPU's int8 activations flip a
+        // near tie in routing at one position in 24 (seen on an H200: 0.6 of
+        // the logits' scale at that position, 2e-2 at the others).
+        Case{"deepseek2_q8_0", SyntheticArch::kDeepseek2, GgmlType::kQ8_0, 1e-1, 1.5, 8},
+        Case{"deepseek2_q4_k_part", SyntheticArch::kDeepseek2, GgmlType::kQ4_K, 1e-1, 0.4, 8}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -14,6 +14,9 @@
 #      and with the VRAM tier under the same RAM budget: tok/s, bytes per
 #      token per tier, share of the HBM / PCIe / RAM / disk bound, speedup.
 # Everything is printed and written to $OUT (or ./gpu-check-out).
+# WASTE_GPU_CHECK_PARTS picks the parts (default "tests dense moe"; "sanitize" adds
+# the kernel tests under compute-sanitizer), so that
+# a short device lease can spend its minutes on the ones still to check.
 # A dry run of this script on a machine without a GPU (the tests SKIP):
 #   WASTE_GPU_CHECK_DEVICE=fake WASTE_GPU_CHECK_SMALL=1 tests/gpu/run_device_check.sh
 set -uo pipefail
@@ -29,6 +32,8 @@ export WASTE_TEST_MODELS="$PWD/$gc/models"
 W="$gc/bin/wasted"
 dev=${WASTE_GPU_CHECK_DEVICE:-cuda}
 small=${WASTE_GPU_CHECK_SMALL:-}
+parts=" ${WASTE_GPU_CHECK_PARTS:-tests dense moe} "
+want() { [[ $parts == *" $1 "* ]]; }
 
 step() { echo; echo "=== [$((SECONDS - start)) s] $*"; }
 left() { echo $((460 - (SECONDS - start))); }  # Seconds left of the 8 minutes, less a margin.
@@ -37,22 +42,42 @@ step "machine"
 echo "commit: $(cat $gc/commit 2>/dev/null)"
 nvidia-smi --query-gpu=name,memory.total,memory.free,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv 2>&1 || echo "no nvidia-smi"
 nproc; free -g | head -2; df -h "$work" | tail -1
-if ldd "$gc"/bin/* | grep -q "not found" && [ -f "$gc/lib.tar.xz" ]; then
+# grep reads all of ldd's output: with pipefail, grep -q would stop early and
+# ldd's SIGPIPE would fail the test.
+if [ -f "$gc/lib.tar.xz" ] && ldd "$gc"/bin/* 2>/dev/null | grep "not found" >/dev/null; then
   echo "unpacking the carried shared libraries"
   mkdir -p "$work/lib" && tar -C "$work" -xJf "$gc/lib.tar.xz"
   export LD_LIBRARY_PATH="$work/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
 for b in "$gc"/bin/*; do
-  if ldd "$b" | grep -q "not found"; then echo "MISSING LIBRARIES for $b:"; ldd "$b" | grep "not found"; fi
+  if ldd "$b" | grep "not found" >/dev/null; then echo "MISSING LIBRARIES for $b:"; ldd "$b" | grep "not found"; fi
 done
 
+if want tests; then
 step "1. CudaDevice kernels, streams, uploader vs the CPU"
 timeout 120 "$gc/bin/cuda_device_test"; echo "cuda_device_test exit $?"
 
 step "2a. forward pass on the GPU vs the CPU"
-timeout 120 "$gc/bin/gpu_forward_test"; echo "gpu_forward_test exit $?"
+timeout 120 "$gc/bin/gpu_forward_test"; rc=$?; echo "gpu_forward_test exit $rc"
+if [ $rc -ne 0 ]; then  # The kernel or the rest? Again with the plain per-element kernel.
+  WASTE_CUDA_ELEMENTWISE=1 timeout 120 "$gc/bin/gpu_forward_test"
+  echo "gpu_forward_test with WASTE_CUDA_ELEMENTWISE=1 exit $?"
+fi
 step "2b. engine with a VRAM budget: the CPU's greedy tokens"
 timeout 60 "$gc/bin/engine_test" --gtest_filter='*Vram*'; echo "engine_test exit $?"
+fi
+
+if want sanitize; then
+step "1s. the kernels and the uploader under compute-sanitizer memcheck"
+cs=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+if [ -n "$cs" ]; then
+  timeout 150 "$cs" --tool memcheck --error-exitcode 9 "$gc/bin/cuda_device_test" \
+    --gtest_filter='*EveryType*:*Uploader*:*Refused*'
+  echo "compute-sanitizer exit $?"
+else
+  echo "no compute-sanitizer"
+fi
+fi
 
 bench() {  # NAME MODEL ARGS...: one bench run, text and JSON.
   local name=$1 model=$2; shift 2
@@ -87,6 +112,7 @@ print(f"  decode speedup with the VRAM tier: {g / c:.2f}x ({c:.3f} -> {g:.3f} to
 PY
 }
 
+if want dense; then
 step "3a. dense model: llama 7B-shaped Q4_K"
 dense="$work/llama7b_q4k.gguf"
 dense_shape=(--dim 4096 --layers 32 --heads 32 --kv-heads 32 --ffn 11008)
@@ -100,7 +126,9 @@ bench dense_cpu "$dense" --ram-budget 2GiB --prompt-tokens 8 --gen-tokens 8
 bench dense_gpu "$dense" --ram-budget 2GiB --vram-budget 6GiB --device "$dev" --prompt-tokens 8 \
   --gen-tokens 16
 speedup dense_cpu dense_gpu
+fi
 
+if want moe; then
 step "3b. MoE larger than VRAM + RAM: deepseek2 Q4_K ~30 GB, 6 GiB VRAM, 10 GiB RAM"
 moe="$work/deepseek2_30g_q4k.gguf"
 moe_shape=(--dim 4096 --layers 30 --experts 96 --expert-ffn 1536 --ffn 11008)
@@ -116,5 +144,6 @@ bench moe_cpu "$moe" --ram-budget 10GiB --prompt-tokens 8 --gen-tokens 8
 bench moe_gpu "$moe" --ram-budget 10GiB --vram-budget 6GiB --device "$dev" --prompt-tokens 8 \
   --gen-tokens 16
 speedup moe_cpu moe_gpu
+fi
 
 step "done in $((SECONDS - start)) s; output in $out"

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -56,14 +57,40 @@ TEST(CudaDeviceOpenTest, SaysWhyThereIsNoDevice) {
   EXPECT_NE(device.status().message().find("no CUDA device"), std::string::npos) << device.status();
 }
 
-TEST_F(CudaDeviceTest, EveryTypeMatchesTheDequantizedDot) {
+constexpr WeightType kDeviceTypes[] = {WeightType::kF32,   WeightType::kF16,  WeightType::kBF16,
+                                       WeightType::kQ4_0,  WeightType::kQ4_1, WeightType::kQ5_0,
+                                       WeightType::kQ5_1,  WeightType::kQ8_0, WeightType::kQ4_K,
+                                       WeightType::kQ5_K,  WeightType::kQ6_K, WeightType::kIQ4_NL,
+                                       WeightType::kIQ4_XS};
+
+// Selects the block types' kernel for the products that follow: the
+// grouped one (the default) or the plain per-element one.
+void UseElementwiseKernel(bool elementwise) {
+  if (elementwise) {
+    setenv("WASTE_CUDA_ELEMENTWISE", "1", 1);
+  } else {
+    unsetenv("WASTE_CUDA_ELEMENTWISE");
+  }
+}
+
+class CudaKernelTest : public CudaDeviceTest, public ::testing::WithParamInterface<bool> {
+ protected:
+  void SetUp() override {
+    CudaDeviceTest::SetUp();
+    UseElementwiseKernel(GetParam());
+  }
+  void TearDown() override { UseElementwiseKernel(false); }
+  const char* kernel() const { return GetParam() ? "elementwise" : "grouped"; }
+};
+
+INSTANTIATE_TEST_SUITE_P(Kernels, CudaKernelTest, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "Elementwise" : "Grouped"; });
+
+TEST_P(CudaKernelTest, EveryTypeMatchesTheDequantizedDot) {
   std::mt19937 rng(11);
   std::normal_distribution<float> normal;
   const int64_t rows = 97, cols = 1024;  // Rows not a multiple of the warps per block.
-  for (WeightType type :
-       {WeightType::kF32, WeightType::kF16, WeightType::kBF16, WeightType::kQ4_0, WeightType::kQ4_1,
-        WeightType::kQ5_0, WeightType::kQ5_1, WeightType::kQ8_0, WeightType::kQ4_K,
-        WeightType::kQ5_K, WeightType::kQ6_K, WeightType::kIQ4_NL, WeightType::kIQ4_XS}) {
+  for (WeightType type : kDeviceTypes) {
     ASSERT_TRUE(DeviceComputes(type));
     const std::string type_name(kernels::GetWeightTypeInfo(type).name);
     const int64_t row_bytes = kernels::RowBytes(type, cols);
@@ -100,13 +127,67 @@ TEST_F(CudaDeviceTest, EveryTypeMatchesTheDequantizedDot) {
           ASSERT_LE(err, 1e-5 * mag + 1e-6) << "row " << r << " of batch " << b;
         }
       }
-      std::printf("%-5s batch %2lld: worst |gpu - f32 dot| / sum|w x| = %.2e\n", type_name.c_str(),
-                  static_cast<long long>(batch), worst);
+      std::printf("%s %-6s batch %2lld: worst |gpu - f32 dot| / sum|w x| = %.2e\n", kernel(),
+                  type_name.c_str(), static_cast<long long>(batch), worst);
       device_->Free(dx);
       device_->Free(*dy);
     }
     device_->Free(dw);
   }
+}
+
+// Each type's product over a matrix several times the L2 (a 256-row tile
+// repeated, so that quantizing stays quick), batch 1 and 8: rows equal their
+// tile row's result, and the weight bytes per second are printed.
+TEST_P(CudaKernelTest, ProductThroughput) {
+  const int64_t tile_rows = 256, cols = 4096, rows = 65536, repeats = 10;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal;
+  std::vector<float> tile(tile_rows * cols), x(8 * cols);
+  for (float& v : tile) v = normal(rng);
+  for (float& v : x) v = normal(rng);
+  DevicePtr dx = Upload(x.data(), x.size() * 4);
+  auto dy = device_->Allocate(8 * rows * 4);
+  ASSERT_TRUE(dy.ok());
+  for (WeightType type : kDeviceTypes) {
+    const std::string type_name(kernels::GetWeightTypeInfo(type).name);
+    const int64_t row_bytes = kernels::RowBytes(type, cols);
+    std::vector<uint8_t> q(rows * row_bytes);
+    for (int64_t r = 0; r < tile_rows; ++r) {
+      kernels::QuantizeRow(type, &tile[r * cols], &q[r * row_bytes], cols);
+    }
+    for (int64_t r = tile_rows; r < rows; r += tile_rows) {
+      std::memcpy(&q[r * row_bytes], q.data(), tile_rows * row_bytes);
+    }
+    DevicePtr dw = Upload(q.data(), q.size());
+    const DeviceMatrix m{type, rows, cols, dw, row_bytes};
+    std::printf("%s %-6s %4.0f MiB:", kernel(), type_name.c_str(), q.size() / 1048576.0);
+    for (int64_t batch : {1, 8}) {
+      ASSERT_TRUE(device_->MatMul(Stream::kCompute, m, dx, cols, batch, *dy, rows).ok());
+      ASSERT_TRUE(device_->StreamSynchronize(Stream::kCompute).ok());
+      const auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < repeats; ++i) {
+        ASSERT_TRUE(device_->MatMul(Stream::kCompute, m, dx, cols, batch, *dy, rows).ok());
+      }
+      ASSERT_TRUE(device_->StreamSynchronize(Stream::kCompute).ok());
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / repeats;
+      std::vector<float> y(batch * rows);
+      ASSERT_TRUE(device_->CopyToHost(Stream::kCompute, y.data(), *dy, y.size() * 4).ok());
+      ASSERT_TRUE(device_->StreamSynchronize(Stream::kCompute).ok());
+      for (int64_t b = 0; b < batch; ++b) {
+        for (int64_t r = tile_rows; r < rows; r += 997) {
+          ASSERT_EQ(y[b * rows + r], y[b * rows + r % tile_rows]) << type_name << " row " << r;
+        }
+      }
+      std::printf("  batch %lld %7.1f GB/s (%.1f us)", static_cast<long long>(batch),
+                  q.size() / seconds / 1e9, seconds * 1e6);
+    }
+    std::printf("\n");
+    device_->Free(dw);
+  }
+  device_->Free(dx);
+  device_->Free(*dy);
 }
 
 TEST_F(CudaDeviceTest, UnsupportedTypesAndBadShapesAreRefused) {
