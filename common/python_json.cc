@@ -10,34 +10,36 @@ std::string Scalar(const Json& json) {
   return json.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-void Write(const Json& json, std::string* out) {
-  if (json.is_object()) {
-    out->push_back('{');
-    bool first = true;
-    for (const auto& [key, value] : json.items()) {
-      if (!first) out->append(", ");
-      out->append(Scalar(Json(key))).append(": ");
-      Write(value, out);
-      first = false;
-    }
-    out->push_back('}');
-  } else if (json.is_array()) {
-    out->push_back('[');
-    for (size_t i = 0; i < json.size(); ++i) {
-      if (i > 0) out->append(", ");
-      Write(json[i], out);
-    }
-    out->push_back(']');
-  } else {
-    out->append(Scalar(json));
+// indent < 0: on one line; else json.dumps(indent=N)'s layout: each item
+// on its own line, N spaces deeper per level, "," ending a line.
+void Write(const Json& json, int indent, int depth, std::string* out) {
+  const bool object = json.is_object();
+  if ((!object && !json.is_array()) || json.empty()) {
+    out->append(object ? "{}" : json.is_array() ? "[]" : Scalar(json));
+    return;
   }
+  auto next_line = [&](int level) {
+    out->push_back('\n');
+    out->append(static_cast<size_t>(indent * level), ' ');
+  };
+  out->push_back(object ? '{' : '[');
+  bool first = true;
+  for (const auto& [key, value] : json.items()) {
+    if (!first) out->append(indent < 0 ? ", " : ",");
+    if (indent >= 0) next_line(depth + 1);
+    if (object) out->append(Scalar(Json(key))).append(": ");
+    Write(value, indent, depth + 1, out);
+    first = false;
+  }
+  if (indent >= 0) next_line(depth);
+  out->push_back(object ? '}' : ']');
 }
 
 }  // namespace
 
-std::string PythonJson(const nlohmann::ordered_json& json) {
+std::string PythonJson(const nlohmann::ordered_json& json, int indent) {
   std::string out;
-  Write(json, &out);
+  Write(json, indent, 0, &out);
   return out;
 }
 

@@ -11,7 +11,9 @@
 
 namespace waste {
 
-std::string PythonJson(const nlohmann::ordered_json& json);
+// indent >= 0: as json.dumps(..., indent=indent) (tojson(indent=N)) lays
+// it out, one item per line.
+std::string PythonJson(const nlohmann::ordered_json& json, int indent = -1);
 // JSON text re-written so (invalid JSON gives "null").
 std::string PythonJsonFromText(std::string_view json_text);
 

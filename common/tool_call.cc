@@ -14,6 +14,8 @@ const char* ToolFormatName(ToolFormat format) {
       return "harmony";
     case ToolFormat::kDeepSeekV31:
       return "deepseek-v3.1";
+    case ToolFormat::kLlama3Json:
+      return "llama3-json";
     case ToolFormat::kNone:
       break;
   }

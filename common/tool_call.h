@@ -23,10 +23,12 @@ enum class ToolFormat {
   kKimiK2,
   kHarmony,
   kDeepSeekV31,
-  kLast = kDeepSeekV31,
+  kLlama3Json,
+  kLast = kLlama3Json,
 };
 
-// "hermes", "glm", "kimi-k2", "harmony", "deepseek-v3.1" ("" for kNone); and
+// "hermes", "glm", "kimi-k2", "harmony", "deepseek-v3.1", "llama3-json"
+// ("" for kNone); and
 // back (kNone for anything else).
 const char* ToolFormatName(ToolFormat format);
 ToolFormat ParseToolFormat(std::string_view name);

@@ -1,6 +1,7 @@
 #include "common/tool_call_stream.h"
 
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "common/harmony_stream.h"
 #include "common/python_json.h"
@@ -58,6 +59,61 @@ bool Between(std::string_view s, std::string_view open, std::string_view close, 
   return true;
 }
 
+constexpr std::string_view kPythonTag = "<|python_tag|>";
+
+// Where the JSON object starting at `at` ends (one past its closing
+// brace), or npos when it does not close.
+size_t ObjectEnd(std::string_view s, size_t at) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = at; i < s.size(); ++i) {
+    const char c = s[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if ((c == '}' || c == ']') && --depth == 0) {
+      return i + 1;
+    }
+  }
+  return std::string_view::npos;
+}
+
+// Llama 3's calls: {"name": N, "parameters": {...}} objects (a "type" of
+// "function" and "arguments" for "parameters" accepted), separated by ";"
+// or whitespace, and nothing else.
+bool JsonCalls(std::string_view text, std::vector<ToolCall>* calls) {
+  size_t at = 0;
+  for (;;) {
+    at = text.find_first_not_of(" \t\r\n;", at);
+    if (at == std::string_view::npos) return !calls->empty();
+    const size_t end = text[at] == '{' ? ObjectEnd(text, at) : std::string_view::npos;
+    if (end == std::string_view::npos) return false;
+    const Json json = ParseJson(text.substr(at, end - at));
+    if (!json.is_object()) return false;
+    ToolCall call;
+    call.arguments = "{}";
+    for (const auto& [key, value] : json.items()) {
+      if (key == "name" && value.is_string()) {
+        call.name = value.get<std::string>();
+      } else if (key == "type" && value == "function") {
+      } else if (!((key == "parameters" || key == "arguments") &&
+                   Arguments(value, &call.arguments))) {
+        return false;
+      }
+    }
+    if (call.name.empty()) return false;
+    calls->push_back(std::move(call));
+    at = end;
+  }
+}
+
 }  // namespace
 
 ToolCallSplitter::ToolCallSplitter(ToolFormat format, std::string_view tools_json)
@@ -78,6 +134,8 @@ ToolCallSplitter::ToolCallSplitter(ToolFormat format, std::string_view tools_jso
                   .section_end = "<｜tool▁calls▁end｜>",
                   .call_begin = "<｜tool▁call▁begin｜>",
                   .call_end = "<｜tool▁call▁end｜>"};
+      break;
+    case ToolFormat::kLlama3Json:
       break;
     case ToolFormat::kNone:
     case ToolFormat::kHarmony:  // The harmony splitter takes those calls out.
@@ -114,14 +172,68 @@ ToolCallSplitter::Parts ToolCallSplitter::Add(std::string_view text) {
     return out;
   }
   pending_.append(text);
-  Step(/*last=*/false, &out);
+  if (format_ == ToolFormat::kLlama3Json) {
+    StepJsonReply(/*last=*/false, &out);
+  } else {
+    Step(/*last=*/false, &out);
+  }
   return out;
 }
 
 ToolCallSplitter::Parts ToolCallSplitter::Finish() {
   Parts out;
-  Step(/*last=*/true, &out);
+  if (format_ == ToolFormat::kLlama3Json) {
+    StepJsonReply(/*last=*/true, &out);
+  } else if (format_ != ToolFormat::kNone) {
+    Step(/*last=*/true, &out);
+  }
   return out;
+}
+
+void ToolCallSplitter::StepJsonReply(bool last, Parts* out) {
+  // After whitespace and the python tag, if any.
+  std::string_view view = pending_;
+  auto skip_space = [&view] {
+    view.remove_prefix(std::min(view.find_first_not_of(kSpace), view.size()));
+  };
+  skip_space();
+  if (view.starts_with(kPythonTag)) {
+    view.remove_prefix(kPythonTag.size());
+    skip_space();
+  }
+  if (json_reply_ == JsonReply::kUndecided) {
+    // "{" and a first key of "name" or "type": a call; anything else is
+    // content.
+    std::optional<bool> call;  // Unset: not known yet.
+    if (!view.empty() && !kPythonTag.starts_with(view)) {
+      const size_t quote = view.find_first_not_of(kSpace, 1);
+      if (view.front() != '{') {
+        call = false;
+      } else if (quote != std::string_view::npos) {
+        const size_t close = view.find('"', quote + 1);
+        if (view[quote] != '"') {
+          call = false;
+        } else if (close != std::string_view::npos) {
+          const std::string_view key = view.substr(quote + 1, close - quote - 1);
+          call = key == "name" || key == "type";
+        }
+      }
+    }
+    if (!call.has_value() && !last) return;
+    json_reply_ = call.value_or(false) ? JsonReply::kCalls : JsonReply::kContent;
+  }
+  if (json_reply_ == JsonReply::kCalls) {
+    if (!last) return;
+    // A reply that does not parse as calls is content, python tag and all.
+    std::vector<ToolCall> calls;
+    if (JsonCalls(view, &calls)) {
+      for (ToolCall& c : calls) out->calls.push_back(std::move(c));
+      pending_.clear();
+      return;
+    }
+  }
+  out->content.append(pending_);
+  pending_.clear();
 }
 
 size_t ToolCallSplitter::FindOpening(size_t* length) const {
@@ -240,6 +352,7 @@ bool ToolCallSplitter::ParseCall(std::string_view body, ToolCall* call) const {
       return HeadAndArguments(body, "<｜tool▁sep｜>", &call->name, &call->arguments);
     case ToolFormat::kNone:
     case ToolFormat::kHarmony:
+    case ToolFormat::kLlama3Json:  // StepJsonReply's.
       break;
   }
   return false;

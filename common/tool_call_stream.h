@@ -9,7 +9,11 @@
 //     <|tool_call_argument_begin|>{...}<|tool_call_end|>...
 //     <|tool_calls_section_end|>, the call's id being "functions.N:I";
 //   - deepseek-v3.1: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>N<｜tool▁sep｜>
-//     {...}<｜tool▁call▁end｜>...<｜tool▁calls▁end｜>.
+//     {...}<｜tool▁call▁end｜>...<｜tool▁calls▁end｜>;
+//   - llama3-json (Llama 3.1/3.2/3.3): the whole reply is the call,
+//     {"name": N, "parameters": {...}} (after <|python_tag|> if the model
+//     writes it), or several separated by ";" or whitespace. A reply is
+//     held back only until its first key shows whether it is one.
 // Arguments the splitter parses come back as the templates' tojson writes
 // JSON (common/python_json.h: what these models were trained to write); a
 // Kimi-K2 or DeepSeek call's, as written. Text outside the markup is the
@@ -63,12 +67,16 @@ class ToolCallSplitter {
   // The call between the markers; false when it does not parse.
   bool ParseCall(std::string_view body, ToolCall* call) const;
   bool ParseGlmCall(std::string_view body, ToolCall* call) const;
+  // llama3-json's replies.
+  void StepJsonReply(bool last, Parts* out);
 
   ToolFormat format_;
   Markers markers_;
   // glm: the (tool, parameter) pairs whose schema type is "string".
   std::set<std::pair<std::string, std::string>> string_parameters_;
   State state_ = State::kText;
+  enum class JsonReply { kUndecided, kContent, kCalls };
+  JsonReply json_reply_ = JsonReply::kUndecided;
   bool in_section_ = false;
   std::string pending_;  // Text not yet handed back.
 };

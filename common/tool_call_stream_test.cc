@@ -91,6 +91,29 @@ TEST(ToolCallSplitterTest, CallsAtAnyCuts) {
        "<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
        "Sure.",
        {{"", "get_weather", R"({"city": "Paris"})"}, {"", "get_time", "{}"}}},
+      // Llama 3: the reply is the call (or calls), maybe after the python tag.
+      {ToolFormat::kLlama3Json,
+       "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\", \"days\": 2}}",
+       "",
+       {{"", "get_weather", R"({"city": "Paris", "days": 2})"}}},
+      {ToolFormat::kLlama3Json,
+       "\n<|python_tag|>{\"name\": \"get_time\", \"parameters\": {}}; {\"type\": \"function\", "
+       "\"name\": \"get_weather\", \"arguments\": \"{\\\"city\\\": \\\"Oslo\\\"}\"}",
+       "",
+       {{"", "get_time", "{}"}, {"", "get_weather", R"({"city": "Oslo"})"}}},
+      // Not calls: an answer that is JSON, text, a call with more after it,
+      // a call cut short: all content, as written.
+      {ToolFormat::kLlama3Json, " {\"answer\": 42}", " {\"answer\": 42}", {}},
+      {ToolFormat::kLlama3Json, "The {\"name\": 1}", "The {\"name\": 1}", {}},
+      {ToolFormat::kLlama3Json,
+       "{\"name\": \"get_time\", \"parameters\": {}} and more",
+       "{\"name\": \"get_time\", \"parameters\": {}} and more",
+       {}},
+      {ToolFormat::kLlama3Json,
+       "<|python_tag|>{\"name\": \"get_t",
+       "<|python_tag|>{\"name\": \"get_t",
+       {}},
+      {ToolFormat::kLlama3Json, "<|python", "<|python", {}},
       // Without tools nothing is taken out; harmony's calls are taken out
       // before (with its reasoning).
       {ToolFormat::kHarmony,
@@ -116,6 +139,23 @@ TEST(ToolCallSplitterTest, CallsAtAnyCuts) {
   }
 }
 
+// Llama 3: a reply is held back only until its first key says whether it
+// is a call.
+TEST(ToolCallSplitterTest, Llama3ContentIsNotHeldBack) {
+  ToolCallSplitter text(ToolFormat::kLlama3Json, kTools);
+  EXPECT_EQ(text.Add("  ").content, "");
+  EXPECT_EQ(text.Add("{ \"ans").content, "");
+  EXPECT_EQ(text.Add("wer\": ").content, "  { \"answer\": ");
+  EXPECT_EQ(text.Add("42}").content, "42}");
+  ToolCallSplitter call(ToolFormat::kLlama3Json, kTools);
+  EXPECT_EQ(call.Add("{\"name\": \"get_time\", ").content, "");
+  EXPECT_EQ(call.Add("\"parameters\": {}}").calls.size(), 0u);
+  ToolCallSplitter::Parts end = call.Finish();
+  EXPECT_EQ(end.content, "");
+  ASSERT_EQ(end.calls.size(), 1u);
+  EXPECT_EQ(end.calls[0].name, "get_time");
+}
+
 // Content streams: nothing is held back but what may be a marker.
 TEST(ToolCallSplitterTest, ContentIsNotHeldBack) {
   ToolCallSplitter s(ToolFormat::kHermes, kTools);
@@ -130,7 +170,7 @@ TEST(ToolCallSplitterTest, ContentIsNotHeldBack) {
 
 TEST(ToolCallSplitterTest, FormatNames) {
   for (ToolFormat f : {ToolFormat::kHermes, ToolFormat::kGlm, ToolFormat::kKimiK2,
-                       ToolFormat::kHarmony, ToolFormat::kDeepSeekV31}) {
+                       ToolFormat::kHarmony, ToolFormat::kDeepSeekV31, ToolFormat::kLlama3Json}) {
     EXPECT_EQ(ParseToolFormat(ToolFormatName(f)), f);
   }
   EXPECT_EQ(ParseToolFormat(""), ToolFormat::kNone);

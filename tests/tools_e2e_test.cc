@@ -30,6 +30,11 @@ constexpr char kQwenTemplate[] =
     "{%- if tools %}{{- '<|im_start|>system\\n' }}<tools></tools>{%- endif %}"
     "{{- '<|im_start|>user' }}<tool_response><tool_call>{{- '<|im_start|>assistant\\n' }}";
 
+// What identifies Llama 3.1/3.2/3.3's template (JSON calls, ipython turns).
+constexpr char kLlama31Template[] =
+    "{{- '<|start_header_id|>system<|end_header_id|>\\n\\n' }}{%- if tools is not none %}"
+    "{{- 'Environment: ipython\\n' }}{%- endif %}";
+
 constexpr char kTools[] = R"([{"type": "function", "function": {
     "name": "get_weather", "description": "The weather in a city now.",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
@@ -48,6 +53,10 @@ class ToolsApiTest : public ::testing::Test {
     options.chat_template = kQwenTemplate;
     auto written = tools::WriteSyntheticModel(options, storage::Env::Default());
     start_ = written.status();
+    if (!start_.ok()) return;
+    options.out = models + "/llama31.gguf";
+    options.chat_template = kLlama31Template;
+    start_ = tools::WriteSyntheticModel(options, storage::Env::Default()).status();
     if (!start_.ok()) return;
     // A copy: the daemon serves the folder's own files.
     std::error_code error;
@@ -158,6 +167,31 @@ TEST_F(ToolsApiTest, StartedEventNamesTheCallMarkup) {
   EXPECT_EQ(format(), "");
   request.mutable_chat()->set_tools(kTools);
   EXPECT_EQ(format(), "hermes");
+  request.set_model("llama31");
+  EXPECT_EQ(format(), "llama3-json");
+}
+
+// Llama 3.1: the tools go in the first user turn; its template takes one
+// call per assistant message, and more are refused.
+TEST_F(ToolsApiTest, Llama31ToolsAndItsOneCallPerMessage) {
+  const Json question = Json::array({{{"role", "user"}, {"content", "Weather in Paris?"}}});
+  auto [plain_status, plain] = Chat(Request("llama31", question));
+  ASSERT_EQ(plain_status, 200) << plain.dump();
+  Json with_tools = Request("llama31", question);
+  with_tools["tools"] = Json::parse(kTools);
+  auto [status, body] = Chat(with_tools);
+  ASSERT_EQ(status, 200) << body.dump();
+  EXPECT_GT(body["usage"]["prompt_tokens"].get<int>(),
+            plain["usage"]["prompt_tokens"].get<int>() + 300);
+  const Json call = {
+      {"type", "function"},
+      {"function", {{"name", "get_weather"}, {"arguments", R"({"city": "Paris"})"}}}};
+  Json two = question;
+  two.push_back({{"role", "assistant"}, {"tool_calls", Json::array({call, call})}});
+  auto [two_status, two_body] = Chat(Request("llama31", two));
+  EXPECT_EQ(two_status, 400) << two_body.dump();
+  const std::string message = two_body["error"]["message"];
+  EXPECT_TRUE(absl::StrContains(message, "one tool call")) << message;
 }
 
 TEST_F(ToolsApiTest, RefusedWhereTheTemplateHasNoToolCalling) {

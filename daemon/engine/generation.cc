@@ -3,6 +3,7 @@
 #include <random>
 
 #include "absl/algorithm/container.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/logging.h"
@@ -128,7 +129,16 @@ absl::Status Generation::Resolve(const std::vector<int32_t>* session_tokens) {
       return absl::InvalidArgumentError(
           absl::StrCat("tools: this model's chat template (", text::ChatFormatName(format),
                        ") has no tool calling that waste knows (Qwen's, GLM-4.5's, "
-                       "Kimi-K2's, gpt-oss's and DeepSeek-V3.1's have)"));
+                       "Kimi-K2's, gpt-oss's, DeepSeek-V3.1's and Llama 3.1's have)"));
+    }
+    if (format == text::ChatFormat::kLlama31) {
+      if (absl::c_any_of(turns, [](const text::ChatTurn& t) { return t.tool_calls.size() > 1; })) {
+        return absl::InvalidArgumentError(
+            "tool_calls: Llama 3's chat template takes one tool call per assistant message");
+      }
+      // Its "Today Date": Llama 3.2's template asks for today's, 3.1's and
+      // 3.3's write a fixed one.
+      if (!absl::StrContains(model_->chat_template, "strftime_now")) options.date = "2024-07-26";
     }
     options.add_generation_prompt =
         !chat.has_add_generation_prompt() || chat.add_generation_prompt();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -24,7 +25,10 @@ ChatFormat DetectChatFormat(const std::string& t) {
     return ChatFormat::kQwen;
   }
   if (absl::StrContains(t, "<|im_start|>")) return ChatFormat::kChatMl;
-  if (absl::StrContains(t, "<|start_header_id|>")) return ChatFormat::kLlama3;
+  if (absl::StrContains(t, "<|start_header_id|>")) {
+    return absl::StrContains(t, "Environment: ipython") ? ChatFormat::kLlama31
+                                                        : ChatFormat::kLlama3;
+  }
   // GLM-4.5/4.6 (and GLM-4's): the template opens with these two tokens.
   if (absl::StrContains(t, "[gMASK]<sop>")) return ChatFormat::kGlm;
   // DeepSeek-V3.1: a reply opens with </think> (or <think>, thinking).
@@ -46,6 +50,8 @@ const char* ChatFormatName(ChatFormat format) {
       return "qwen";
     case ChatFormat::kLlama3:
       return "llama3";
+    case ChatFormat::kLlama31:
+      return "llama3.1";
     case ChatFormat::kLlama2:
       return "llama2";
     case ChatFormat::kDeepSeek:
@@ -74,6 +80,8 @@ ToolFormat ChatToolFormat(ChatFormat format) {
       return ToolFormat::kHarmony;
     case ChatFormat::kDeepSeekV31:
       return ToolFormat::kDeepSeekV31;
+    case ChatFormat::kLlama31:
+      return ToolFormat::kLlama3Json;
     default:
       return ToolFormat::kNone;
   }
@@ -344,6 +352,67 @@ std::string RenderDeepSeekV31(const std::vector<ChatTurn>& turns, const ChatOpti
   return out;
 }
 
+void RenderLlama3Turns(const std::vector<ChatTurn>& turns, bool add_generation_prompt,
+                       std::string* out) {
+  for (const ChatTurn& t : turns) {
+    absl::StrAppend(out, "<|start_header_id|>", t.role, "<|end_header_id|>\n\n",
+                    absl::StripAsciiWhitespace(t.content), "<|eot_id|>");
+  }
+  if (add_generation_prompt) *out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
+}
+
+// Llama 3.1/3.2/3.3's template where tools are offered or were called (a
+// conversation without them renders as Llama 3's, as llama.cpp's own llama3
+// template does): a system turn with the knowledge and today's dates (and
+// "Environment: ipython" with tools), the tools in the first user turn,
+// calls as {"name", "parameters"} JSON, results in ipython turns (as
+// tojson writes a string: quoted).
+std::string RenderLlama31(const std::vector<ChatTurn>& turns, const ChatOptions& options) {
+  const bool tools = !options.tools.empty();
+  const bool history = absl::c_any_of(turns, [](const ChatTurn& t) {
+    return !t.tool_calls.empty() || t.role == "tool" || t.role == "ipython";
+  });
+  std::string out;
+  if (!tools && !history) {
+    RenderLlama3Turns(turns, options.add_generation_prompt, &out);
+    return out;
+  }
+  absl::Time date = absl::Now();
+  if (!options.date.empty()) {
+    std::string error;
+    absl::ParseTime("%Y-%m-%d", options.date, absl::UTCTimeZone(), &date, &error);
+  }
+  const bool system = !turns.empty() && turns[0].role == "system";
+  size_t next = system ? 1 : 0;
+  absl::StrAppend(&out, "<|start_header_id|>system<|end_header_id|>\n\n",
+                  tools ? "Environment: ipython\n" : "",
+                  "Cutting Knowledge Date: December 2023\nToday Date: ",
+                  absl::FormatTime("%d %b %Y", date, absl::UTCTimeZone()), "\n\n",
+                  system ? absl::StripAsciiWhitespace(turns[0].content) : "", "<|eot_id|>");
+  if (tools && next < turns.size()) {
+    out += LlamaToolsTurn(options.tools,
+                          std::string(absl::StripAsciiWhitespace(turns[next++].content)));
+  }
+  for (; next < turns.size(); ++next) {
+    const ChatTurn& t = turns[next];
+    if (!t.tool_calls.empty()) {
+      // The template takes one call a message (the engine refuses more).
+      out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
+      for (size_t i = 0; i < t.tool_calls.size(); ++i) {
+        absl::StrAppend(&out, i > 0 ? "; " : "", LlamaToolCall(t.tool_calls[i]));
+      }
+      out += "<|eot_id|>";
+    } else if (t.role == "tool" || t.role == "ipython") {
+      absl::StrAppend(&out, "<|start_header_id|>ipython<|end_header_id|>\n\n",
+                      PythonJsonString(t.content), "<|eot_id|>");
+    } else {
+      RenderLlama3Turns({t}, false, &out);
+    }
+  }
+  if (options.add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
+  return out;
+}
+
 }  // namespace
 
 bool HasThinkingSwitch(const std::string& jinja_template) {
@@ -375,12 +444,10 @@ std::string RenderChat(ChatFormat format, const std::vector<ChatTurn>& turns,
     case ChatFormat::kQwen:
       return RenderQwen(turns, options);
     case ChatFormat::kLlama3:
-      for (const ChatTurn& t : turns) {
-        absl::StrAppend(&out, "<|start_header_id|>", t.role, "<|end_header_id|>\n\n",
-                        absl::StripAsciiWhitespace(t.content), "<|eot_id|>");
-      }
-      if (add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
+      RenderLlama3Turns(turns, add_generation_prompt, &out);
       return out;
+    case ChatFormat::kLlama31:
+      return RenderLlama31(turns, options);
     case ChatFormat::kDeepSeek:
       for (const ChatTurn& t : turns) {
         if (t.role == "system") {

@@ -23,6 +23,7 @@ enum class ChatFormat {
   kChatMl,
   kQwen,  // ChatML, with tools offered in the system turn and <tool_call>s.
   kLlama3,
+  kLlama31,  // Llama 3.1/3.2/3.3: kLlama3, with JSON tool calls ("Environment: ipython").
   kLlama2,
   kDeepSeek,     // DeepSeek V2/V3/R1.
   kDeepSeekV31,  // DeepSeek-V3.1: a reply opens with </think> or <think>.

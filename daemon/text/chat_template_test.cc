@@ -311,12 +311,60 @@ TEST(ChatTemplateTest, RendersToolsAndCalls) {
   EXPECT_EQ(DetectChatFormat("<|im_start|>tool\n<tool_call>"), ChatFormat::kChatMl);
 }
 
+// Llama 3.1/3.2/3.3, as Jinja renders Llama 3.2's template (llama.cpp's
+// models/templates copy; 3.1's differs only in its fixed date): with tools
+// offered, and with a call in the history only; a conversation without
+// either renders as Llama 3's.
+TEST(ChatTemplateTest, RendersLlama31Tools) {
+  EXPECT_EQ(
+      DetectChatFormat("<|start_header_id|>system<|end_header_id|>\n\n\"Environment: ipython"),
+      ChatFormat::kLlama31);
+  ChatTurn call{"assistant", "Let me look."};
+  call.tool_calls = {{"", "get_weather", R"({"city": "Paris", "days": 2})"}};
+  const std::vector<ChatTurn> turns = {
+      {"system", "S"}, {"user", "Q"}, call, {"tool", "18"}, {"assistant", "18 at noon."},
+      {"user", "Q2"}};
+  EXPECT_EQ(
+      RenderChat(ChatFormat::kLlama31, turns, {.date = "2026-12-04", .tools = kTools}),
+      "<|start_header_id|>system<|end_header_id|>\n\nEnvironment: ipython\nCutting Knowledge Da"
+      "te: December 2023\nToday Date: 04 Dec 2026\n\nS<|eot_id|><|start_header_id|>user<|end_he"
+      "ader_id|>\n\nGiven the following functions, please respond with a JSON for a function ca"
+      "ll with its proper arguments that best answers the given prompt.\n\nRespond in the forma"
+      "t {\"name\": function name, \"parameters\": dictionary of argument name and its value}.D"
+      "o not use variables.\n\n{\n    \"type\": \"function\",\n    \"function\": {\n        \"n"
+      "ame\": \"get_weather\",\n        \"description\": \"Weather now, in °C.\",\n        \"pa"
+      "rameters\": {\n            \"type\": \"object\",\n            \"properties\": {\n       "
+      "         \"city\": {\n                    \"type\": \"string\"\n                },\n    "
+      "            \"days\": {\n                    \"type\": \"integer\"\n                }\n "
+      "           },\n            \"required\": [\n                \"city\"\n            ]\n   "
+      "     }\n    }\n}\n\n{\n    \"type\": \"function\",\n    \"function\": {\n        \"name"
+      "\": \"get_time\",\n        \"parameters\": {\n            \"type\": \"object\",\n       "
+      "     \"properties\": {}\n        }\n    }\n}\n\nQ<|eot_id|><|start_header_id|>assistant<"
+      "|end_header_id|>\n\n{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\", \""
+      "days\": 2}}<|eot_id|><|start_header_id|>ipython<|end_header_id|>\n\n\"18\"<|eot_id|><|st"
+      "art_header_id|>assistant<|end_header_id|>\n\n18 at noon.<|eot_id|><|start_header_id|>use"
+      "r<|end_header_id|>\n\nQ2<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
+  EXPECT_EQ(
+      RenderChat(ChatFormat::kLlama31, turns, {.date = "2026-12-04"}),
+      "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\nTod"
+      "ay Date: 04 Dec 2026\n\nS<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nQ<|eot_id"
+      "|><|start_header_id|>assistant<|end_header_id|>\n\n{\"name\": \"get_weather\", \"paramet"
+      "ers\": {\"city\": \"Paris\", \"days\": 2}}<|eot_id|><|start_header_id|>ipython<|end_head"
+      "er_id|>\n\n\"18\"<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n18 at noon.<"
+      "|eot_id|><|start_header_id|>user<|end_header_id|>\n\nQ2<|eot_id|><|start_header_id|>assi"
+      "stant<|end_header_id|>\n\n");
+  const std::vector<ChatTurn> plain = {{"system", "S"}, {"user", " Q "}};
+  EXPECT_EQ(RenderChat(ChatFormat::kLlama31, plain, ChatOptions{}),
+            RenderChat(ChatFormat::kLlama3, plain, ChatOptions{}));
+}
+
 TEST(ChatTemplateTest, ToolFormats) {
   EXPECT_EQ(ChatToolFormat(ChatFormat::kQwen), ToolFormat::kHermes);
   EXPECT_EQ(ChatToolFormat(ChatFormat::kGlm), ToolFormat::kGlm);
   EXPECT_EQ(ChatToolFormat(ChatFormat::kKimiK2), ToolFormat::kKimiK2);
   EXPECT_EQ(ChatToolFormat(ChatFormat::kHarmony), ToolFormat::kHarmony);
   EXPECT_EQ(ChatToolFormat(ChatFormat::kDeepSeekV31), ToolFormat::kDeepSeekV31);
+  EXPECT_EQ(ChatToolFormat(ChatFormat::kLlama31), ToolFormat::kLlama3Json);
   for (ChatFormat f : {ChatFormat::kPlain, ChatFormat::kChatMl, ChatFormat::kLlama3,
                        ChatFormat::kLlama2, ChatFormat::kDeepSeek}) {
     EXPECT_EQ(ChatToolFormat(f), ToolFormat::kNone) << ChatFormatName(f);

@@ -256,6 +256,22 @@ std::string DeepSeekToolCalls(const std::vector<ToolCall>& calls) {
   return out + "<｜tool▁calls▁end｜>";
 }
 
+std::string LlamaToolsTurn(std::string_view tools_json, std::string_view first_user_message) {
+  std::string out =
+      "<|start_header_id|>user<|end_header_id|>\n\nGiven the following functions, please respond "
+      "with a JSON for a function call with its proper arguments that best answers the given "
+      "prompt.\n\nRespond in the format {\"name\": function name, \"parameters\": dictionary of "
+      "argument name and its value}.Do not use variables.\n\n";
+  for (const Json& tool : Parse(tools_json)) absl::StrAppend(&out, PythonJson(tool, 4), "\n\n");
+  out.append(first_user_message).append("<|eot_id|>");
+  return out;
+}
+
+std::string LlamaToolCall(const ToolCall& call) {
+  return absl::StrCat("{\"name\": \"", call.name,
+                      "\", \"parameters\": ", PythonJsonFromText(call.arguments), "}");
+}
+
 std::string KimiToolsTurn(std::string_view tools_json) {
   return absl::StrCat("<|im_system|>tool_declare<|im_middle|>", PythonJsonFromText(tools_json),
                       "<|im_end|>");

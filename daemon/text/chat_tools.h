@@ -1,8 +1,9 @@
 // The parts of a chat prompt that offer tools and replay the calls a reply
 // made, as each family's template writes them: Qwen's (Hermes-style
 // <tools> in the system turn), GLM-4.5's, Kimi-K2's (tool_declare) and
-// gpt-oss's (a TypeScript namespace in the developer message) and
-// DeepSeek-V3.1's (after the system prompt, as its model card shows).
+// gpt-oss's (a TypeScript namespace in the developer message),
+// DeepSeek-V3.1's (after the system prompt, as its model card shows) and
+// Llama 3.1's (JSON in the first user turn).
 // JSON goes in as the templates' `tojson` writes it (common/python_json.h).
 #ifndef WASTE_DAEMON_TEXT_CHAT_TOOLS_H_
 #define WASTE_DAEMON_TEXT_CHAT_TOOLS_H_
@@ -48,6 +49,13 @@ std::string DeepSeekToolsText(std::string_view tools_json);
 // DeepSeek-V3.1's section of calls: <｜tool▁calls▁begin｜>, then
 // <｜tool▁call▁begin｜>NAME<｜tool▁sep｜>ARGS<｜tool▁call▁end｜> each.
 std::string DeepSeekToolCalls(const std::vector<ToolCall>& calls);
+
+// Llama 3.1/3.2/3.3's user turn offering the tools (their template's
+// default, tools_in_user_message): the instructions, each tool as
+// tojson(indent=4), then the first user message's text.
+std::string LlamaToolsTurn(std::string_view tools_json, std::string_view first_user_message);
+// Llama 3's call: {"name": "N", "parameters": ARGS}.
+std::string LlamaToolCall(const ToolCall& call);
 
 // Kimi-K2's tool declaration turn.
 std::string KimiToolsTurn(std::string_view tools_json);

@@ -56,6 +56,7 @@ const char* AssistantOpening(ChatFormat format) {
     case ChatFormat::kQwen:
       return "<|im_start|>assistant\n";
     case ChatFormat::kLlama3:
+    case ChatFormat::kLlama31:
       return "<|start_header_id|>assistant<|end_header_id|>\n\n";
     case ChatFormat::kDeepSeek:
       return "<｜Assistant｜>";
@@ -72,7 +73,13 @@ void Check(ChatFormat format, const std::vector<ChatTurn>& turns, bool add_gener
   WCHECK(prompt == RenderChat(format, turns, add_generation_prompt));
   for (size_t i = 0; i < turns.size(); ++i) {
     absl::string_view content = turns[i].content;
-    if (format == ChatFormat::kLlama3) content = absl::StripAsciiWhitespace(content);
+    if (format == ChatFormat::kLlama3 || format == ChatFormat::kLlama31) {
+      content = absl::StripAsciiWhitespace(content);
+    }
+    // Llama 3.1 writes a tool's result as a JSON string.
+    if (format == ChatFormat::kLlama31 && (turns[i].role == "tool" || turns[i].role == "ipython")) {
+      continue;
+    }
     if (format == ChatFormat::kQwen && turns[i].role == "assistant") {
       if (absl::StrContains(content, "</think>")) continue;
       while (absl::ConsumePrefix(&content, "\n")) {
@@ -121,8 +128,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   WCHECK(waste::text::ChatFormatName(detected)[0] != '?');
   std::vector<waste::text::ChatTurn> turns;
   for (size_t i = 1; i + 1 < fields.size(); i += 2) turns.push_back({fields[i], fields[i + 1]});
-  for (ChatFormat format : {ChatFormat::kPlain, ChatFormat::kChatMl, ChatFormat::kQwen,
-                            ChatFormat::kLlama3, ChatFormat::kLlama2, ChatFormat::kDeepSeek}) {
+  for (ChatFormat format :
+       {ChatFormat::kPlain, ChatFormat::kChatMl, ChatFormat::kQwen, ChatFormat::kLlama3,
+        ChatFormat::kLlama31, ChatFormat::kLlama2, ChatFormat::kDeepSeek}) {
     waste::text::Check(format, turns, add_generation_prompt);
   }
   return 0;
