@@ -14,9 +14,11 @@
 // shuffle summing the lanes:
 //  - MatMulGroupKernel, for the block types: each lane takes 8 consecutive
 //    elements at a time, decoding their sub-block's scale once, with the
-//    activations as float4 loads. On an H200 (cuda_device_test's
-//    ProductThroughput, 4096 columns, 65536 rows): Q4_K 560 GB/s of weights
-//    for one vector, Q8_0 1140, IQ4_NL 560; for 8 vectors 380-630.
+//    activations as float4 loads (Q4_K and Q5_K headers as words and codes
+//    as 8-byte loads where rows are 16-byte aligned). On an H200
+//    (cuda_device_test's ProductThroughput, 4096 columns, 65536 rows): Q4_K
+//    563 GB/s of weights for one vector and 433 for 8 (378 byte by byte),
+//    Q8_0 1140, IQ4_NL 560; for 8 vectors 330-630.
 //  - MatMulKernel, the plain first kernel (every lane one element at a
 //    time, its block's scale decoded again for each): the float types, and
 //    the block types with WASTE_CUDA_ELEMENTWISE=1 or unaligned
@@ -337,6 +339,68 @@ __device__ __forceinline__ void Group8<kQ5_K>(const uint8_t* row, int64_t e0, fl
   }
 }
 
+// Q4_K and Q5_K blocks (144 and 176 bytes) start 16-byte aligned in rows
+// that do: these read a block's header as words and a group's codes as one
+// 8-byte load instead of byte by byte (the values are K4Group's).
+constexpr uint32_t kQ4_KWords = 1000 + kQ4_K, kQ5_KWords = 1000 + kQ5_K;
+
+__device__ __forceinline__ float HalfBits(uint32_t bits) {
+  return __half2float(__ushort_as_half(static_cast<unsigned short>(bits)));
+}
+
+__device__ __forceinline__ void K4GroupWords(const uint8_t* b, const uint8_t* qs, int i0, int q[8],
+                                             float* dsc, float* dm) {
+  const uint32_t* header = reinterpret_cast<const uint32_t*>(b);
+  const uint32_t d = header[0], s1 = header[1], s2 = header[2];
+  const int j = i0 >> 5, shift = 8 * (j & 3);
+  int sc, m;
+  if (j < 4) {
+    sc = (s1 >> shift) & 63;
+    m = (s2 >> shift) & 63;
+  } else {  // ggml's get_scale_min_k4: the low 4 bits in scales[8..11].
+    const uint32_t s3 = header[3] >> shift;
+    sc = (s3 & 0xF) | (((s1 >> shift) >> 6 & 3) << 4);
+    m = (s3 >> 4 & 0xF) | (((s2 >> shift) >> 6 & 3) << 4);
+  }
+  *dsc = HalfBits(d & 0xFFFF) * sc;
+  *dm = HalfBits(d >> 16) * static_cast<float>(m);
+  const int h = i0 >> 6, j0 = i0 & 63;
+  const uint2 codes = *reinterpret_cast<const uint2*>(qs + 32 * h + (j0 & 31));
+  const int nibble = j0 < 32 ? 0 : 4;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    q[k] = (codes.x >> (8 * k + nibble)) & 0xF;
+    q[k + 4] = (codes.y >> (8 * k + nibble)) & 0xF;
+  }
+}
+
+template <>
+__device__ __forceinline__ void Group8<kQ4_KWords>(const uint8_t* row, int64_t e0, float v[8]) {
+  const uint8_t* b = row + (e0 >> 8) * 144;
+  int q[8];
+  float dsc, dm;
+  K4GroupWords(b, b + 16, static_cast<int>(e0 & 255), q, &dsc, &dm);
+#pragma unroll
+  for (int k = 0; k < 8; ++k) v[k] = dsc * static_cast<float>(q[k]) - dm;
+}
+
+template <>
+__device__ __forceinline__ void Group8<kQ5_KWords>(const uint8_t* row, int64_t e0, float v[8]) {
+  const uint8_t* b = row + (e0 >> 8) * 176;
+  const int i0 = static_cast<int>(e0 & 255), sub = i0 >> 5;
+  int q[8];
+  float dsc, dm;
+  K4GroupWords(b, b + 48, i0, q, &dsc, &dm);
+  const uint2 high = *reinterpret_cast<const uint2*>(b + 16 + (i0 & 31));
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    q[k] |= ((high.x >> (8 * k + sub)) & 1) << 4;
+    q[k + 4] |= ((high.y >> (8 * k + sub)) & 1) << 4;
+  }
+#pragma unroll
+  for (int k = 0; k < 8; ++k) v[k] = dsc * static_cast<float>(q[k]) - dm;
+}
+
 template <>
 __device__ __forceinline__ void Group8<kQ6_K>(const uint8_t* row, int64_t e0, float v[8]) {
   const uint8_t* b = row + (e0 >> 8) * 210;
@@ -448,33 +512,48 @@ bool Elementwise() {
   return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
 }
 
+// The grouped kernel: one row per warp for a single vector (the most warps
+// in flight); four for a batch, whose activations then serve four rows.
+template <uint32_t kGroupType>
+void LaunchGrouped(int64_t rows, int64_t cols, const uint8_t* w, int64_t row_stride, const float* x,
+                   int64_t x_stride, int64_t batch, float* y, int64_t y_stride,
+                   cudaStream_t stream) {
+  const unsigned batch_tiles = static_cast<unsigned>((batch + kBatchTile - 1) / kBatchTile);
+  if (batch == 1) {
+    const dim3 grid(static_cast<unsigned>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock), 1);
+    MatMulGroupKernel<kGroupType, 1><<<grid, 32 * kWarpsPerBlock, 0, stream>>>(
+        rows, cols, w, row_stride, x, x_stride, batch, y, y_stride);
+    return;
+  }
+  constexpr int kRows = 4;
+  const dim3 grid(
+      static_cast<unsigned>((rows + kWarpsPerBlock * kRows - 1) / (kWarpsPerBlock * kRows)),
+      batch_tiles);
+  MatMulGroupKernel<kGroupType, kRows><<<grid, 32 * kWarpsPerBlock, 0, stream>>>(
+      rows, cols, w, row_stride, x, x_stride, batch, y, y_stride);
+}
+
 template <uint32_t kType>
 int Launch(int64_t rows, int64_t cols, uint64_t w, int64_t row_stride, uint64_t x, int64_t x_stride,
            int64_t batch, uint64_t y, int64_t y_stride, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock),
-                  static_cast<unsigned>((batch + kBatchTile - 1) / kBatchTile));
   constexpr bool kGrouped = kType != kF32 && kType != kF16 && kType != kBF16;
   const auto* wp = reinterpret_cast<const uint8_t*>(w);
   const auto* xp = reinterpret_cast<const float*>(x);
   auto* yp = reinterpret_cast<float*>(y);
   if constexpr (kGrouped) {
     if (!Elementwise() && x % 16 == 0 && (batch == 1 || x_stride % 4 == 0)) {
-      // One row per warp for a single vector (the most warps in flight);
-      // four for a batch, whose activations then serve four rows.
-      if (batch == 1) {
-        MatMulGroupKernel<kType, 1><<<grid, 32 * kWarpsPerBlock, 0, stream>>>(
-            rows, cols, wp, row_stride, xp, x_stride, batch, yp, y_stride);
+      constexpr bool kWords = kType == kQ4_K || kType == kQ5_K;
+      if (kWords && w % 16 == 0 && row_stride % 16 == 0) {
+        LaunchGrouped<kWords ? 1000 + kType : kType>(rows, cols, wp, row_stride, xp, x_stride,
+                                                     batch, yp, y_stride, stream);
       } else {
-        constexpr int kRows = 4;
-        const dim3 grid4(
-            static_cast<unsigned>((rows + kWarpsPerBlock * kRows - 1) / (kWarpsPerBlock * kRows)),
-            grid.y);
-        MatMulGroupKernel<kType, kRows><<<grid4, 32 * kWarpsPerBlock, 0, stream>>>(
-            rows, cols, wp, row_stride, xp, x_stride, batch, yp, y_stride);
+        LaunchGrouped<kType>(rows, cols, wp, row_stride, xp, x_stride, batch, yp, y_stride, stream);
       }
       return cudaGetLastError();
     }
   }
+  const dim3 grid(static_cast<unsigned>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock),
+                  static_cast<unsigned>((batch + kBatchTile - 1) / kBatchTile));
   MatMulKernel<kType><<<grid, 32 * kWarpsPerBlock, 0, stream>>>(rows, cols, wp, row_stride, xp,
                                                                 x_stride, batch, yp, y_stride);
   return cudaGetLastError();
