@@ -5,6 +5,7 @@
 
 #include "common/harmony_stream.h"
 #include "common/python_json.h"
+#include "common/reasoning_stream.h"
 
 namespace waste {
 namespace {
@@ -380,6 +381,25 @@ bool ToolCallSplitter::ParseGlmCall(std::string_view body, ToolCall* call) const
   if (!Strip(body.substr(at)).empty()) return false;
   call->arguments = PythonJson(arguments);
   return true;
+}
+
+std::vector<ToolCall> ReplyToolCalls(std::string_view reply, bool reasoning_open, ToolFormat format,
+                                     std::string_view tools_json) {
+  ReasoningSplitter reasoning(reasoning_open);
+  ReasoningSplitter::Parts parts = reasoning.Add(reply);
+  ReasoningSplitter::Parts rest = reasoning.Finish();
+  parts.content += rest.content;
+  std::vector<ToolCall> found = std::move(parts.calls);
+  for (ToolCall& call : rest.calls) found.push_back(std::move(call));
+  ToolCallSplitter splitter(format, tools_json);
+  for (ToolCallSplitter::Parts p : {splitter.Add(parts.content), splitter.Finish()}) {
+    for (ToolCall& call : p.calls) found.push_back(std::move(call));
+  }
+  std::vector<ToolCall> calls;
+  for (ToolCall& call : found) {
+    if (ParseJson(call.arguments).is_object()) calls.push_back(std::move(call));
+  }
+  return calls;
 }
 
 }  // namespace waste

@@ -81,6 +81,14 @@ class ToolCallSplitter {
   std::string pending_;  // Text not yet handed back.
 };
 
+// The calls a whole reply makes, in `format` (as the OpenAI face takes them
+// out while it streams): its reasoning split off first (<think> or harmony;
+// `reasoning_open`: the prompt opened a <think> block), gpt-oss's calls
+// from its messages, the others from its content; a call whose arguments
+// are not a whole JSON object (cut short) is not one.
+std::vector<ToolCall> ReplyToolCalls(std::string_view reply, bool reasoning_open, ToolFormat format,
+                                     std::string_view tools_json);
+
 }  // namespace waste
 
 #endif  // WASTE_COMMON_TOOL_CALL_STREAM_H_

@@ -168,6 +168,36 @@ TEST(ToolCallSplitterTest, ContentIsNotHeldBack) {
   EXPECT_EQ(call.calls[0].name, "get_time");
 }
 
+// A whole reply's calls: not those in its reasoning, nor one cut short.
+TEST(ToolCallSplitterTest, ReplyToolCalls) {
+  const std::vector<ToolCall> calls = ReplyToolCalls(
+      "<think>maybe <tool_call>{\"name\": \"get_time\"}</tool_call></think>Sure."
+      "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}</tool_call>",
+      false, ToolFormat::kHermes, kTools);
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].name, "get_weather");
+  EXPECT_EQ(calls[0].arguments, R"({"city": "Oslo"})");
+  // The prompt opened the reasoning: it ends at </think>.
+  EXPECT_EQ(ReplyToolCalls("r</think>{\"name\": \"get_time\", \"parameters\": {}}", true,
+                           ToolFormat::kLlama3Json, kTools)
+                .size(),
+            1u);
+  // gpt-oss's, from its messages to functions.NAME (the reply ends at the
+  // <|call|> token, which is not text); a call cut short is none.
+  const std::vector<ToolCall> harmony = ReplyToolCalls(
+      "<|channel|>analysis<|message|>Need time.<|end|><|start|>assistant<|channel|>commentary "
+      "to=functions.get_time <|constrain|>json<|message|>{}",
+      false, ToolFormat::kHarmony, kTools);
+  ASSERT_EQ(harmony.size(), 1u);
+  EXPECT_EQ(harmony[0].name, "get_time");
+  EXPECT_TRUE(ReplyToolCalls("<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"ci", false,
+                             ToolFormat::kHermes, kTools)
+                  .empty());
+  EXPECT_TRUE(ReplyToolCalls("<tool_call>{\"name\": \"get_time\"}</tool_call>", false,
+                             ToolFormat::kNone, kTools)
+                  .empty());
+}
+
 TEST(ToolCallSplitterTest, FormatNames) {
   for (ToolFormat f : {ToolFormat::kHermes, ToolFormat::kGlm, ToolFormat::kKimiK2,
                        ToolFormat::kHarmony, ToolFormat::kDeepSeekV31, ToolFormat::kLlama3Json}) {

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
+#include "common/tool_call_stream.h"
 #include "daemon/text/chat_template.h"
 #include "daemon/text/chat_tools.h"
 #include "daemon/text/utf8.h"
@@ -102,6 +103,7 @@ absl::Status Generation::Resolve(const std::vector<int32_t>* session_tokens) {
   from_bos_ = false;
   reasoning_open_ = false;
   tool_format_ = ToolFormat::kNone;
+  reply_.clear();
   if (request_.has_chat()) {
     const v1::ChatMessages& chat = request_.chat();
     const text::ChatFormat format = text::DetectChatFormat(model_->chat_template);
@@ -232,6 +234,7 @@ Generation::Next Generation::OnLogits(const float* logits, int64_t n_vocab, int6
   v1::TokenEvent* token = event_.mutable_token();
   token->set_id(sample.token);
   token->set_text(out_);
+  if (tool_format_ != ToolFormat::kNone) reply_ += out_;
   token->set_logprob(sample.logprob);
   token->set_position(static_cast<int32_t>(session_length));
   for (const text::TokenLogprob& alt : sample.top) {
@@ -269,6 +272,7 @@ void Generation::Finish(v1::FinishReason finish, const cache::ChunkStoreStats& n
     stops_.Push(piece_, &out_);
     stops_.Flush(&out_);
     if (!out_.empty()) {
+      if (tool_format_ != ToolFormat::kNone) reply_ += out_;
       event_.Clear();
       event_.mutable_token()->set_id(-1);
       event_.mutable_token()->set_text(out_);
@@ -306,6 +310,15 @@ void Generation::Finish(v1::FinishReason finish, const cache::ChunkStoreStats& n
   const double mean_batch =
       steps_ > 0 ? static_cast<double>(batch_size_sum_) / static_cast<double>(steps_) : 0;
   done->set_mean_batch_size(mean_batch);
+  if (tool_format_ != ToolFormat::kNone) {
+    for (const ToolCall& call :
+         ReplyToolCalls(reply_, reasoning_open_, tool_format_, request_.chat().tools())) {
+      v1::ToolCall* out = done->add_tool_calls();
+      out->set_id(call.id);
+      out->set_name(call.name);
+      out->set_arguments(call.arguments);
+    }
+  }
   WLOG(INFO) << model_->model_name << ": " << full_.size() << " prompt tokens (" << cached_
              << " cached), " << generated_ << " generated, " << v1::FinishReason_Name(finish)
              << ", queued " << absl::StrFormat("%.1f", timings->queue_ms()) << " ms, ttft "

@@ -149,6 +149,7 @@ class Generation {
   bool from_bos_ = false;
   bool reasoning_open_ = false;                 // The chat prompt ends inside a <think> block.
   ToolFormat tool_format_ = ToolFormat::kNone;  // How the reply calls the tools offered.
+  std::string reply_;                           // The reply's text, kept where tools were offered.
   bool stop_at_eos_ = true;
 
   std::vector<int32_t> full_;
