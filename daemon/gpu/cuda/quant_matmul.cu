@@ -316,16 +316,6 @@ __device__ __forceinline__ void K4Group(const uint8_t* b, const uint8_t* qs, int
 }
 
 template <>
-__device__ __forceinline__ void Group8<kQ4_K>(const uint8_t* row, int64_t e0, float v[8]) {
-  const uint8_t* b = row + (e0 >> 8) * 144;
-  int q[8];
-  float dsc, dm;
-  K4Group(b, b + 16, static_cast<int>(e0 & 255), q, &dsc, &dm);
-#pragma unroll
-  for (int k = 0; k < 8; ++k) v[k] = dsc * static_cast<float>(q[k]) - dm;
-}
-
-template <>
 __device__ __forceinline__ void Group8<kQ5_K>(const uint8_t* row, int64_t e0, float v[8]) {
   const uint8_t* b = row + (e0 >> 8) * 176;
   const int i0 = static_cast<int>(e0 & 255), sub = i0 >> 5;
@@ -374,14 +364,29 @@ __device__ __forceinline__ void K4GroupWords(const uint8_t* b, const uint8_t* qs
   }
 }
 
-template <>
-__device__ __forceinline__ void Group8<kQ4_KWords>(const uint8_t* row, int64_t e0, float v[8]) {
+// Q4_K: x = d * scale * q - dmin * min.
+template <bool kWords>
+__device__ __forceinline__ void Q4KGroup8(const uint8_t* row, int64_t e0, float v[8]) {
   const uint8_t* b = row + (e0 >> 8) * 144;
   int q[8];
   float dsc, dm;
-  K4GroupWords(b, b + 16, static_cast<int>(e0 & 255), q, &dsc, &dm);
+  if constexpr (kWords) {
+    K4GroupWords(b, b + 16, static_cast<int>(e0 & 255), q, &dsc, &dm);
+  } else {
+    K4Group(b, b + 16, static_cast<int>(e0 & 255), q, &dsc, &dm);
+  }
 #pragma unroll
   for (int k = 0; k < 8; ++k) v[k] = dsc * static_cast<float>(q[k]) - dm;
+}
+
+template <>
+__device__ __forceinline__ void Group8<kQ4_K>(const uint8_t* row, int64_t e0, float v[8]) {
+  Q4KGroup8<false>(row, e0, v);
+}
+
+template <>
+__device__ __forceinline__ void Group8<kQ4_KWords>(const uint8_t* row, int64_t e0, float v[8]) {
+  Q4KGroup8<true>(row, e0, v);
 }
 
 template <>
