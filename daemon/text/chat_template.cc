@@ -36,6 +36,13 @@ ChatFormat DetectChatFormat(const std::string& t) {
   if (absl::StrContains(t, "<｜User｜>") || absl::StrContains(t, "<｜Assistant｜>")) {
     return ChatFormat::kDeepSeek;
   }
+  // Mistral Nemo's ("v3-tekken", llama.cpp's name): "[INST]" written with
+  // double quotes, tools in [AVAILABLE_TOOLS]; Mistral Small 3's
+  // [SYSTEM_PROMPT] form is another.
+  if (absl::StrContains(t, "\"[INST]\"") && absl::StrContains(t, "[AVAILABLE_TOOLS]") &&
+      !absl::StrContains(t, "[SYSTEM_PROMPT]")) {
+    return ChatFormat::kMistralTekken;
+  }
   if (absl::StrContains(t, "[INST]")) return ChatFormat::kLlama2;
   return ChatFormat::kPlain;
 }
@@ -54,6 +61,8 @@ const char* ChatFormatName(ChatFormat format) {
       return "llama3.1";
     case ChatFormat::kLlama2:
       return "llama2";
+    case ChatFormat::kMistralTekken:
+      return "mistral-tekken";
     case ChatFormat::kDeepSeek:
       return "deepseek";
     case ChatFormat::kDeepSeekV31:
@@ -413,6 +422,30 @@ std::string RenderLlama31(const std::vector<ChatTurn>& turns, const ChatOptions&
   return out;
 }
 
+// Mistral Nemo's template: [INST]user[/INST], a reply and </s>, no BOS
+// between turns and no generation prompt (the prompt ends with [/INST]); a
+// first system message goes before the last turn's text when that turn is
+// the user's (and nowhere otherwise, as the template has it); a tool's
+// result in [TOOL_RESULTS] with its call id.
+std::string RenderMistralTekken(const std::vector<ChatTurn>& turns) {
+  const bool system = !turns.empty() && turns[0].role == "system";
+  std::string out;
+  for (size_t i = system ? 1 : 0; i < turns.size(); ++i) {
+    const ChatTurn& t = turns[i];
+    if (t.role == "assistant") {
+      absl::StrAppend(&out, t.content, "</s>");
+    } else if (t.role == "tool") {
+      absl::StrAppend(&out, "[TOOL_RESULTS]{\"content\": ", t.content, ", \"call_id\": \"",
+                      t.tool_call_id, "\"}[/TOOL_RESULTS]");
+    } else if (system && i + 1 == turns.size()) {
+      absl::StrAppend(&out, "[INST]", turns[0].content, "\n\n", t.content, "[/INST]");
+    } else {
+      absl::StrAppend(&out, "[INST]", t.content, "[/INST]");
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 bool HasThinkingSwitch(const std::string& jinja_template) {
@@ -479,6 +512,8 @@ std::string RenderChat(ChatFormat format, const std::vector<ChatTurn>& turns,
       return out;
     case ChatFormat::kLlama2:
       return RenderLlama2(turns);
+    case ChatFormat::kMistralTekken:
+      return RenderMistralTekken(turns);
     case ChatFormat::kPlain:
       for (const ChatTurn& t : turns) {
         std::string role = t.role;

@@ -25,8 +25,9 @@ enum class ChatFormat {
   kLlama3,
   kLlama31,  // Llama 3.1/3.2/3.3: kLlama3, with JSON tool calls ("Environment: ipython").
   kLlama2,
-  kDeepSeek,     // DeepSeek V2/V3/R1.
-  kDeepSeekV31,  // DeepSeek-V3.1: a reply opens with </think> or <think>.
+  kMistralTekken,  // Mistral Nemo's "[INST]" without spaces, the system text in the last turn.
+  kDeepSeek,       // DeepSeek V2/V3/R1.
+  kDeepSeekV31,    // DeepSeek-V3.1: a reply opens with </think> or <think>.
   kKimiK2,
   kHarmony,
   kGlm

@@ -122,6 +122,30 @@ TEST(ChatTemplateTest, RendersDeepSeekV31) {
             "<｜User｜>Q<｜tool▁output▁begin｜>T<｜tool▁output▁end｜>");
 }
 
+// Mistral Nemo's template ("v3-tekken"), as Jinja renders llama.cpp's copy:
+// no spaces, no BOS between turns, the system text before the last user
+// turn's (and nowhere when the conversation ends with a reply).
+TEST(ChatTemplateTest, RendersMistralTekken) {
+  EXPECT_EQ(
+      DetectChatFormat("{{- \"[AVAILABLE_TOOLS][\" }}{{- \"[INST]\" + message[\"content\"] }}"),
+      ChatFormat::kMistralTekken);
+  EXPECT_EQ(DetectChatFormat("[SYSTEM_PROMPT][AVAILABLE_TOOLS]{{- \"[INST]\" }}"),
+            ChatFormat::kLlama2);
+  EXPECT_EQ(RenderChat(ChatFormat::kMistralTekken,
+                       {{"system", "S"}, {"user", "A"}, {"assistant", "B"}, {"user", "C"}}, true),
+            "[INST]A[/INST]B</s>[INST]S\n\nC[/INST]");
+  EXPECT_EQ(RenderChat(ChatFormat::kMistralTekken,
+                       {{"system", "S"}, {"user", "A"}, {"assistant", " B "}}, false),
+            "[INST]A[/INST] B </s>");
+  EXPECT_EQ(RenderChat(ChatFormat::kMistralTekken, {{"user", " Hi "}}, true), "[INST] Hi [/INST]");
+  ChatTurn result{"tool", "18"};
+  result.tool_call_id = "abcdefghi";
+  EXPECT_EQ(RenderChat(ChatFormat::kMistralTekken,
+                       {{"user", "A"}, result, {"assistant", "B"}, {"user", "C"}}, true),
+            "[INST]A[/INST][TOOL_RESULTS]{\"content\": 18, \"call_id\": \"abcdefghi\"}"
+            "[/TOOL_RESULTS]B</s>[INST]C[/INST]");
+}
+
 TEST(ChatTemplateTest, RendersChatMlWithGenerationPrompt) {
   std::vector<ChatTurn> turns = {{"system", "Be brief."}, {"user", "Hi"}};
   EXPECT_EQ(RenderChat(ChatFormat::kChatMl, turns, true),
@@ -366,7 +390,7 @@ TEST(ChatTemplateTest, ToolFormats) {
   EXPECT_EQ(ChatToolFormat(ChatFormat::kDeepSeekV31), ToolFormat::kDeepSeekV31);
   EXPECT_EQ(ChatToolFormat(ChatFormat::kLlama31), ToolFormat::kLlama3Json);
   for (ChatFormat f : {ChatFormat::kPlain, ChatFormat::kChatMl, ChatFormat::kLlama3,
-                       ChatFormat::kLlama2, ChatFormat::kDeepSeek}) {
+                       ChatFormat::kLlama2, ChatFormat::kMistralTekken, ChatFormat::kDeepSeek}) {
     EXPECT_EQ(ChatToolFormat(f), ToolFormat::kNone) << ChatFormatName(f);
   }
 }

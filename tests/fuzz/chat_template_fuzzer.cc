@@ -63,6 +63,7 @@ const char* AssistantOpening(ChatFormat format) {
     case ChatFormat::kPlain:
       return "Assistant:";
     case ChatFormat::kLlama2:
+    case ChatFormat::kMistralTekken:
       return "";  // The prompt ends with the last [/INST].
   }
   return "";
@@ -84,6 +85,11 @@ void Check(ChatFormat format, const std::vector<ChatTurn>& turns, bool add_gener
       if (absl::StrContains(content, "</think>")) continue;
       while (absl::ConsumePrefix(&content, "\n")) {
       }
+    }
+    // Mistral Nemo: the first system text goes only into a last user turn.
+    if (format == ChatFormat::kMistralTekken && i == 0 && turns[i].role == "system" &&
+        (turns.size() == 1 || turns.back().role == "assistant" || turns.back().role == "tool")) {
+      continue;
     }
     if (format == ChatFormat::kLlama2 && turns[i].role == "system") {
       bool user_after = false;
@@ -128,9 +134,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   WCHECK(waste::text::ChatFormatName(detected)[0] != '?');
   std::vector<waste::text::ChatTurn> turns;
   for (size_t i = 1; i + 1 < fields.size(); i += 2) turns.push_back({fields[i], fields[i + 1]});
-  for (ChatFormat format :
-       {ChatFormat::kPlain, ChatFormat::kChatMl, ChatFormat::kQwen, ChatFormat::kLlama3,
-        ChatFormat::kLlama31, ChatFormat::kLlama2, ChatFormat::kDeepSeek}) {
+  for (ChatFormat format : {ChatFormat::kPlain, ChatFormat::kChatMl, ChatFormat::kQwen,
+                            ChatFormat::kLlama3, ChatFormat::kLlama31, ChatFormat::kLlama2,
+                            ChatFormat::kMistralTekken, ChatFormat::kDeepSeek}) {
     waste::text::Check(format, turns, add_generation_prompt);
   }
   return 0;
