@@ -16,6 +16,8 @@ const char* ToolFormatName(ToolFormat format) {
       return "deepseek-v3.1";
     case ToolFormat::kLlama3Json:
       return "llama3-json";
+    case ToolFormat::kMistral:
+      return "mistral";
     case ToolFormat::kNone:
       break;
   }

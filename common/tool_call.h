@@ -24,11 +24,12 @@ enum class ToolFormat {
   kHarmony,
   kDeepSeekV31,
   kLlama3Json,
-  kLast = kLlama3Json,
+  kMistral,
+  kLast = kMistral,
 };
 
-// "hermes", "glm", "kimi-k2", "harmony", "deepseek-v3.1", "llama3-json"
-// ("" for kNone); and
+// "hermes", "glm", "kimi-k2", "harmony", "deepseek-v3.1", "llama3-json",
+// "mistral" ("" for kNone); and
 // back (kNone for anything else).
 const char* ToolFormatName(ToolFormat format);
 ToolFormat ParseToolFormat(std::string_view name);

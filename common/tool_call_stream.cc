@@ -136,6 +136,9 @@ ToolCallSplitter::ToolCallSplitter(ToolFormat format, std::string_view tools_jso
                   .call_begin = "<｜tool▁call▁begin｜>",
                   .call_end = "<｜tool▁call▁end｜>"};
       break;
+    case ToolFormat::kMistral:  // The calls run to the end of the reply.
+      markers_ = {.call_begin = "[TOOL_CALLS]"};
+      break;
     case ToolFormat::kLlama3Json:
       break;
     case ToolFormat::kNone:
@@ -298,14 +301,11 @@ void ToolCallSplitter::Step(bool last, Parts* out) {
         break;
       }
       case State::kCall: {
-        const size_t end = pending.find(m.call_end);
+        const size_t end = m.call_end.empty() ? std::string_view::npos : pending.find(m.call_end);
         if (end == std::string_view::npos && !last) return;
         const std::string_view body = pending.substr(0, end);
-        ToolCall call;
-        const bool parsed = ParseCall(body, &call);
-        if (parsed) {
-          out->calls.push_back(std::move(call));
-        } else {
+        const bool parsed = ParseCalls(body, &out->calls);
+        if (!parsed) {
           out->content.append(m.call_begin).append(body);
           if (end != std::string_view::npos) out->content.append(m.call_end);
         }
@@ -317,6 +317,30 @@ void ToolCallSplitter::Step(bool last, Parts* out) {
       }
     }
   }
+}
+
+bool ToolCallSplitter::ParseCalls(std::string_view body, std::vector<ToolCall>* calls) const {
+  if (format_ != ToolFormat::kMistral) {
+    ToolCall call;
+    if (!ParseCall(body, &call)) return false;
+    calls->push_back(std::move(call));
+    return true;
+  }
+  // [{"name": N, "arguments": {...}, "id": I}, ...]
+  const Json json = ParseJson(Strip(body));
+  if (!json.is_array() || json.empty()) return false;
+  std::vector<ToolCall> parsed;
+  for (const Json& item : json) {
+    ToolCall& call = parsed.emplace_back();
+    call.arguments = "{}";
+    if (!item.is_object() || !item.contains("name") || !item["name"].is_string()) return false;
+    call.name = item["name"].get<std::string>();
+    if (item.contains("arguments") && !Arguments(item["arguments"], &call.arguments)) return false;
+    if (item.contains("id") && item["id"].is_string()) call.id = item["id"].get<std::string>();
+    if (call.name.empty()) return false;
+  }
+  for (ToolCall& call : parsed) calls->push_back(std::move(call));
+  return true;
 }
 
 bool ToolCallSplitter::ParseCall(std::string_view body, ToolCall* call) const {
@@ -354,6 +378,7 @@ bool ToolCallSplitter::ParseCall(std::string_view body, ToolCall* call) const {
     case ToolFormat::kNone:
     case ToolFormat::kHarmony:
     case ToolFormat::kLlama3Json:  // StepJsonReply's.
+    case ToolFormat::kMistral:     // ParseCalls'.
       break;
   }
   return false;

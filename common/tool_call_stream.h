@@ -13,7 +13,9 @@
 //   - llama3-json (Llama 3.1/3.2/3.3): the whole reply is the call,
 //     {"name": N, "parameters": {...}} (after <|python_tag|> if the model
 //     writes it), or several separated by ";" or whitespace. A reply is
-//     held back only until its first key shows whether it is one.
+//     held back only until its first key shows whether it is one;
+//   - mistral (Mistral Nemo): [TOOL_CALLS][{"name": N, "arguments": {...},
+//     "id": I}, ...] to the end of the reply, the ids kept.
 // Arguments the splitter parses come back as the templates' tojson writes
 // JSON (common/python_json.h: what these models were trained to write); a
 // Kimi-K2 or DeepSeek call's, as written. Text outside the markup is the
@@ -67,6 +69,9 @@ class ToolCallSplitter {
   // The call between the markers; false when it does not parse.
   bool ParseCall(std::string_view body, ToolCall* call) const;
   bool ParseGlmCall(std::string_view body, ToolCall* call) const;
+  // The calls between the markers (mistral's: several), appended; false
+  // when they do not parse.
+  bool ParseCalls(std::string_view body, std::vector<ToolCall>* calls) const;
   // llama3-json's replies.
   void StepJsonReply(bool last, Parts* out);
 

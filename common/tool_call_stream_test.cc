@@ -101,6 +101,17 @@ TEST(ToolCallSplitterTest, CallsAtAnyCuts) {
        "\"name\": \"get_weather\", \"arguments\": \"{\\\"city\\\": \\\"Oslo\\\"}\"}",
        "",
        {{"", "get_time", "{}"}, {"", "get_weather", R"({"city": "Oslo"})"}}},
+      // Mistral Nemo: text, then [TOOL_CALLS] and an array of calls with ids.
+      {ToolFormat::kMistral,
+       "Checking. [TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}, "
+       "\"id\": \"a1b2c3d4e\"}, {\"name\": \"get_time\", \"arguments\": {}}]",
+       "Checking. ",
+       {{"a1b2c3d4e", "get_weather", R"({"city": "Paris"})"}, {"", "get_time", "{}"}}},
+      {ToolFormat::kMistral,
+       "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"ci",
+       "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"ci",
+       {}},
+      {ToolFormat::kMistral, "a [TOOL_CALL b", "a [TOOL_CALL b", {}},
       // Not calls: an answer that is JSON, text, a call with more after it,
       // a call cut short: all content, as written.
       {ToolFormat::kLlama3Json, " {\"answer\": 42}", " {\"answer\": 42}", {}},
@@ -199,8 +210,9 @@ TEST(ToolCallSplitterTest, ReplyToolCalls) {
 }
 
 TEST(ToolCallSplitterTest, FormatNames) {
-  for (ToolFormat f : {ToolFormat::kHermes, ToolFormat::kGlm, ToolFormat::kKimiK2,
-                       ToolFormat::kHarmony, ToolFormat::kDeepSeekV31, ToolFormat::kLlama3Json}) {
+  for (ToolFormat f :
+       {ToolFormat::kHermes, ToolFormat::kGlm, ToolFormat::kKimiK2, ToolFormat::kHarmony,
+        ToolFormat::kDeepSeekV31, ToolFormat::kLlama3Json, ToolFormat::kMistral}) {
     EXPECT_EQ(ParseToolFormat(ToolFormatName(f)), f);
   }
   EXPECT_EQ(ParseToolFormat(""), ToolFormat::kNone);

@@ -35,6 +35,10 @@ constexpr char kLlama31Template[] =
     "{{- '<|start_header_id|>system<|end_header_id|>\\n\\n' }}{%- if tools is not none %}"
     "{{- 'Environment: ipython\\n' }}{%- endif %}";
 
+// What identifies Mistral Nemo's template.
+constexpr char kMistralTemplate[] =
+    "{{- \"[AVAILABLE_TOOLS][\" }}{{- \"[INST]\" + message[\"content\"] + \"[/INST]\" }}";
+
 constexpr char kTools[] = R"([{"type": "function", "function": {
     "name": "get_weather", "description": "The weather in a city now.",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
@@ -56,6 +60,10 @@ class ToolsApiTest : public ::testing::Test {
     if (!start_.ok()) return;
     options.out = models + "/llama31.gguf";
     options.chat_template = kLlama31Template;
+    start_ = tools::WriteSyntheticModel(options, storage::Env::Default()).status();
+    if (!start_.ok()) return;
+    options.out = models + "/mistral.gguf";
+    options.chat_template = kMistralTemplate;
     start_ = tools::WriteSyntheticModel(options, storage::Env::Default()).status();
     if (!start_.ok()) return;
     // A copy: the daemon serves the folder's own files.
@@ -169,6 +177,8 @@ TEST_F(ToolsApiTest, StartedEventNamesTheCallMarkup) {
   EXPECT_EQ(format(), "hermes");
   request.set_model("llama31");
   EXPECT_EQ(format(), "llama3-json");
+  request.set_model("mistral");
+  EXPECT_EQ(format(), "mistral");
 }
 
 // Llama 3.1: the tools go in the first user turn; its template takes one

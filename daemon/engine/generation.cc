@@ -128,10 +128,10 @@ absl::Status Generation::Resolve(const std::vector<int32_t>* session_tokens) {
     const bool calls =
         absl::c_any_of(turns, [](const text::ChatTurn& t) { return !t.tool_calls.empty(); });
     if ((!options.tools.empty() || calls) && tool_format == ToolFormat::kNone) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("tools: this model's chat template (", text::ChatFormatName(format),
-                       ") has no tool calling that waste knows (Qwen's, GLM-4.5's, "
-                       "Kimi-K2's, gpt-oss's, DeepSeek-V3.1's and Llama 3.1's have)"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tools: this model's chat template (", text::ChatFormatName(format),
+          ") has no tool calling that waste knows (Qwen's, GLM-4.5's, "
+          "Kimi-K2's, gpt-oss's, DeepSeek-V3.1's, Llama 3.1's and Mistral Nemo's have)"));
     }
     if (format == text::ChatFormat::kLlama31) {
       if (absl::c_any_of(turns, [](const text::ChatTurn& t) { return t.tool_calls.size() > 1; })) {

@@ -91,6 +91,8 @@ ToolFormat ChatToolFormat(ChatFormat format) {
       return ToolFormat::kDeepSeekV31;
     case ChatFormat::kLlama31:
       return ToolFormat::kLlama3Json;
+    case ChatFormat::kMistralTekken:
+      return ToolFormat::kMistral;
     default:
       return ToolFormat::kNone;
   }
@@ -425,19 +427,36 @@ std::string RenderLlama31(const std::vector<ChatTurn>& turns, const ChatOptions&
 // Mistral Nemo's template: [INST]user[/INST], a reply and </s>, no BOS
 // between turns and no generation prompt (the prompt ends with [/INST]); a
 // first system message goes before the last turn's text when that turn is
-// the user's (and nowhere otherwise, as the template has it); a tool's
-// result in [TOOL_RESULTS] with its call id.
-std::string RenderMistralTekken(const std::vector<ChatTurn>& turns) {
+// the user's (and nowhere otherwise, as the template has it); the tools
+// before each user turn equal to the last one; calls in [TOOL_CALLS], a
+// tool's result in [TOOL_RESULTS] with its call's id (MistralCallId).
+std::string RenderMistralTekken(const std::vector<ChatTurn>& turns, const ChatOptions& options) {
   const bool system = !turns.empty() && turns[0].role == "system";
+  const std::string* last_user = nullptr;
+  for (const ChatTurn& t : turns) {
+    if (t.role == "user" && (&t != &turns[0] || !system)) last_user = &t.content;
+  }
   std::string out;
   for (size_t i = system ? 1 : 0; i < turns.size(); ++i) {
     const ChatTurn& t = turns[i];
+    if (!t.tool_calls.empty()) {
+      out += MistralToolCalls(t.tool_calls);
+      continue;
+    }
     if (t.role == "assistant") {
       absl::StrAppend(&out, t.content, "</s>");
-    } else if (t.role == "tool") {
+      continue;
+    }
+    if (t.role == "tool") {
       absl::StrAppend(&out, "[TOOL_RESULTS]{\"content\": ", t.content, ", \"call_id\": \"",
-                      t.tool_call_id, "\"}[/TOOL_RESULTS]");
-    } else if (system && i + 1 == turns.size()) {
+                      MistralCallId(t.tool_call_id), "\"}[/TOOL_RESULTS]");
+      continue;
+    }
+    if (!options.tools.empty() && t.role == "user" && last_user != nullptr &&
+        t.content == *last_user) {
+      out += MistralToolsText(options.tools);
+    }
+    if (system && i + 1 == turns.size()) {
       absl::StrAppend(&out, "[INST]", turns[0].content, "\n\n", t.content, "[/INST]");
     } else {
       absl::StrAppend(&out, "[INST]", t.content, "[/INST]");
@@ -513,7 +532,7 @@ std::string RenderChat(ChatFormat format, const std::vector<ChatTurn>& turns,
     case ChatFormat::kLlama2:
       return RenderLlama2(turns);
     case ChatFormat::kMistralTekken:
-      return RenderMistralTekken(turns);
+      return RenderMistralTekken(turns, options);
     case ChatFormat::kPlain:
       for (const ChatTurn& t : turns) {
         std::string role = t.role;

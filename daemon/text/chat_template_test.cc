@@ -1,5 +1,6 @@
 #include "daemon/text/chat_template.h"
 
+#include "daemon/text/chat_tools.h"
 #include "gtest/gtest.h"
 
 namespace waste::text {
@@ -382,6 +383,31 @@ TEST(ChatTemplateTest, RendersLlama31Tools) {
             RenderChat(ChatFormat::kLlama3, plain, ChatOptions{}));
 }
 
+// Mistral Nemo with tools, as Jinja renders its template: the tools before
+// the last user turn, a call with the 9-character id the template requires
+// (derived from the client's "call_1", the same for its result).
+TEST(ChatTemplateTest, RendersMistralTekkenTools) {
+  ChatTurn call{"assistant", "Let me look."};
+  call.tool_calls = {{"call_1", "get_weather", R"({"city": "Paris", "days": 2})"}};
+  ChatTurn result{"tool", "18"};
+  result.tool_call_id = "call_1";
+  const std::vector<ChatTurn> turns = {
+      {"system", "S"}, {"user", "Q"}, call, result, {"assistant", "18 at noon."}, {"user", "Q2"}};
+  EXPECT_EQ(MistralCallId("call_1"), "jQncnSWM3");
+  EXPECT_EQ(MistralCallId("abcdefghi"), "abcdefghi");
+  EXPECT_EQ(
+      RenderChat(ChatFormat::kMistralTekken, turns, {.tools = kTools}),
+      "[INST]Q[/INST][TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", "
+      "\"days\": 2}, \"id\": \"jQncnSWM3\"}]</s>[TOOL_RESULTS]{\"content\": 18, \"call_id\": "
+      "\"jQncnSWM3\"}[/TOOL_RESULTS]18 at noon.</s>[AVAILABLE_TOOLS][{\"type\": \"function\", "
+      "\"function\": {\"name\": \"get_weather\", \"description\": \"Weather now, in °C.\", "
+      "\"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}, "
+      "\"days\": {\"type\": \"integer\"}}, \"required\": [\"city\"]}}}, {\"type\": \"function\", "
+      "\"function\": {\"name\": \"get_time\", \"parameters\": {\"type\": \"object\", "
+      "\"properties\": {}}}}][/AVAILABLE_TOOLS][INST]S\n\nQ2[/INST]");
+  EXPECT_EQ(ChatToolFormat(ChatFormat::kMistralTekken), ToolFormat::kMistral);
+}
+
 TEST(ChatTemplateTest, ToolFormats) {
   EXPECT_EQ(ChatToolFormat(ChatFormat::kQwen), ToolFormat::kHermes);
   EXPECT_EQ(ChatToolFormat(ChatFormat::kGlm), ToolFormat::kGlm);
@@ -390,7 +416,7 @@ TEST(ChatTemplateTest, ToolFormats) {
   EXPECT_EQ(ChatToolFormat(ChatFormat::kDeepSeekV31), ToolFormat::kDeepSeekV31);
   EXPECT_EQ(ChatToolFormat(ChatFormat::kLlama31), ToolFormat::kLlama3Json);
   for (ChatFormat f : {ChatFormat::kPlain, ChatFormat::kChatMl, ChatFormat::kLlama3,
-                       ChatFormat::kLlama2, ChatFormat::kMistralTekken, ChatFormat::kDeepSeek}) {
+                       ChatFormat::kLlama2, ChatFormat::kDeepSeek}) {
     EXPECT_EQ(ChatToolFormat(f), ToolFormat::kNone) << ChatFormatName(f);
   }
 }

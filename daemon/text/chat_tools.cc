@@ -272,6 +272,47 @@ std::string LlamaToolCall(const ToolCall& call) {
                       "\", \"parameters\": ", PythonJsonFromText(call.arguments), "}");
 }
 
+std::string MistralToolsText(std::string_view tools_json) {
+  std::string out = "[AVAILABLE_TOOLS][";
+  const Json tools = Parse(tools_json);
+  for (size_t i = 0; i < tools.size(); ++i) {
+    out += "{\"type\": \"function\", \"function\": {";
+    bool first = true;
+    for (const auto& [key, value] : tools[i]["function"].items()) {
+      if (key == "return") continue;
+      absl::StrAppend(&out, first ? "" : ", ", "\"", key, "\": ",
+                      value.is_string() ? absl::StrCat("\"", value.get<std::string>(), "\"")
+                                        : PythonJson(value));
+      first = false;
+    }
+    out += i + 1 < tools.size() ? "}}, " : "}}]";
+  }
+  return out + "[/AVAILABLE_TOOLS]";
+}
+
+std::string MistralCallId(std::string_view id) {
+  constexpr std::string_view kAlnum =
+      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  if (id.size() == 9 && id.find_first_not_of(kAlnum) == std::string_view::npos) {
+    return std::string(id);
+  }
+  uint64_t hash = 14695981039346656037ull;  // FNV-1a.
+  for (char c : id) hash = (hash ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+  std::string out;
+  for (int i = 0; i < 9; ++i, hash /= kAlnum.size()) out += kAlnum[hash % kAlnum.size()];
+  return out;
+}
+
+std::string MistralToolCalls(const std::vector<ToolCall>& calls) {
+  std::string out = "[TOOL_CALLS][";
+  for (size_t i = 0; i < calls.size(); ++i) {
+    absl::StrAppend(&out, i > 0 ? ", " : "", "{\"name\": ", PythonJsonString(calls[i].name),
+                    ", \"arguments\": ", PythonJsonFromText(calls[i].arguments), ", \"id\": \"",
+                    MistralCallId(calls[i].id), "\"}");
+  }
+  return out + "]</s>";
+}
+
 std::string KimiToolsTurn(std::string_view tools_json) {
   return absl::StrCat("<|im_system|>tool_declare<|im_middle|>", PythonJsonFromText(tools_json),
                       "<|im_end|>");

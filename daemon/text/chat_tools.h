@@ -57,6 +57,17 @@ std::string LlamaToolsTurn(std::string_view tools_json, std::string_view first_u
 // Llama 3's call: {"name": "N", "parameters": ARGS}.
 std::string LlamaToolCall(const ToolCall& call);
 
+// Mistral Nemo's [AVAILABLE_TOOLS][...][/AVAILABLE_TOOLS]: each tool's
+// function keys (but "return") as its template writes them, strings raw.
+std::string MistralToolsText(std::string_view tools_json);
+// Mistral Nemo's [TOOL_CALLS][{"name", "arguments", "id"}, ...]</s>, each
+// id as MistralCallId gives it.
+std::string MistralToolCalls(const std::vector<ToolCall>& calls);
+// The 9 letters and digits Mistral's template requires of a call id: the
+// id itself where it is that, else 9 derived from it (the same for a call
+// and the result that names it).
+std::string MistralCallId(std::string_view id);
+
 // Kimi-K2's tool declaration turn.
 std::string KimiToolsTurn(std::string_view tools_json);
 // Kimi-K2's section of calls.

@@ -244,7 +244,8 @@ void Tokenizer::MarkupTokens() {
                      "<｜tool▁calls▁end｜>",
                      "<｜tool▁call▁begin｜>",
                      "<｜tool▁call▁end｜>",
-                     "<｜tool▁sep｜>"})) {
+                     "<｜tool▁sep｜>",
+                     "[TOOL_CALLS]"})) {
       attrs_[id] = kAttrUserDefined;
     }
     if (!eog_.contains(id)) continue;

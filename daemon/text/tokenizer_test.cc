@@ -216,7 +216,8 @@ TEST(TokenizerTest, HarmonyMarkup) {
 }
 
 // Markup a reply's reader parses is text even where the vocabulary makes it
-// control tokens (Kimi-K2's tool calls, GLM's <think> and <tool_call>), as
+// control tokens (Kimi-K2's tool calls, GLM's <think> and <tool_call>,
+// Mistral's [TOOL_CALLS]), as
 // llama.cpp preserves it; other control tokens are still not shown.
 TEST(TokenizerTest, ToolCallAndReasoningMarkupIsText) {
   Vocab v;
@@ -224,12 +225,26 @@ TEST(TokenizerTest, ToolCallAndReasoningMarkupIsText) {
   v.pre = "kimi-k2";
   for (int c = 0x21; c < 0x7F; ++c) v.tokens.push_back(std::string(1, static_cast<char>(c)));
   v.token_types.assign(v.tokens.size(), TokenType::kNormal);
-  for (const char* special :
-       {"<|tool_calls_section_begin|>", "<|tool_call_begin|>", "<|tool_call_argument_begin|>",
-        "<|tool_call_end|>", "<|tool_calls_section_end|>", "<think>", "</think>", "<tool_call>",
-        "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>",
-        "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<｜tool▁call▁end｜>",
-        "<｜tool▁calls▁end｜>", "<|im_end|>"}) {
+  for (const char* special : {"<|tool_calls_section_begin|>",
+                              "<|tool_call_begin|>",
+                              "<|tool_call_argument_begin|>",
+                              "<|tool_call_end|>",
+                              "<|tool_calls_section_end|>",
+                              "<think>",
+                              "</think>",
+                              "<tool_call>",
+                              "</tool_call>",
+                              "<arg_key>",
+                              "</arg_key>",
+                              "<arg_value>",
+                              "</arg_value>",
+                              "<｜tool▁calls▁begin｜>",
+                              "<｜tool▁call▁begin｜>",
+                              "<｜tool▁sep｜>",
+                              "<｜tool▁call▁end｜>",
+                              "<｜tool▁calls▁end｜>",
+                              "[TOOL_CALLS]",
+                              "<|im_end|>"}) {
     v.tokens.push_back(special);
     v.token_types.push_back(TokenType::kControl);
   }
@@ -240,9 +255,9 @@ TEST(TokenizerTest, ToolCallAndReasoningMarkupIsText) {
       "<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>"
       "<tool_call>g<arg_key>k</arg_key><arg_value>v</arg_value></tool_call>"
       "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>h<｜tool▁sep｜>{}<｜tool▁call▁end｜>"
-      "<｜tool▁calls▁end｜>";
+      "<｜tool▁calls▁end｜>[TOOL_CALLS][]";
   const std::vector<TokenId> ids = (*tok)->Encode(reply + "<|im_end|>", false, true);
-  ASSERT_EQ(ids.size(), 31u);
+  ASSERT_EQ(ids.size(), 34u);
   EXPECT_EQ((*tok)->Decode(ids), reply);
 }
 
