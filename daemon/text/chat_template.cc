@@ -363,12 +363,14 @@ std::string RenderDeepSeekV31(const std::vector<ChatTurn>& turns, const ChatOpti
   return out;
 }
 
+void AppendLlama3Turn(const ChatTurn& t, std::string* out) {
+  absl::StrAppend(out, "<|start_header_id|>", t.role, "<|end_header_id|>\n\n",
+                  absl::StripAsciiWhitespace(t.content), "<|eot_id|>");
+}
+
 void RenderLlama3Turns(const std::vector<ChatTurn>& turns, bool add_generation_prompt,
                        std::string* out) {
-  for (const ChatTurn& t : turns) {
-    absl::StrAppend(out, "<|start_header_id|>", t.role, "<|end_header_id|>\n\n",
-                    absl::StripAsciiWhitespace(t.content), "<|eot_id|>");
-  }
+  for (const ChatTurn& t : turns) AppendLlama3Turn(t, out);
   if (add_generation_prompt) *out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
 }
 
@@ -417,7 +419,7 @@ std::string RenderLlama31(const std::vector<ChatTurn>& turns, const ChatOptions&
       absl::StrAppend(&out, "<|start_header_id|>ipython<|end_header_id|>\n\n",
                       PythonJsonString(t.content), "<|eot_id|>");
     } else {
-      RenderLlama3Turns({t}, false, &out);
+      AppendLlama3Turn(t, &out);
     }
   }
   if (options.add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
