@@ -112,6 +112,11 @@ TEST(ToolCallSplitterTest, CallsAtAnyCuts) {
        "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"ci",
        {}},
       {ToolFormat::kMistral, "a [TOOL_CALL b", "a [TOOL_CALL b", {}},
+      // Mistral 7B v0.3 writes a space before the array.
+      {ToolFormat::kMistral,
+       "[TOOL_CALLS] [{\"name\": \"get_time\", \"arguments\": {}, \"id\": \"a1b2c3d4e\"}]",
+       "",
+       {{"a1b2c3d4e", "get_time", "{}"}}},
       // Not calls: an answer that is JSON, text, a call with more after it,
       // a call cut short: all content, as written.
       {ToolFormat::kLlama3Json, " {\"answer\": 42}", " {\"answer\": 42}", {}},

@@ -39,6 +39,17 @@ constexpr char kLlama31Template[] =
 constexpr char kMistralTemplate[] =
     "{{- \"[AVAILABLE_TOOLS][\" }}{{- \"[INST]\" + message[\"content\"] + \"[/INST]\" }}";
 
+// What identifies Mistral 7B v0.3's (Nemo's with spaces).
+constexpr char kMistralV03Template[] =
+    "{{- \"[AVAILABLE_TOOLS] [\" }}{{- \"[INST] \" + message[\"content\"] + \"[/INST]\" }}";
+
+// Mistral Small 3's: [SYSTEM_PROMPT], and the default system message it writes
+// when a conversation has none.
+constexpr char kMistralSmall3Template[] =
+    "{%- set default_system_message = \"You are Mistral Small 3, a Large Language Model (LLM) "
+    "created by Mistral AI, a French startup headquartered in Paris.\" %}"
+    "{{- '[SYSTEM_PROMPT]' + system_message + '[/SYSTEM_PROMPT]' }}{{- '[INST]' }}";
+
 constexpr char kTools[] = R"([{"type": "function", "function": {
     "name": "get_weather", "description": "The weather in a city now.",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
@@ -64,6 +75,14 @@ class ToolsApiTest : public ::testing::Test {
     if (!start_.ok()) return;
     options.out = models + "/mistral.gguf";
     options.chat_template = kMistralTemplate;
+    start_ = tools::WriteSyntheticModel(options, storage::Env::Default()).status();
+    if (!start_.ok()) return;
+    options.out = models + "/mistral03.gguf";
+    options.chat_template = kMistralV03Template;
+    start_ = tools::WriteSyntheticModel(options, storage::Env::Default()).status();
+    if (!start_.ok()) return;
+    options.out = models + "/small3.gguf";
+    options.chat_template = kMistralSmall3Template;
     start_ = tools::WriteSyntheticModel(options, storage::Env::Default()).status();
     if (!start_.ok()) return;
     // A copy: the daemon serves the folder's own files.
@@ -179,6 +198,28 @@ TEST_F(ToolsApiTest, StartedEventNamesTheCallMarkup) {
   EXPECT_EQ(format(), "llama3-json");
   request.set_model("mistral");
   EXPECT_EQ(format(), "mistral");
+  request.set_model("mistral03");
+  EXPECT_EQ(format(), "mistral");
+}
+
+// Mistral Small 3: without a system message, the prompt holds its
+// template's default one; with one, that instead. Its calls are another
+// markup: tools are refused, naming the format.
+TEST_F(ToolsApiTest, MistralSmall3DefaultSystemMessage) {
+  const Json question = {{"role", "user"}, {"content", "Hi"}};
+  auto [plain_status, plain] = Chat(Request("small3", Json::array({question})));
+  ASSERT_EQ(plain_status, 200) << plain.dump();
+  auto [system_status, system] =
+      Chat(Request("small3", Json::array({{{"role", "system"}, {"content", "S"}}, question})));
+  ASSERT_EQ(system_status, 200) << system.dump();
+  EXPECT_GT(plain["usage"]["prompt_tokens"].get<int>(),
+            system["usage"]["prompt_tokens"].get<int>() + 20);
+  Json with_tools = Request("small3", Json::array({question}));
+  with_tools["tools"] = Json::parse(kTools);
+  auto [tools_status, tools_body] = Chat(with_tools);
+  EXPECT_EQ(tools_status, 400) << tools_body.dump();
+  const std::string message = tools_body["error"]["message"];
+  EXPECT_TRUE(absl::StrContains(message, "mistral-v7")) << message;
 }
 
 // Llama 3.1: the tools go in the first user turn; its template takes one

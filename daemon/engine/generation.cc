@@ -128,10 +128,12 @@ absl::Status Generation::Resolve(const std::vector<int32_t>* session_tokens) {
     const bool calls =
         absl::c_any_of(turns, [](const text::ChatTurn& t) { return !t.tool_calls.empty(); });
     if ((!options.tools.empty() || calls) && tool_format == ToolFormat::kNone) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "tools: this model's chat template (", text::ChatFormatName(format),
-          ") has no tool calling that waste knows (Qwen's, GLM-4.5's, "
-          "Kimi-K2's, gpt-oss's, DeepSeek-V3.1's, Llama 3.1's and Mistral Nemo's have)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("tools: this model's chat template (", text::ChatFormatName(format),
+                       ") has no tool calling that waste knows (Qwen's, GLM-4.5's, "
+                       "Kimi-K2's, gpt-oss's, DeepSeek-V3.1's, Llama 3.1's, Mistral 7B v0.3's and "
+                       "Mistral Nemo's "
+                       "have)"));
     }
     if (format == text::ChatFormat::kLlama31) {
       if (absl::c_any_of(turns, [](const text::ChatTurn& t) { return t.tool_calls.size() > 1; })) {
@@ -141,6 +143,10 @@ absl::Status Generation::Resolve(const std::vector<int32_t>* session_tokens) {
       // Its "Today Date": Llama 3.2's template asks for today's, 3.1's and
       // 3.3's write a fixed one.
       if (!absl::StrContains(model_->chat_template, "strftime_now")) options.date = "2024-07-26";
+    }
+    // Mistral Small 3's: the system message it writes when there is none.
+    if (format == text::ChatFormat::kMistralV7) {
+      options.default_system = text::DefaultSystemMessage(model_->chat_template);
     }
     options.add_generation_prompt =
         !chat.has_add_generation_prompt() || chat.add_generation_prompt();

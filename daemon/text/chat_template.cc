@@ -9,6 +9,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/python_json.h"
+#include "daemon/text/chat_mistral.h"
 #include "daemon/text/chat_tools.h"
 
 namespace waste::text {
@@ -36,14 +37,7 @@ ChatFormat DetectChatFormat(const std::string& t) {
   if (absl::StrContains(t, "<｜User｜>") || absl::StrContains(t, "<｜Assistant｜>")) {
     return ChatFormat::kDeepSeek;
   }
-  // Mistral Nemo's ("v3-tekken", llama.cpp's name): "[INST]" written with
-  // double quotes, tools in [AVAILABLE_TOOLS]; Mistral Small 3's
-  // [SYSTEM_PROMPT] form is another.
-  if (absl::StrContains(t, "\"[INST]\"") && absl::StrContains(t, "[AVAILABLE_TOOLS]") &&
-      !absl::StrContains(t, "[SYSTEM_PROMPT]")) {
-    return ChatFormat::kMistralTekken;
-  }
-  if (absl::StrContains(t, "[INST]")) return ChatFormat::kLlama2;
+  if (absl::StrContains(t, "[INST]")) return DetectMistralFormat(t);
   return ChatFormat::kPlain;
 }
 
@@ -61,8 +55,16 @@ const char* ChatFormatName(ChatFormat format) {
       return "llama3.1";
     case ChatFormat::kLlama2:
       return "llama2";
+    case ChatFormat::kMistralInst:
+      return "mistral-inst";
+    case ChatFormat::kMistralV1:
+      return "mistral-v1";
+    case ChatFormat::kMistralV3:
+      return "mistral-v3";
     case ChatFormat::kMistralTekken:
       return "mistral-tekken";
+    case ChatFormat::kMistralV7:
+      return "mistral-v7";
     case ChatFormat::kDeepSeek:
       return "deepseek";
     case ChatFormat::kDeepSeekV31:
@@ -91,6 +93,7 @@ ToolFormat ChatToolFormat(ChatFormat format) {
       return ToolFormat::kDeepSeekV31;
     case ChatFormat::kLlama31:
       return ToolFormat::kLlama3Json;
+    case ChatFormat::kMistralV3:
     case ChatFormat::kMistralTekken:
       return ToolFormat::kMistral;
     default:
@@ -173,21 +176,24 @@ std::string RenderQwen(const std::vector<ChatTurn>& turns, const ChatOptions& op
   return out;
 }
 
+// Llama 2's template: <<SYS>> in the first user turn, each user turn after a
+// BOS (the first one the tokenizer's), the text stripped.
 std::string RenderLlama2(const std::vector<ChatTurn>& turns) {
-  // [INST] <<SYS>>\nsystem\n<</SYS>>\n\nuser [/INST] assistant</s>[INST] ...
+  // [INST] <<SYS>>\nsystem\n<</SYS>>\n\nuser [/INST] assistant </s><s>[INST] ...
   std::string out, system;
   for (const ChatTurn& turn : turns) {
     if (turn.role == "system") {
       system = turn.content;
     } else if (turn.role == "assistant") {
-      absl::StrAppend(&out, " ", turn.content, "</s>");
+      absl::StrAppend(&out, " ", absl::StripAsciiWhitespace(turn.content), " </s>");
     } else {
       std::string content = turn.content;
       if (!system.empty()) {
         content = absl::StrCat("<<SYS>>\n", system, "\n<</SYS>>\n\n", content);
         system.clear();
       }
-      absl::StrAppend(&out, out.empty() ? "" : "<s>", "[INST] ", content, " [/INST]");
+      absl::StrAppend(&out, out.empty() ? "" : "<s>", "[INST] ",
+                      absl::StripAsciiWhitespace(content), " [/INST]");
     }
   }
   return out;
@@ -426,47 +432,6 @@ std::string RenderLlama31(const std::vector<ChatTurn>& turns, const ChatOptions&
   return out;
 }
 
-// Mistral Nemo's template: [INST]user[/INST], a reply and </s>, no BOS
-// between turns and no generation prompt (the prompt ends with [/INST]); a
-// first system message goes before the last turn's text when that turn is
-// the user's (and nowhere otherwise, as the template has it); the tools
-// before each user turn equal to the last one; calls in [TOOL_CALLS], a
-// tool's result in [TOOL_RESULTS] with its call's id (MistralCallId).
-std::string RenderMistralTekken(const std::vector<ChatTurn>& turns, const ChatOptions& options) {
-  const bool system = !turns.empty() && turns[0].role == "system";
-  const std::string* last_user = nullptr;
-  for (const ChatTurn& t : turns) {
-    if (t.role == "user" && (&t != &turns[0] || !system)) last_user = &t.content;
-  }
-  std::string out;
-  for (size_t i = system ? 1 : 0; i < turns.size(); ++i) {
-    const ChatTurn& t = turns[i];
-    if (!t.tool_calls.empty()) {
-      out += MistralToolCalls(t.tool_calls);
-      continue;
-    }
-    if (t.role == "assistant") {
-      absl::StrAppend(&out, t.content, "</s>");
-      continue;
-    }
-    if (t.role == "tool") {
-      absl::StrAppend(&out, "[TOOL_RESULTS]{\"content\": ", t.content, ", \"call_id\": \"",
-                      MistralCallId(t.tool_call_id), "\"}[/TOOL_RESULTS]");
-      continue;
-    }
-    if (!options.tools.empty() && t.role == "user" && last_user != nullptr &&
-        t.content == *last_user) {
-      out += MistralToolsText(options.tools);
-    }
-    if (system && i + 1 == turns.size()) {
-      absl::StrAppend(&out, "[INST]", turns[0].content, "\n\n", t.content, "[/INST]");
-    } else {
-      absl::StrAppend(&out, "[INST]", t.content, "[/INST]");
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 bool HasThinkingSwitch(const std::string& jinja_template) {
@@ -533,8 +498,12 @@ std::string RenderChat(ChatFormat format, const std::vector<ChatTurn>& turns,
       return out;
     case ChatFormat::kLlama2:
       return RenderLlama2(turns);
+    case ChatFormat::kMistralInst:
+    case ChatFormat::kMistralV1:
+    case ChatFormat::kMistralV3:
     case ChatFormat::kMistralTekken:
-      return RenderMistralTekken(turns, options);
+    case ChatFormat::kMistralV7:
+      return RenderMistral(format, turns, options);
     case ChatFormat::kPlain:
       for (const ChatTurn& t : turns) {
         std::string role = t.role;

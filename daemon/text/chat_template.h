@@ -3,7 +3,8 @@
 // GGUF files carry a Jinja template (tokenizer.chat_template); rather than
 // embed a Jinja engine, the families that cover nearly every model users run
 // are recognised from the template's markers and rendered here: ChatML
-// (many fine-tunes), Qwen (ChatML with Hermes-style tool calls), Llama 3, Llama 2 / Mistral [INST],
+// (many fine-tunes), Qwen (ChatML with Hermes-style tool calls), Llama 3, Llama 2, Mistral's
+// [INST] templates (v0.1 to Small 3),
 // DeepSeek (V2/V3/R1), Kimi-K2 (<|im_user|>user<|im_middle|>...) and gpt-oss's harmony
 // (<|start|>user<|message|>...<|end|>). A file without a template gets a plain "Role: content"
 // transcript.
@@ -25,7 +26,11 @@ enum class ChatFormat {
   kLlama3,
   kLlama31,  // Llama 3.1/3.2/3.3: kLlama3, with JSON tool calls ("Environment: ipython").
   kLlama2,
+  kMistralInst,    // Mistral 7B v0.1 / Mixtral's first template: "[INST] " + user + " [/INST]".
+  kMistralV1,      // " [INST] " (Mistral 7B v0.2, Mixtral 8x7B), the system text in the first turn.
+  kMistralV3,      // "[INST] " (Mistral 7B v0.3, Mixtral 8x22B), tools; the system text last.
   kMistralTekken,  // Mistral Nemo's "[INST]" without spaces, the system text in the last turn.
+  kMistralV7,      // [SYSTEM_PROMPT] (Mistral Small 3.x, Devstral): "[INST]" without spaces.
   kDeepSeek,       // DeepSeek V2/V3/R1.
   kDeepSeekV31,    // DeepSeek-V3.1: a reply opens with </think> or <think>.
   kKimiK2,
@@ -64,6 +69,9 @@ struct ChatOptions {
   // (checked: chat_tools.h's CheckTools), or empty. Only formats with a
   // ChatToolFormat render them.
   std::string tools;
+  // kMistralV7: the system message its template writes when the
+  // conversation has none (DefaultSystemMessage).
+  std::string default_system;
 };
 
 // The prompt for `turns`. Special tokens appear as text (tokenize with
@@ -74,6 +82,12 @@ inline std::string RenderChat(ChatFormat format, const std::vector<ChatTurn>& tu
                               bool add_generation_prompt, const std::string& date = "") {
   return RenderChat(format, turns, {.add_generation_prompt = add_generation_prompt, .date = date});
 }
+
+// The default_system_message a GGUF chat template sets (Mistral Small 3's),
+// as Jinja evaluates it: string literals joined by +, and `today`
+// (strftime_now("%Y-%m-%d"): `date`, YYYY-MM-DD, or today's, UTC); empty
+// where the template sets none, or sets it from anything else.
+std::string DefaultSystemMessage(const std::string& jinja_template, const std::string& date = "");
 
 // Whether a GGUF chat template switches reasoning on or off: Qwen3's and
 // GLM-4.5's enable_thinking, DeepSeek-V3.1's thinking.

@@ -9,7 +9,7 @@ namespace {
 TEST(ChatTemplateTest, DetectsFamiliesFromTemplateMarkers) {
   EXPECT_EQ(DetectChatFormat("{% for m in messages %}<|im_start|>{{m.role}}"), ChatFormat::kChatMl);
   EXPECT_EQ(DetectChatFormat("<|start_header_id|>' + message['role']"), ChatFormat::kLlama3);
-  EXPECT_EQ(DetectChatFormat("{{ '[INST] ' + content }}"), ChatFormat::kLlama2);
+  EXPECT_EQ(DetectChatFormat("{{ bos_token + '[INST] ' + content }}"), ChatFormat::kLlama2);
   EXPECT_EQ(DetectChatFormat(""), ChatFormat::kPlain);
   // Kimi-K2's template ends turns with <|im_end|> too: not ChatML.
   EXPECT_EQ(DetectChatFormat("{%- if add_generation_prompt -%}<|im_assistant|>assistant"
@@ -131,7 +131,7 @@ TEST(ChatTemplateTest, RendersMistralTekken) {
       DetectChatFormat("{{- \"[AVAILABLE_TOOLS][\" }}{{- \"[INST]\" + message[\"content\"] }}"),
       ChatFormat::kMistralTekken);
   EXPECT_EQ(DetectChatFormat("[SYSTEM_PROMPT][AVAILABLE_TOOLS]{{- \"[INST]\" }}"),
-            ChatFormat::kLlama2);
+            ChatFormat::kMistralV7);
   EXPECT_EQ(RenderChat(ChatFormat::kMistralTekken,
                        {{"system", "S"}, {"user", "A"}, {"assistant", "B"}, {"user", "C"}}, true),
             "[INST]A[/INST]B</s>[INST]S\n\nC[/INST]");
@@ -161,7 +161,7 @@ TEST(ChatTemplateTest, RendersLlama3AndLlama2) {
             "<|start_header_id|>assistant<|end_header_id|>\n\n");
   std::vector<ChatTurn> two = {{"system", "S"}, {"user", "A"}, {"assistant", "B"}, {"user", "C"}};
   EXPECT_EQ(RenderChat(ChatFormat::kLlama2, two, true),
-            "[INST] <<SYS>>\nS\n<</SYS>>\n\nA [/INST] B</s><s>[INST] C [/INST]");
+            "[INST] <<SYS>>\nS\n<</SYS>>\n\nA [/INST] B </s><s>[INST] C [/INST]");
 }
 
 TEST(ChatTemplateTest, PlainTranscriptForModelsWithoutTemplate) {
@@ -408,6 +408,95 @@ TEST(ChatTemplateTest, RendersMistralTekkenTools) {
   EXPECT_EQ(ChatToolFormat(ChatFormat::kMistralTekken), ToolFormat::kMistral);
 }
 
+// Mistral's other [INST] templates and Llama 2's, as Jinja renders them
+// (transformers' settings; each BOS after the first as "<s>"): a system
+// message, a reply with spaces around it, and the next user turn; a
+// conversation ending with the reply; a user turn with spaces.
+TEST(ChatTemplateTest, RendersMistralAndLlama2Templates) {
+  // Their markers, as llama.cpp tells them apart.
+  EXPECT_EQ(DetectChatFormat("{{ bos_token }}{{ '[INST] ' + message['content'] + ' [/INST]' }}"),
+            ChatFormat::kMistralInst);
+  EXPECT_EQ(DetectChatFormat("{{- ' [INST] ' + system_message + '\\n\\n' }}"),
+            ChatFormat::kMistralV1);
+  EXPECT_EQ(DetectChatFormat("{{- \"[AVAILABLE_TOOLS] [\" }}{{- \"[INST] \" + message }}"),
+            ChatFormat::kMistralV3);
+  EXPECT_EQ(DetectChatFormat("{{- '[SYSTEM_PROMPT]' + system_message }}{{- '[INST]' }}"),
+            ChatFormat::kMistralV7);
+  EXPECT_EQ(DetectChatFormat("{{ bos_token + '[INST] ' + content.strip() }}<<SYS>>"),
+            ChatFormat::kLlama2);
+  const std::vector<ChatTurn> turns = {
+      {"system", "S"}, {"user", "A"}, {"assistant", " B "}, {"user", "C"}};
+  const std::vector<ChatTurn> ended = {{"system", "S"}, {"user", "A"}, {"assistant", " B "}};
+  const std::vector<ChatTurn> spaced = {{"user", " Hi "}};
+  struct Golden {
+    ChatFormat format;
+    const char *turns, *ended, *spaced;
+  };
+  const Golden goldens[] = {
+      // Mistral 7B v0.1's first template has no system message (Jinja
+      // raises): its text opens the first user turn, as llama.cpp writes it.
+      {ChatFormat::kMistralInst, "[INST] S\nA [/INST] B </s>[INST] C [/INST]",
+       "[INST] S\nA [/INST] B </s>", "[INST]  Hi  [/INST]"},
+      {ChatFormat::kMistralV1, " [INST] S\n\nA [/INST]  B </s> [INST] C [/INST]",
+       " [INST] S\n\nA [/INST]  B </s>", " [INST]  Hi  [/INST]"},
+      {ChatFormat::kMistralV3, "[INST] A[/INST] B</s>[INST] S\n\nC[/INST]", "[INST] A[/INST] B</s>",
+       "[INST]  Hi [/INST]"},
+      {ChatFormat::kMistralV7,
+       "[SYSTEM_PROMPT]S[/SYSTEM_PROMPT][INST]A[/INST] B </s>[INST]C[/INST]",
+       "[SYSTEM_PROMPT]S[/SYSTEM_PROMPT][INST]A[/INST] B </s>", "[INST] Hi [/INST]"},
+      {ChatFormat::kLlama2, "[INST] <<SYS>>\nS\n<</SYS>>\n\nA [/INST] B </s><s>[INST] C [/INST]",
+       "[INST] <<SYS>>\nS\n<</SYS>>\n\nA [/INST] B </s>", "[INST] Hi [/INST]"},
+  };
+  for (const Golden& g : goldens) {
+    EXPECT_EQ(RenderChat(g.format, turns, true), g.turns) << ChatFormatName(g.format);
+    EXPECT_EQ(RenderChat(g.format, ended, false), g.ended) << ChatFormatName(g.format);
+    EXPECT_EQ(RenderChat(g.format, spaced, true), g.spaced) << ChatFormatName(g.format);
+  }
+}
+
+// Mistral Small 3's template: its default system message (a literal, or
+// literals and today's date joined by +) where the conversation has none.
+TEST(ChatTemplateTest, MistralV7DefaultSystemMessage) {
+  const std::string small3 =
+      "{%- set default_system_message = \"You are Mistral Small 3.\\nIt's 'quoted'.\" %}"
+      "{{- '[SYSTEM_PROMPT]' + system_message + '[/SYSTEM_PROMPT]' }}";
+  EXPECT_EQ(DefaultSystemMessage(small3), "You are Mistral Small 3.\nIt's 'quoted'.");
+  EXPECT_EQ(DefaultSystemMessage("{%- set today = strftime_now(\"%Y-%m-%d\") %}{%- set "
+                                 "default_system_message = 'Date: ' + today + '.\\n' -%}",
+                                 "2026-12-04"),
+            "Date: 2026-12-04.\n");
+  EXPECT_EQ(DefaultSystemMessage("{%- set default_system_message = 'A' + yesterday %}"), "");
+  EXPECT_EQ(DefaultSystemMessage("{%- set default_system_message = 'unclosed %}"), "");
+  EXPECT_EQ(DefaultSystemMessage("[SYSTEM_PROMPT]"), "");
+  const std::string expected =
+      "[SYSTEM_PROMPT]You are Mistral Small 3.\nIt's 'quoted'.[/SYSTEM_PROMPT][INST] Hi [/INST]";
+  EXPECT_EQ(RenderChat(ChatFormat::kMistralV7, {{"user", " Hi "}},
+                       {.default_system = DefaultSystemMessage(small3)}),
+            expected);
+}
+
+// Mistral 7B v0.3 with tools: Nemo's layout, with v0.3's spaces (Jinja's
+// render of its template).
+TEST(ChatTemplateTest, RendersMistralV3Tools) {
+  ChatTurn call{"assistant", "Let me look."};
+  call.tool_calls = {{"call_1", "get_weather", R"({"city": "Paris", "days": 2})"}};
+  ChatTurn result{"tool", "18"};
+  result.tool_call_id = "call_1";
+  const std::vector<ChatTurn> turns = {
+      {"system", "S"}, {"user", "Q"}, call, result, {"assistant", "18 at noon."}, {"user", "Q2"}};
+  EXPECT_EQ(
+      RenderChat(ChatFormat::kMistralV3, turns, {.tools = kTools}),
+      "[INST] Q[/INST][TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+      "\"Paris\", \"days\": 2}, \"id\": \"jQncnSWM3\"}]</s>[TOOL_RESULTS] {\"content\": 18, "
+      "\"call_id\": \"jQncnSWM3\"}[/TOOL_RESULTS] 18 at noon.</s>[AVAILABLE_TOOLS] [{\"type\": "
+      "\"function\", \"function\": {\"name\": \"get_weather\", \"description\": \"Weather now, in "
+      "°C.\", \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": "
+      "\"string\"}, \"days\": {\"type\": \"integer\"}}, \"required\": [\"city\"]}}}, {\"type\": "
+      "\"function\", \"function\": {\"name\": \"get_time\", \"parameters\": {\"type\": "
+      "\"object\", \"properties\": {}}}}][/AVAILABLE_TOOLS][INST] S\n\nQ2[/INST]");
+  EXPECT_EQ(ChatToolFormat(ChatFormat::kMistralV3), ToolFormat::kMistral);
+}
+
 TEST(ChatTemplateTest, ToolFormats) {
   EXPECT_EQ(ChatToolFormat(ChatFormat::kQwen), ToolFormat::kHermes);
   EXPECT_EQ(ChatToolFormat(ChatFormat::kGlm), ToolFormat::kGlm);
@@ -416,7 +505,8 @@ TEST(ChatTemplateTest, ToolFormats) {
   EXPECT_EQ(ChatToolFormat(ChatFormat::kDeepSeekV31), ToolFormat::kDeepSeekV31);
   EXPECT_EQ(ChatToolFormat(ChatFormat::kLlama31), ToolFormat::kLlama3Json);
   for (ChatFormat f : {ChatFormat::kPlain, ChatFormat::kChatMl, ChatFormat::kLlama3,
-                       ChatFormat::kLlama2, ChatFormat::kDeepSeek}) {
+                       ChatFormat::kLlama2, ChatFormat::kMistralInst, ChatFormat::kMistralV1,
+                       ChatFormat::kMistralV7, ChatFormat::kDeepSeek}) {
     EXPECT_EQ(ChatToolFormat(f), ToolFormat::kNone) << ChatFormatName(f);
   }
 }

@@ -272,8 +272,8 @@ std::string LlamaToolCall(const ToolCall& call) {
                       "\", \"parameters\": ", PythonJsonFromText(call.arguments), "}");
 }
 
-std::string MistralToolsText(std::string_view tools_json) {
-  std::string out = "[AVAILABLE_TOOLS][";
+std::string MistralToolsText(std::string_view tools_json, bool spaced) {
+  std::string out = spaced ? "[AVAILABLE_TOOLS] [" : "[AVAILABLE_TOOLS][";
   const Json tools = Parse(tools_json);
   for (size_t i = 0; i < tools.size(); ++i) {
     out += "{\"type\": \"function\", \"function\": {";
@@ -303,8 +303,8 @@ std::string MistralCallId(std::string_view id) {
   return out;
 }
 
-std::string MistralToolCalls(const std::vector<ToolCall>& calls) {
-  std::string out = "[TOOL_CALLS][";
+std::string MistralToolCalls(const std::vector<ToolCall>& calls, bool spaced) {
+  std::string out = spaced ? "[TOOL_CALLS] [" : "[TOOL_CALLS][";
   for (size_t i = 0; i < calls.size(); ++i) {
     absl::StrAppend(&out, i > 0 ? ", " : "", "{\"name\": ", PythonJsonString(calls[i].name),
                     ", \"arguments\": ", PythonJsonFromText(calls[i].arguments), ", \"id\": \"",

@@ -59,10 +59,11 @@ std::string LlamaToolCall(const ToolCall& call);
 
 // Mistral Nemo's [AVAILABLE_TOOLS][...][/AVAILABLE_TOOLS]: each tool's
 // function keys (but "return") as its template writes them, strings raw.
-std::string MistralToolsText(std::string_view tools_json);
+// `spaced`: Mistral 7B v0.3's, with a space before the [.
+std::string MistralToolsText(std::string_view tools_json, bool spaced = false);
 // Mistral Nemo's [TOOL_CALLS][{"name", "arguments", "id"}, ...]</s>, each
-// id as MistralCallId gives it.
-std::string MistralToolCalls(const std::vector<ToolCall>& calls);
+// id as MistralCallId gives it (`spaced`: "[TOOL_CALLS] [", v0.3's).
+std::string MistralToolCalls(const std::vector<ToolCall>& calls, bool spaced = false);
 // The 9 letters and digits Mistral's template requires of a call id: the
 // id itself where it is that, else 9 derived from it (the same for a call
 // and the result that names it).

@@ -15,6 +15,7 @@
 //   - the prompt tokenizes with special parsing, as the engine does
 //     (stories260K's vocabulary from $WASTE_TEST_MODELS), to ids inside
 //     the vocabulary.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -63,7 +64,11 @@ const char* AssistantOpening(ChatFormat format) {
     case ChatFormat::kPlain:
       return "Assistant:";
     case ChatFormat::kLlama2:
+    case ChatFormat::kMistralInst:
+    case ChatFormat::kMistralV1:
+    case ChatFormat::kMistralV3:
     case ChatFormat::kMistralTekken:
+    case ChatFormat::kMistralV7:
       return "";  // The prompt ends with the last [/INST].
   }
   return "";
@@ -74,7 +79,9 @@ void Check(ChatFormat format, const std::vector<ChatTurn>& turns, bool add_gener
   WCHECK(prompt == RenderChat(format, turns, add_generation_prompt));
   for (size_t i = 0; i < turns.size(); ++i) {
     absl::string_view content = turns[i].content;
-    if (format == ChatFormat::kLlama3 || format == ChatFormat::kLlama31) {
+    if (format == ChatFormat::kLlama3 || format == ChatFormat::kLlama31 ||
+        format == ChatFormat::kLlama2 ||
+        (format == ChatFormat::kMistralV3 && turns[i].role == "assistant")) {
       content = absl::StripAsciiWhitespace(content);
     }
     // Llama 3.1 writes a tool's result as a JSON string.
@@ -86,9 +93,17 @@ void Check(ChatFormat format, const std::vector<ChatTurn>& turns, bool add_gener
       while (absl::ConsumePrefix(&content, "\n")) {
       }
     }
-    // Mistral Nemo: the first system text goes only into a last user turn.
-    if (format == ChatFormat::kMistralTekken && i == 0 && turns[i].role == "system" &&
+    // Mistral 7B v0.3 and Nemo: the first system text goes only into a
+    // last user turn; v0.1/v0.2 put it into the first user turn.
+    if ((format == ChatFormat::kMistralV3 || format == ChatFormat::kMistralTekken) && i == 0 &&
+        turns[i].role == "system" &&
         (turns.size() == 1 || turns.back().role == "assistant" || turns.back().role == "tool")) {
+      continue;
+    }
+    if ((format == ChatFormat::kMistralInst || format == ChatFormat::kMistralV1) && i == 0 &&
+        turns[i].role == "system" &&
+        !std::any_of(turns.begin() + 1, turns.end(),
+                     [](const ChatTurn& t) { return t.role != "assistant"; })) {
       continue;
     }
     if (format == ChatFormat::kLlama2 && turns[i].role == "system") {
@@ -134,9 +149,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   WCHECK(waste::text::ChatFormatName(detected)[0] != '?');
   std::vector<waste::text::ChatTurn> turns;
   for (size_t i = 1; i + 1 < fields.size(); i += 2) turns.push_back({fields[i], fields[i + 1]});
-  for (ChatFormat format : {ChatFormat::kPlain, ChatFormat::kChatMl, ChatFormat::kQwen,
-                            ChatFormat::kLlama3, ChatFormat::kLlama31, ChatFormat::kLlama2,
-                            ChatFormat::kMistralTekken, ChatFormat::kDeepSeek}) {
+  for (ChatFormat format :
+       {ChatFormat::kPlain, ChatFormat::kChatMl, ChatFormat::kQwen, ChatFormat::kLlama3,
+        ChatFormat::kLlama31, ChatFormat::kLlama2, ChatFormat::kMistralInst, ChatFormat::kMistralV1,
+        ChatFormat::kMistralV3, ChatFormat::kMistralTekken, ChatFormat::kMistralV7,
+        ChatFormat::kDeepSeek}) {
     waste::text::Check(format, turns, add_generation_prompt);
   }
   return 0;
