@@ -18,7 +18,8 @@ bool CanInterleave(WeightType type, int64_t cols, WeightLayout layout) {
     case WeightLayout::kInterleaved:
       return type == WeightType::kQ4_0 || type == WeightType::kQ8_0 || type == WeightType::kQ4_K;
     case WeightLayout::kInterleavedLanes:
-      return type == WeightType::kQ4_0 || type == WeightType::kQ4_K;
+      return type == WeightType::kQ4_0 || type == WeightType::kQ4_K ||
+             type == WeightType::kIQ4_NL || type == WeightType::kIQ4_XS;
   }
   return false;
 }
@@ -28,14 +29,17 @@ WeightLayout InterleavedLayoutFor(WeightType type, Isa isa) {
   // one core 24 against 28 GB/s plain, and 31-33 with GGUF's pairing
   // interleaved); the AVX2 loop saves its transposes (Q4_K 19.5 -> 23 GB/s;
   // Q4_0, Zen 5, 35 -> 46, AVX-VNNI 39 -> 49).
-  if ((type == WeightType::kQ4_0 || type == WeightType::kQ4_K) && IsAvx2Family(isa)) {
+  // IQ4_NL and IQ4_XS: their table loop loses the same transposes (and
+  // IQ4_NL's scale gathers): see matmul_avx2_table.cc.
+  if (IsAvx2Family(isa) && CanInterleave(type, 256, WeightLayout::kInterleavedLanes)) {
     return WeightLayout::kInterleavedLanes;
   }
   return WeightLayout::kInterleaved;
 }
 
 WeightLayout ResidentLayoutFor(WeightType type, int64_t cols, Isa isa) {
-  if (!CanInterleave(type, cols)) return WeightLayout::kRows;
+  const WeightLayout layout = InterleavedLayoutFor(type, isa);
+  if (!CanInterleave(type, cols, layout)) return WeightLayout::kRows;
   // Q8_0 repacked decoded slower on AVX-512 (1.1B llama, resident, quiet
   // Zen 5: 38.2 and 39.0 tok/s against 43.6 and 40.1 plain); on AVX2 it
   // was faster. Q4_0 gained on both (AVX-512 67.0/71.1 against 61.4/67.6).
@@ -47,7 +51,7 @@ WeightLayout ResidentLayoutFor(WeightType type, int64_t cols, Isa isa) {
   if (isa == Isa::kAvx512 && (type == WeightType::kQ8_0 || type == WeightType::kQ4_K)) {
     return WeightLayout::kRows;
   }
-  return InterleavedLayoutFor(type, isa);
+  return layout;
 }
 
 namespace {
@@ -110,18 +114,35 @@ void InterleaveQ4KLanes(int64_t rows, int64_t cols, uint8_t* base) {
   });
 }
 
-// Q4_0 in kInterleavedLanes: the 8 scales as in kInterleaved, then the
-// quants dword-transposed (Q4_0LaneByte).
-void InterleaveQ4_0Lanes(int64_t rows, int64_t cols, uint8_t* base) {
-  InterleaveUnits<8 * sizeof(BlockQ4_0)>(
-      rows, cols, base, [](uint8_t* unit, const uint8_t* blocks) {
-        for (int j = 0; j < 8; ++j) {
-          const auto* b = reinterpret_cast<const BlockQ4_0*>(blocks) + j;
-          std::memcpy(unit + sizeof(Half) * j, &b->d, sizeof(Half));
-          for (int c = 0; c < 4; ++c)
-            std::memcpy(unit + internal::Q4_0LaneByte(j, 4 * c), b->qs + 4 * c, 4);
-        }
-      });
+// Q4_0 and IQ4_NL in kInterleavedLanes: the 8 scales as in kInterleaved,
+// then the quants dword-transposed (Q4_0LaneByte).
+template <typename Block>
+void InterleaveBlockLanes(int64_t rows, int64_t cols, uint8_t* base) {
+  static_assert(sizeof(Block) == sizeof(BlockQ4_0) && offsetof(Block, qs) == sizeof(Half));
+  InterleaveUnits<8 * sizeof(Block)>(rows, cols, base, [](uint8_t* unit, const uint8_t* blocks) {
+    for (int j = 0; j < 8; ++j) {
+      const auto* b = reinterpret_cast<const Block*>(blocks) + j;
+      std::memcpy(unit + sizeof(Half) * j, &b->d, sizeof(Half));
+      for (int c = 0; c < 4; ++c)
+        std::memcpy(unit + internal::Q4_0LaneByte(j, 4 * c), b->qs + 4 * c, 4);
+    }
+  });
+}
+
+// IQ4_XS in kInterleavedLanes: its 8 header bytes as they are, then its 8
+// groups' 16 code bytes dword-transposed (LaneCodeByte).
+void InterleaveIq4XsLanes(int64_t rows, int64_t cols, uint8_t* base) {
+  constexpr int kHeader = internal::LaneHeaderBytes(WeightType::kIQ4_XS);
+  static_assert(offsetof(BlockIQ4_XS, qs) == kHeader);
+  InterleaveUnits<sizeof(BlockIQ4_XS)>(rows, cols, base, [](uint8_t* unit, const uint8_t* block) {
+    std::memcpy(unit, block, kHeader);
+    for (int j = 0; j < 8; ++j) {
+      for (int c = 0; c < 4; ++c) {
+        std::memcpy(unit + kHeader + internal::LaneCodeByte(j, 4 * c),
+                    block + kHeader + 16 * j + 4 * c, 4);
+      }
+    }
+  });
 }
 
 }  // namespace
@@ -133,8 +154,16 @@ void InterleaveRows(WeightType type, int64_t rows, int64_t cols, void* data, Wei
   static_assert(internal::kUnitScaleBytes == 8 * sizeof(Half));
   auto* base = static_cast<uint8_t*>(data);
   if (layout == WeightLayout::kInterleavedLanes) {
-    if (type == WeightType::kQ4_0) return InterleaveQ4_0Lanes(rows, cols, base);
-    return InterleaveQ4KLanes(rows, cols, base);
+    switch (type) {
+      case WeightType::kQ4_0:
+        return InterleaveBlockLanes<BlockQ4_0>(rows, cols, base);
+      case WeightType::kIQ4_NL:
+        return InterleaveBlockLanes<BlockIQ4_NL>(rows, cols, base);
+      case WeightType::kIQ4_XS:
+        return InterleaveIq4XsLanes(rows, cols, base);
+      default:
+        return InterleaveQ4KLanes(rows, cols, base);
+    }
   }
   if (type == WeightType::kQ4_K) {
     return InterleaveUnits<sizeof(BlockQ4_K)>(

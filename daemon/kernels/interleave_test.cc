@@ -1,6 +1,6 @@
 // The interleaved layouts give, to the bit, what the kRows layout of the
 // same matrix gives: on every ISA this machine has, for Q4_0, Q8_0 and Q4_K
-// (both of its layouts), row
+// (both of its layouts) and IQ4_NL and IQ4_XS (kInterleavedLanes), row
 // counts with and without a kRows tail, batches of 1 to 5, one thread or
 // two, MatMul and MatMulShared (next to kRows matrices of the same type).
 #include <cstring>
@@ -43,7 +43,9 @@ constexpr Layout kLayouts[] = {{WeightType::kQ4_0, WeightLayout::kInterleaved},
                                {WeightType::kQ4_0, WeightLayout::kInterleavedLanes},
                                {WeightType::kQ8_0, WeightLayout::kInterleaved},
                                {WeightType::kQ4_K, WeightLayout::kInterleaved},
-                               {WeightType::kQ4_K, WeightLayout::kInterleavedLanes}};
+                               {WeightType::kQ4_K, WeightLayout::kInterleavedLanes},
+                               {WeightType::kIQ4_NL, WeightLayout::kInterleavedLanes},
+                               {WeightType::kIQ4_XS, WeightLayout::kInterleavedLanes}};
 
 struct Pair {
   std::vector<uint8_t> rows, interleaved;
@@ -137,6 +139,17 @@ TEST(InterleaveTest, RejectsWhatCannotBeInterleaved) {
   EXPECT_TRUE(CanInterleave(WeightType::kQ4_K, 512, WeightLayout::kInterleavedLanes));
   EXPECT_TRUE(CanInterleave(WeightType::kQ4_0, 512, WeightLayout::kInterleavedLanes));
   EXPECT_FALSE(CanInterleave(WeightType::kQ8_0, 512, WeightLayout::kInterleavedLanes));
+  EXPECT_TRUE(CanInterleave(WeightType::kIQ4_NL, 512, WeightLayout::kInterleavedLanes));
+  EXPECT_TRUE(CanInterleave(WeightType::kIQ4_XS, 512, WeightLayout::kInterleavedLanes));
+  EXPECT_FALSE(CanInterleave(WeightType::kIQ4_NL, 512, WeightLayout::kInterleaved));
+  EXPECT_FALSE(CanInterleave(WeightType::kIQ4_NL, 288, WeightLayout::kInterleavedLanes));
+  // Resident: lanes for the AVX2 loops, the file's rows for AVX-512's.
+  EXPECT_EQ(ResidentLayoutFor(WeightType::kIQ4_XS, 4096, Isa::kAvx2),
+            WeightLayout::kInterleavedLanes);
+  EXPECT_EQ(ResidentLayoutFor(WeightType::kIQ4_NL, 4096, Isa::kAvxVnni),
+            WeightLayout::kInterleavedLanes);
+  EXPECT_EQ(ResidentLayoutFor(WeightType::kIQ4_NL, 4096, Isa::kAvx512), WeightLayout::kRows);
+  EXPECT_EQ(ResidentLayoutFor(WeightType::kQ8_0, 4096, Isa::kAvx2), WeightLayout::kInterleaved);
   EXPECT_FALSE(CanInterleave(WeightType::kQ5_K, 256));
   EXPECT_FALSE(CanInterleave(WeightType::kF32, 256));
   std::vector<uint8_t> w(RowBytes(WeightType::kQ5_K, 512) * 8 + 64);

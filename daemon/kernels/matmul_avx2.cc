@@ -404,11 +404,7 @@ template <typename Dec, int NB>
   __m256 acc[NB], bias[NB];  // Local until the end (a caller's array went through memory).
 #pragma GCC unroll 8
   for (int k = 0; k < NB; ++k) acc[k] = bias[k] = _mm256_setzero_ps();
-  // A grouped row of a kInterleaved view interleaves its units with its group's.
-  constexpr int64_t kStride = [] {
-    if constexpr (requires { Dec::kUnitStride; }) return Dec::kUnitStride;
-    return Dec::kUnitBytes;
-  }();
+  constexpr int64_t kStride = kUnitStep<Dec>;
   for (int64_t un = 0; un < units; ++un) {
     PrefetchAhead<Dec::kUnitBytes>(row + un * kStride);
     TileUnit u;

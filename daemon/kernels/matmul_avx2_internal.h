@@ -58,6 +58,15 @@ template <typename Dec>
   return 0;
 }
 
+// From one unit of a row to its next: a grouped row of a kInterleaved view
+// interleaves its units with its group's (the decoders of those layouts
+// have a kUnitStride).
+template <typename Dec>
+inline constexpr int64_t kUnitStep = [] {
+  if constexpr (requires { Dec::kUnitStride; }) return Dec::kUnitStride;
+  return Dec::kUnitBytes;
+}();
+
 // The loops of each decoder family, defined with it (matmul_avx2.cc:
 // SumTile, SumTile16; matmul_avx2_table.cc: SumTileTable), declared here for
 // the drivers below.

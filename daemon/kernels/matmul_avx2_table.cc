@@ -69,20 +69,7 @@ struct TableNibbles {
                               : T == WeightType::kIQ4_XS ? offsetof(BlockIQ4_XS, qs)
                                                          : offsetof(BlockIQ4_NL, qs);
     if constexpr (T == WeightType::kIQ4_XS) {
-      // Group j's scale: nibble j of the scales_l word, bits 2j, 2j + 1 of
-      // scales_h, less 32, times d.
-      const BlockIQ4_XS* b = reinterpret_cast<const BlockIQ4_XS*>(p);
-      const __m256i low = _mm256_and_si256(
-          _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(LoadU32(b->scales_l))),
-                            _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
-          _mm256_set1_epi32(0xF));
-      const __m256i high =
-          _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(b->scales_h),
-                                             _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
-                           _mm256_set1_epi32(3));
-      const __m256i ls =
-          _mm256_sub_epi32(_mm256_or_si256(low, _mm256_slli_epi32(high, 4)), _mm256_set1_epi32(32));
-      r.wsc = _mm256_mul_ps(_mm256_cvtepi32_ps(ls), _mm256_set1_ps(F16ToF32(b->d)));
+      r.wsc = Iq4XsScales(p);
     } else if constexpr (T == WeightType::kMXFP4) {
       // The 8 exponents as 2^(e - 128) (E8M0HalfToF32, 8 at once).
       uint64_t bytes = 0;
@@ -116,13 +103,34 @@ struct TableNibbles {
     for (int k = 0; k < 4; ++k)
       g[k] = _mm256_inserti128_si256(_mm256_castsi128_si256(qs(k)), qs(k + 4), 1);
     Transpose4(g, r.e);
-    const int8_t* values = T == WeightType::kMXFP4 ? kMxfp4Values : kIq4NlValues;
-    r.table =
-        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(values)));
-    if constexpr (!kSigned) {
-      r.table = _mm256_add_epi8(r.table, _mm256_set1_epi8(static_cast<char>(TableCodeOffset(T))));
-    }
+    r.table = Table();
     return r;
+  }
+
+  // IQ4_XS: group j's scale, nibble j of the scales_l word and bits 2j, 2j +
+  // 1 of scales_h, less 32, times d.
+  [[gnu::always_inline]] static __m256 Iq4XsScales(const uint8_t* p) {
+    const BlockIQ4_XS* b = reinterpret_cast<const BlockIQ4_XS*>(p);
+    const __m256i low = _mm256_and_si256(
+        _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(LoadU32(b->scales_l))),
+                          _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+        _mm256_set1_epi32(0xF));
+    const __m256i high =
+        _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(b->scales_h),
+                                           _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
+                         _mm256_set1_epi32(3));
+    const __m256i ls =
+        _mm256_sub_epi32(_mm256_or_si256(low, _mm256_slli_epi32(high, 4)), _mm256_set1_epi32(32));
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(ls), _mm256_set1_ps(F16ToF32(b->d)));
+  }
+
+  // The 16 levels in both 128-bit lanes (+ TableCodeOffset in the unsigned form).
+  [[gnu::always_inline]] static __m256i Table() {
+    const int8_t* values = T == WeightType::kMXFP4 ? kMxfp4Values : kIq4NlValues;
+    const __m256i table =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(values)));
+    if constexpr (kSigned) return table;
+    return _mm256_add_epi8(table, _mm256_set1_epi8(static_cast<char>(TableCodeOffset(T))));
   }
 
   template <int I>
@@ -131,6 +139,31 @@ struct TableNibbles {
     const __m256i nib = I < 4 ? _mm256_and_si256(r.e[I % 4], m4)
                               : _mm256_and_si256(_mm256_srli_epi16(r.e[I % 4], 4), m4);
     return _mm256_shuffle_epi8(r.table, nib);
+  }
+};
+
+// IQ4_NL and IQ4_XS in kInterleavedLanes: the code dwords already where
+// Transpose4 puts them (LaneCodeByte: 4 loads instead of 8, 4 inserts and 8
+// unpacks), IQ4_NL's 8 scales one load (not 8 and 7 blends); the same codes
+// and scales as TableNibbles', so the same sums.
+template <WeightType T>
+struct LanesTableNibbles : TableNibbles<T> {
+  using Base = TableNibbles<T>;
+  using typename Base::Prep;
+  static constexpr int kUnitStride = kInterleaveRows * Base::kUnitBytes;
+  [[gnu::always_inline]] static Prep Prepare(const uint8_t* p) {
+    constexpr int kHeader = LaneHeaderBytes(T);
+    Prep r;
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k)
+      r.e[k] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kHeader + 32 * k));
+    if constexpr (T == WeightType::kIQ4_XS) {
+      r.wsc = Base::Iq4XsScales(p);
+    } else {
+      r.wsc = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    }
+    r.table = Base::Table();
+    return r;
   }
 };
 
@@ -190,9 +223,9 @@ template <typename Dec, int NB>
 #pragma GCC unroll 8
   for (int k = 0; k < NB; ++k) acc[k] = _mm256_setzero_ps();
   for (int64_t un = 0; un < units; ++un)
-    AccumulateTableUnit<Dec, NB>(Dec::Prepare(row + un * Dec::kUnitBytes), acts, un, acc);
+    AccumulateTableUnit<Dec, NB>(Dec::Prepare(row + un * kUnitStep<Dec>), acts, un, acc);
   if constexpr (kPreparesTail<Dec>) {
-    const uint8_t* p = row + units * Dec::kUnitBytes;
+    const uint8_t* p = row + units * kUnitStep<Dec>;
     if (const int blocks = TailBlocks<Dec>(p, cols); blocks != 0)
       AccumulateTableUnit<Dec, NB>(Dec::PrepareTail(p, blocks), acts, units, acc);
   }
@@ -208,12 +241,21 @@ inline void DotTileTable(const uint8_t* row, int64_t cols, const QuantizedActs* 
   for (int k = 0; k < NB; ++k) out[k] = HorizontalSum(acc[k]);
 }
 
+// IQ4_NL, IQ4_XS: a kInterleavedLanes view's grouped rows through
+// LanesTableNibbles, the rest (and a kRows view) through TableNibbles.
+template <WeightType T>
+void LanesOrRows(const RowsTask& t, int64_t begin, int64_t end) {
+  SplitGroupedRows(
+      t.w, begin, end, [&](int64_t b, int64_t e) { RowsOf<LanesTableNibbles<T>>(t, b, e); },
+      [&](int64_t b, int64_t e) { RowsOf<TableNibbles<T>>(t, b, e); });
+}
+
 void RowsTable(const RowsTask& t, int64_t begin, int64_t end) {
   switch (t.w.type) {
     case WeightType::kIQ4_NL:
-      return RowsOf<TableNibbles<WeightType::kIQ4_NL>>(t, begin, end);
+      return LanesOrRows<WeightType::kIQ4_NL>(t, begin, end);
     case WeightType::kIQ4_XS:
-      return RowsOf<TableNibbles<WeightType::kIQ4_XS>>(t, begin, end);
+      return LanesOrRows<WeightType::kIQ4_XS>(t, begin, end);
     case WeightType::kMXFP4:
       return RowsOf<TableNibbles<WeightType::kMXFP4>>(t, begin, end);
     default:

@@ -254,6 +254,37 @@ using Q5_1 = Nibble32<BlockQ5_1, offsetof(BlockQ5_1, qs), true, true>;
 using IQ4NL = Nibble32<BlockIQ4_NL, offsetof(BlockIQ4_NL, qs), false, false, NibbleCodes::kIq4Nl>;
 using MXFP4 = Nibble32<BlockMXFP4, offsetof(BlockMXFP4, qs), false, false, NibbleCodes::kMxfp4>;
 
+// The grid codes (+128) of two halves of 4 groups' 16 nibble bytes each
+// (IQ4_XS's, and IQ4_NL's blocks): low nibbles then high ones, as IQ4NL's.
+[[gnu::always_inline]] inline void Iq4Codes(const __m512i q[2], Unit* u) {
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  const __m512i table = Iq4Table();
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h) {
+    u->codes[2 * h] = _mm512_shuffle_epi8(table, _mm512_and_si512(q[h], m4));
+    u->codes[2 * h + 1] =
+        _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(q[h], 4), m4));
+  }
+}
+
+// IQ4_XS's 8 group scales d (ls - 32), twice.
+[[gnu::always_inline]] inline __m512 Iq4XsScales(const uint8_t* p) {
+  const BlockIQ4_XS* b = reinterpret_cast<const BlockIQ4_XS*>(p);
+  // Group g: bits 4g.. of scales_l (as one u32), bits 2g.. of scales_h.
+  const __m256i low =
+      _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(LoadU32(b->scales_l))),
+                                         _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+                       _mm256_set1_epi32(0xF));
+  const __m256i high = _mm256_and_si256(
+      _mm256_srlv_epi32(_mm256_set1_epi32(LoadU16(p + offsetof(BlockIQ4_XS, scales_h))),
+                        _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
+      _mm256_set1_epi32(3));
+  const __m256i ls =
+      _mm256_sub_epi32(_mm256_or_si256(low, _mm256_slli_epi32(high, 4)), _mm256_set1_epi32(32));
+  const __m256 sc = _mm256_mul_ps(_mm256_cvtepi32_ps(ls), _mm256_set1_ps(F16ToF32(b->d)));
+  return _mm512_broadcast_f32x8(sc);
+}
+
 // IQ4_XS: a unit is one block; each 64 bytes of qs are 4 groups' nibbles in
 // the kNibble32 order already, looked up in the grid (+128) as for IQ4_NL.
 // The 8 6-bit group scales are assembled in one ymm of int32 lanes.
@@ -266,28 +297,9 @@ struct IQ4XS {
   static constexpr SlotTable kSlots = Q4_0::kSlots;
   [[gnu::always_inline]] static void Load(const uint8_t* p, Unit* u) {
     const BlockIQ4_XS* b = reinterpret_cast<const BlockIQ4_XS*>(p);
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
-    const __m512i table = Iq4Table();
-#pragma GCC unroll 16
-    for (int h = 0; h < 2; ++h) {
-      const __m512i q = _mm512_loadu_si512(b->qs + 64 * h);
-      u->codes[2 * h] = _mm512_shuffle_epi8(table, _mm512_and_si512(q, m4));
-      u->codes[2 * h + 1] =
-          _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(q, 4), m4));
-    }
-    // Group g: bits 4g.. of scales_l (as one u32), bits 2g.. of scales_h.
-    const __m256i low = _mm256_and_si256(
-        _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(LoadU32(b->scales_l))),
-                          _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
-        _mm256_set1_epi32(0xF));
-    const __m256i high = _mm256_and_si256(
-        _mm256_srlv_epi32(_mm256_set1_epi32(LoadU16(p + offsetof(BlockIQ4_XS, scales_h))),
-                          _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
-        _mm256_set1_epi32(3));
-    const __m256i ls =
-        _mm256_sub_epi32(_mm256_or_si256(low, _mm256_slli_epi32(high, 4)), _mm256_set1_epi32(32));
-    const __m256 sc = _mm256_mul_ps(_mm256_cvtepi32_ps(ls), _mm256_set1_ps(F16ToF32(b->d)));
-    u->wsc = _mm512_broadcast_f32x8(sc);
+    const __m512i q[2] = {_mm512_loadu_si512(b->qs), _mm512_loadu_si512(b->qs + 64)};
+    Iq4Codes(q, u);
+    u->wsc = Iq4XsScales(p);
   }
 };
 
@@ -351,29 +363,61 @@ struct InterleavedQ4_0 : Q4_0 {
   }
 };
 
-// Q4_0 in kInterleavedLanes (the AVX2 loops' layout, Q4_0LaneByte): each
-// half's 64 quant bytes put back in block order by one vpermt2b of the 128,
-// then InterleavedQ4_0's codes.
-struct LanesQ4_0 : InterleavedQ4_0 {
-  alignas(64) static constexpr std::array<std::array<uint8_t, 64>, 2> kBlockOrder = [] {
+// The 128 code bytes of a kInterleavedLanes unit at q (the AVX2 loops'
+// layout, LaneCodeByte) back in group order: half h holds groups 4h .. 4h + 3,
+// 16 bytes each, by one vpermt2b of the 128.
+[[gnu::always_inline]] inline void LaneCodesInGroupOrder(const uint8_t* q, __m512i half[2]) {
+  alignas(64) static constexpr std::array<std::array<uint8_t, 64>, 2> kGroupOrder = [] {
     std::array<std::array<uint8_t, 64>, 2> t{};
     for (int h = 0; h < 2; ++h)
       for (int k = 0; k < 4; ++k)
         for (int i = 0; i < 16; ++i)
-          t[h][16 * k + i] = static_cast<uint8_t>(Q4_0LaneByte(4 * h + k, i) - kUnitScaleBytes);
+          t[h][16 * k + i] = static_cast<uint8_t>(LaneCodeByte(4 * h + k, i));
     return t;
   }();
+  const __m512i lo = _mm512_loadu_si512(q);
+  const __m512i hi = _mm512_loadu_si512(q + 64);
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h)
+    half[h] = _mm512_permutex2var_epi8(lo, _mm512_load_si512(kGroupOrder[h].data()), hi);
+}
+
+// Q4_0 in kInterleavedLanes: its quants in block order (LaneCodesInGroupOrder),
+// then InterleavedQ4_0's codes.
+struct LanesQ4_0 : InterleavedQ4_0 {
   [[gnu::always_inline]] static void Load(const uint8_t* p, Unit* u) {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
-    const __m512i lo = _mm512_loadu_si512(p + kUnitScaleBytes);
-    const __m512i hi = _mm512_loadu_si512(p + kUnitScaleBytes + 64);
+    __m512i q[2];
+    LaneCodesInGroupOrder(p + kUnitScaleBytes, q);
 #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
-      const __m512i q = _mm512_permutex2var_epi8(lo, _mm512_load_si512(kBlockOrder[h].data()), hi);
-      u->codes[2 * h] = _mm512_and_si512(q, m4);
-      u->codes[2 * h + 1] = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+      u->codes[2 * h] = _mm512_and_si512(q[h], m4);
+      u->codes[2 * h + 1] = _mm512_and_si512(_mm512_srli_epi16(q[h], 4), m4);
     }
     u->wsc = ScaleTwice(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+};
+
+// IQ4_NL in kInterleavedLanes: as LanesQ4_0, the nibbles then looked up as
+// IQ4NL's (the same codes and scales).
+struct LanesIQ4NL : IQ4NL {
+  static_assert(kCodeOffset == 128);
+  [[gnu::always_inline]] static void Load(const uint8_t* p, Unit* u) {
+    __m512i q[2];
+    LaneCodesInGroupOrder(p + kUnitScaleBytes, q);
+    Iq4Codes(q, u);
+    u->wsc = ScaleTwice(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+};
+
+// IQ4_XS in kInterleavedLanes: its header as it is, its codes in group
+// order (LaneCodesInGroupOrder), then IQ4XS's.
+struct LanesIQ4XS : IQ4XS {
+  [[gnu::always_inline]] static void Load(const uint8_t* p, Unit* u) {
+    __m512i q[2];
+    LaneCodesInGroupOrder(p + offsetof(BlockIQ4_XS, qs), q);
+    Iq4Codes(q, u);
+    u->wsc = Iq4XsScales(p);
   }
 };
 
@@ -746,6 +790,9 @@ void RowsAvx512(const RowsTask& t, int64_t begin, int64_t end) {
           }
           return InterleavedRows<InterleavedQ4_0>(t, b, e);
         }
+        // IQ4_NL and IQ4_XS: kInterleavedLanes only.
+        if (t.w.type == WeightType::kIQ4_NL) return InterleavedRows<LanesIQ4NL>(t, b, e);
+        if (t.w.type == WeightType::kIQ4_XS) return InterleavedRows<LanesIQ4XS>(t, b, e);
         if (t.w.layout == WeightLayout::kInterleavedLanes) {
           return InterleavedRows<InterleavedQ4K>(t, b, e);
         }

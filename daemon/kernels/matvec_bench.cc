@@ -53,9 +53,11 @@ ABSL_FLAG(int, cache_kib, 0,
           "the weights stay in cache and the figure is the kernel's compute cost");
 ABSL_FLAG(std::string, types, "", "comma-separated types to run (e.g. Q4_0,Q4_K); empty: all");
 ABSL_FLAG(int, calls, 0, "in-cache mode: calls per repetition (0: about 50 ms worth)");
-ABSL_FLAG(bool, interleave, false,
-          "weights in the layout resident weights take on this ISA (ResidentLayoutFor: Q4_0 "
-          "interleaved everywhere, Q8_0 and Q4_K on the AVX2 families); the rest as GGUF has them");
+ABSL_FLAG(
+    bool, interleave, false,
+    "weights in the layout resident weights take on this ISA (ResidentLayoutFor: Q4_0 "
+    "interleaved everywhere, Q8_0, Q4_K, IQ4_NL and IQ4_XS on the AVX2 families); the rest as "
+    "GGUF has them");
 ABSL_FLAG(bool, matrix, false,
           "ProductPath::kMatrix: the matrix unit (AMX) where this machine runs it and has a "
           "loop for the type (prefill's path); else the vector loops");

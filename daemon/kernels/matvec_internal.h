@@ -51,13 +51,18 @@ inline constexpr int kUnitScaleBytes = 16;
 // (GGUF pairs groups 2p and 2p + 1 in a byte, which that loop has to
 // transpose and shift apart.)
 inline constexpr int kQ4KHeaderBytes = 16;
-// Q4_0 in kInterleavedLanes: the unit's 8 f16 scales (kUnitScaleBytes), then
-// 4 chunks of 32 bytes where chunk c holds qs bytes 4c .. 4c + 3 of block
-// j at 4j: the dword transpose of the tiled AVX2 loop, made once at load.
-// The unit byte that holds qs byte i of block j.
-inline constexpr int Q4_0LaneByte(int j, int i) {
-  return kUnitScaleBytes + 32 * (i / 4) + 4 * j + i % 4;
+// The 4-bit types of 8 groups of 16 code bytes per unit in kInterleavedLanes
+// (Q4_0, IQ4_NL, IQ4_XS): a header (LaneHeaderBytes: Q4_0's and IQ4_NL's 8
+// f16 scales, IQ4_XS's own 8 bytes), then 4 chunks of 32 bytes where chunk c
+// holds code bytes 4c .. 4c + 3 of group j at 4j: the dword transpose of the
+// tiled AVX2 loop, made once at load. The byte after the header that holds
+// code byte i of group j:
+inline constexpr int LaneCodeByte(int j, int i) { return 32 * (i / 4) + 4 * j + i % 4; }
+inline constexpr int LaneHeaderBytes(WeightType type) {
+  return type == WeightType::kIQ4_XS ? 8 : kUnitScaleBytes;
 }
+// The unit byte that holds qs byte i of block j (Q4_0, IQ4_NL).
+inline constexpr int Q4_0LaneByte(int j, int i) { return kUnitScaleBytes + LaneCodeByte(j, i); }
 inline constexpr int Q4KLaneGroup(int j) { return j < 4 ? 2 * j : 2 * (j - 4) + 1; }
 inline constexpr int Q4KLaneElem(int i, int j, int b) { return 4 * (j < 4 ? i : (i + 4) % 8) + b; }
 

@@ -310,7 +310,16 @@ void UninterleaveUnit(WeightType type, WeightLayout layout, const uint8_t* unit,
     }
     return;
   }
-  if (type == WeightType::kQ4_0 && layout == WeightLayout::kInterleavedLanes) {
+  if (type == WeightType::kIQ4_XS) {  // kInterleavedLanes.
+    constexpr int kHeader = LaneHeaderBytes(WeightType::kIQ4_XS);
+    std::memcpy(file_bytes, unit, kHeader);
+    for (int j = 0; j < 8; ++j) {
+      for (int i = 0; i < 16; ++i)
+        file_bytes[kHeader + 16 * j + i] = unit[kHeader + LaneCodeByte(j, i)];
+    }
+    return;
+  }
+  if (layout == WeightLayout::kInterleavedLanes) {  // Q4_0, IQ4_NL.
     for (int j = 0; j < 8; ++j) {
       uint8_t* block = file_bytes + sizeof(BlockQ4_0) * j;
       std::memcpy(block, unit + 2 * j, 2);
