@@ -15,7 +15,8 @@
 #      token per tier, share of the HBM / PCIe / RAM / disk bound, speedup.
 # Everything is printed and written to $OUT (or ./gpu-check-out).
 # WASTE_GPU_CHECK_PARTS picks the parts (default "tests dense moe"; "sanitize" adds
-# the kernel tests under compute-sanitizer), so that
+# the kernel tests under compute-sanitizer, "variants" the product kernel's
+# speed under each WASTE_CUDA_PREFETCH / WASTE_CUDA_ROWS1 setting), so that
 # a short device lease can spend its minutes on the ones still to check.
 # A dry run of this script on a machine without a GPU (the tests SKIP):
 #   WASTE_GPU_CHECK_DEVICE=fake WASTE_GPU_CHECK_SMALL=1 tests/gpu/run_device_check.sh
@@ -65,6 +66,22 @@ if [ $rc -ne 0 ]; then  # The kernel or the rest? Again with the plain per-eleme
 fi
 step "2b. engine with a VRAM budget: the CPU's greedy tokens"
 timeout 60 "$gc/bin/engine_test" --gtest_filter='*Vram*'; echo "engine_test exit $?"
+fi
+
+if want variants; then
+step "1v. product kernel settings: GB/s of weights by WASTE_CUDA_PREFETCH and WASTE_CUDA_ROWS1"
+for setting in "0 1" "2 1" "4 1" "8 1" "16 1" "0 2" "4 2" "8 2" "0 4" "4 4"; do
+  read -r ahead rows1 <<< "$setting"
+  echo "--- WASTE_CUDA_PREFETCH=$ahead WASTE_CUDA_ROWS1=$rows1"
+  WASTE_CUDA_PREFETCH=$ahead WASTE_CUDA_ROWS1=$rows1 timeout 60 "$gc/bin/cuda_device_test" \
+    --gtest_filter='*ProductThroughput/Grouped' | grep -E "GB/s|FAILED|rows? [0-9]"
+done
+for setting in "4 1" "8 2" "4 4"; do
+  read -r ahead rows1 <<< "$setting"
+  WASTE_CUDA_PREFETCH=$ahead WASTE_CUDA_ROWS1=$rows1 timeout 60 "$gc/bin/cuda_device_test" \
+    --gtest_filter='*EveryType*/Grouped' > "$out/every_type_${ahead}_${rows1}.txt" 2>&1
+  echo "EveryTypeMatchesTheDequantizedDot with WASTE_CUDA_PREFETCH=$ahead WASTE_CUDA_ROWS1=$rows1: exit $?"
+done
 fi
 
 if want sanitize; then
@@ -126,6 +143,12 @@ bench dense_cpu "$dense" --ram-budget 2GiB --prompt-tokens 8 --gen-tokens 8
 bench dense_gpu "$dense" --ram-budget 2GiB --vram-budget 6GiB --device "$dev" --prompt-tokens 8 \
   --gen-tokens 16
 speedup dense_cpu dense_gpu
+# WASTE_GPU_CHECK_DENSE_SETTINGS="PREFETCH:ROWS1 ...": the VRAM tier again with
+# each product kernel setting.
+for setting in ${WASTE_GPU_CHECK_DENSE_SETTINGS:-}; do
+  WASTE_CUDA_PREFETCH=${setting%%:*} WASTE_CUDA_ROWS1=${setting##*:} bench "dense_gpu_$setting" \
+    "$dense" --ram-budget 2GiB --vram-budget 6GiB --device "$dev" --prompt-tokens 8 --gen-tokens 16
+done
 fi
 
 if want moe; then

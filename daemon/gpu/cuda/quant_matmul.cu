@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 #include "daemon/gpu/cuda/cuda_api.h"
 
@@ -39,6 +40,8 @@ namespace {
 
 constexpr int kWarpsPerBlock = 4;
 constexpr int kBatchTile = 8;
+// MatMulGroupKernel's default prefetch distance, in steps of 256 elements.
+constexpr int kPrefetchSteps = 0;
 
 // ggml type ids (kernels::WeightType).
 constexpr uint32_t kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8,
@@ -422,6 +425,36 @@ __device__ __forceinline__ void Group8<kQ6_K>(const uint8_t* row, int64_t e0, fl
   }
 }
 
+// Bytes of a row's 256 elements (a K-type block, eight 32-blocks).
+__host__ __device__ constexpr int StepBytes(uint32_t type) {
+  switch (type % 1000) {
+    case kQ4_0:
+    case kIQ4_NL:
+    case kQ4_K:
+      return 144;
+    case kQ4_1:
+      return 160;
+    case kQ5_0:
+    case kQ5_K:
+      return 176;
+    case kQ5_1:
+      return 192;
+    case kQ8_0:
+      return 272;
+    case kQ6_K:
+      return 210;
+    case kIQ4_XS:
+      return 136;
+    default:
+      return 0;
+  }
+}
+
+// Asks L2 for the 32-byte sector at p (no register waits on it).
+__device__ __forceinline__ void PrefetchL2(const uint8_t* p) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
+
 // As MatMulKernel, with each lane taking a group of 8 consecutive elements
 // at a time (a warp covers 256 elements, one K-quant block or eight 32-
 // blocks, per step), so a group's scale is decoded once and its codes come
@@ -429,10 +462,17 @@ __device__ __forceinline__ void Group8<kQ6_K>(const uint8_t* row, int64_t e0, fl
 // (x and x_stride 16-byte aligned: the launch checks) and serve the warp's
 // kRows consecutive weight rows. For the block types, whose rows are whole
 // groups.
+//
+// `ahead` > 0: each step first asks L2 for the warp's rows' bytes `ahead`
+// steps further on (a lane per 32-byte sector), so that more of the rows is
+// in flight than the one step a warp waits on.
 template <uint32_t kType, int kRows>
 __global__ void MatMulGroupKernel(int64_t rows, int64_t cols, const uint8_t* __restrict__ w,
                                   int64_t row_stride, const float* __restrict__ x, int64_t x_stride,
-                                  int64_t batch, float* __restrict__ y, int64_t y_stride) {
+                                  int64_t batch, float* __restrict__ y, int64_t y_stride,
+                                  int ahead) {
+  constexpr int kStep = StepBytes(kType);
+  static_assert(kStep > 0 && kStep <= 32 * 32);
   const int lane = threadIdx.x & 31;
   const int64_t r0 =
       (static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5)) * kRows;
@@ -446,7 +486,18 @@ __global__ void MatMulGroupKernel(int64_t rows, int64_t cols, const uint8_t* __r
 #pragma unroll
     for (int b = 0; b < kBatchTile; ++b) acc[i][b] = 0.f;
   }
+  // The step at element `at` of each row, a sector per lane.
+  auto prefetch = [&](int64_t at) {
+    if (at < cols && 32 * lane < kStep) {
+#pragma unroll
+      for (int i = 0; i < kRows; ++i) {
+        if (i < nr) PrefetchL2(w + (r0 + i) * row_stride + at / 256 * kStep + 32 * lane);
+      }
+    }
+  };
+  for (int s = 1; s < ahead; ++s) prefetch(256 * static_cast<int64_t>(s));
   for (int64_t e0 = 8 * lane; e0 < cols; e0 += 256) {
+    if (ahead > 0) prefetch(e0 - 8 * lane + 256 * static_cast<int64_t>(ahead));
     float v[kRows][8];
 #pragma unroll
     for (int i = 0; i < kRows; ++i) {
@@ -517,25 +568,40 @@ bool Elementwise() {
   return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
 }
 
+// An integer setting from the environment (read at each launch, so that a
+// test can compare settings in one process), or `otherwise`.
+int EnvInt(const char* name, int otherwise) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::atoi(v) : otherwise;
+}
+
 // The grouped kernel: one row per warp for a single vector (the most warps
-// in flight); four for a batch, whose activations then serve four rows.
+// in flight; WASTE_CUDA_ROWS1=2 or 4 gives each warp that many); four for a
+// batch, whose activations then serve four rows. WASTE_CUDA_PREFETCH: the
+// steps MatMulGroupKernel asks L2 for ahead (0: none).
 template <uint32_t kGroupType>
 void LaunchGrouped(int64_t rows, int64_t cols, const uint8_t* w, int64_t row_stride, const float* x,
                    int64_t x_stride, int64_t batch, float* y, int64_t y_stride,
                    cudaStream_t stream) {
+  const int ahead = EnvInt("WASTE_CUDA_PREFETCH", kPrefetchSteps);
   const unsigned batch_tiles = static_cast<unsigned>((batch + kBatchTile - 1) / kBatchTile);
-  if (batch == 1) {
-    const dim3 grid(static_cast<unsigned>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock), 1);
-    MatMulGroupKernel<kGroupType, 1><<<grid, 32 * kWarpsPerBlock, 0, stream>>>(
-        rows, cols, w, row_stride, x, x_stride, batch, y, y_stride);
-    return;
+  auto launch = [&](auto rows_per_warp) {
+    constexpr int kRows = decltype(rows_per_warp)::value;
+    const dim3 grid(
+        static_cast<unsigned>((rows + kWarpsPerBlock * kRows - 1) / (kWarpsPerBlock * kRows)),
+        batch_tiles);
+    MatMulGroupKernel<kGroupType, kRows><<<grid, 32 * kWarpsPerBlock, 0, stream>>>(
+        rows, cols, w, row_stride, x, x_stride, batch, y, y_stride, ahead);
+  };
+  if (batch > 1) return launch(std::integral_constant<int, 4>());
+  switch (EnvInt("WASTE_CUDA_ROWS1", 1)) {
+    case 2:
+      return launch(std::integral_constant<int, 2>());
+    case 4:
+      return launch(std::integral_constant<int, 4>());
+    default:
+      return launch(std::integral_constant<int, 1>());
   }
-  constexpr int kRows = 4;
-  const dim3 grid(
-      static_cast<unsigned>((rows + kWarpsPerBlock * kRows - 1) / (kWarpsPerBlock * kRows)),
-      batch_tiles);
-  MatMulGroupKernel<kGroupType, kRows><<<grid, 32 * kWarpsPerBlock, 0, stream>>>(
-      rows, cols, w, row_stride, x, x_stride, batch, y, y_stride);
 }
 
 template <uint32_t kType>
