@@ -10,15 +10,16 @@
 // dequantized in ggml's order of products, (d * scale) * code, as the CPU's
 // DequantizeRow; nvcc may contract a multiply-add into one rounding).
 //
-// Two kernels, one warp per weight row (four rows for a batch), a warp
-// shuffle summing the lanes:
+// Two kernels, a warp per weight row or a few rows, a warp shuffle summing
+// the lanes:
 //  - MatMulGroupKernel, for the block types: each lane takes 8 consecutive
 //    elements at a time, decoding their sub-block's scale once, with the
 //    activations as float4 loads (Q4_K and Q5_K headers as words and codes
-//    as 8-byte loads where rows are 16-byte aligned). On an H200
-//    (cuda_device_test's ProductThroughput, 4096 columns, 65536 rows): Q4_K
-//    563 GB/s of weights for one vector and 433 for 8 (378 byte by byte),
-//    Q8_0 1140, IQ4_NL 560; for 8 vectors 330-630.
+//    as 8-byte loads where rows are 16-byte aligned), two rows per warp for
+//    one vector and four for a batch. On an H200 (cuda_device_test's
+//    ProductThroughput, 4096 columns, 65536 rows): Q4_K 730 GB/s of weights
+//    for one vector and 436 for 8, Q8_0 1633, IQ4_NL 736; for 8 vectors
+//    290-600.
 //  - MatMulKernel, the plain first kernel (every lane one element at a
 //    time, its block's scale decoded again for each): the float types, and
 //    the block types with WASTE_CUDA_ELEMENTWISE=1 or unaligned
@@ -40,8 +41,15 @@ namespace {
 
 constexpr int kWarpsPerBlock = 4;
 constexpr int kBatchTile = 8;
-// MatMulGroupKernel's default prefetch distance, in steps of 256 elements.
-constexpr int kPrefetchSteps = 0;
+// MatMulGroupKernel's default prefetch distance, in steps of 256 elements,
+// and rows per warp for one vector. On an H200 (ProductThroughput, GB/s of
+// weights, one vector), one row per warp without prefetch: Q4_K 508, Q8_0
+// 1013, Q4_0 536, Q6_K 647; two rows (each activation load serves both),
+// prefetching 4 steps: 730, 1633, 820, 838; the 7B-shaped Q4_K model's
+// decode 66.5 -> 84.0 tok/s. (Prefetch alone: +0-8 %; four rows: Q4_K 856,
+// the others less than two.)
+constexpr int kPrefetchSteps = 4;
+constexpr int kRowsPerWarp1 = 2;
 
 // ggml type ids (kernels::WeightType).
 constexpr uint32_t kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8,
@@ -575,10 +583,10 @@ int EnvInt(const char* name, int otherwise) {
   return v != nullptr && *v != '\0' ? std::atoi(v) : otherwise;
 }
 
-// The grouped kernel: one row per warp for a single vector (the most warps
-// in flight; WASTE_CUDA_ROWS1=2 or 4 gives each warp that many); four for a
-// batch, whose activations then serve four rows. WASTE_CUDA_PREFETCH: the
-// steps MatMulGroupKernel asks L2 for ahead (0: none).
+// The grouped kernel: kRowsPerWarp1 rows per warp for a single vector
+// (WASTE_CUDA_ROWS1=1, 2 or 4 instead); four for a batch, whose activations
+// then serve four rows. WASTE_CUDA_PREFETCH: the steps MatMulGroupKernel
+// asks L2 for ahead (0: none; kPrefetchSteps unset).
 template <uint32_t kGroupType>
 void LaunchGrouped(int64_t rows, int64_t cols, const uint8_t* w, int64_t row_stride, const float* x,
                    int64_t x_stride, int64_t batch, float* y, int64_t y_stride,
@@ -594,13 +602,15 @@ void LaunchGrouped(int64_t rows, int64_t cols, const uint8_t* w, int64_t row_str
         rows, cols, w, row_stride, x, x_stride, batch, y, y_stride, ahead);
   };
   if (batch > 1) return launch(std::integral_constant<int, 4>());
-  switch (EnvInt("WASTE_CUDA_ROWS1", 1)) {
+  switch (EnvInt("WASTE_CUDA_ROWS1", kRowsPerWarp1)) {
+    case 1:
+      return launch(std::integral_constant<int, 1>());
     case 2:
       return launch(std::integral_constant<int, 2>());
     case 4:
       return launch(std::integral_constant<int, 4>());
     default:
-      return launch(std::integral_constant<int, 1>());
+      return launch(std::integral_constant<int, 2>());
   }
 }
 
