@@ -15,11 +15,11 @@
 //  - MatMulGroupKernel, for the block types: each lane takes 8 consecutive
 //    elements at a time, decoding their sub-block's scale once, with the
 //    activations as float4 loads (Q4_K and Q5_K headers as words and codes
-//    as 8-byte loads where rows are 16-byte aligned), two rows per warp for
-//    one vector and four for a batch. On an H200 (cuda_device_test's
-//    ProductThroughput, 4096 columns, 65536 rows): Q4_K 730 GB/s of weights
-//    for one vector and 436 for 8, Q8_0 1633, IQ4_NL 736; for 8 vectors
-//    290-600.
+//    as 8-byte loads where rows are 16-byte aligned), two or four rows per
+//    warp for one vector (RowsPerWarp1) and four for a batch. On an H200
+//    (cuda_device_test's ProductThroughput, 4096 columns, 65536 rows): Q4_K
+//    854 GB/s of weights for one vector and 436 for 8, Q8_0 1633, IQ4_NL
+//    736; for 8 vectors 290-600.
 //  - MatMulKernel, the plain first kernel (every lane one element at a
 //    time, its block's scale decoded again for each): the float types, and
 //    the block types with WASTE_CUDA_ELEMENTWISE=1 or unaligned
@@ -44,16 +44,21 @@ constexpr int kBatchTile = 8;
 // MatMulGroupKernel's default prefetch distance, in steps of 256 elements,
 // and rows per warp for one vector. On an H200 (ProductThroughput, GB/s of
 // weights, one vector), one row per warp without prefetch: Q4_K 508, Q8_0
-// 1013, Q4_0 536, Q6_K 647; two rows (each activation load serves both),
-// prefetching 4 steps: 730, 1633, 820, 838; the 7B-shaped Q4_K model's
-// decode 66.5 -> 84.0 tok/s. (Prefetch alone: +0-8 %; four rows: Q4_K 856,
-// the others less than two.)
+// 1013, Q4_0 536, Q6_K 647, IQ4_XS 455; two rows (each activation load serves
+// both), prefetching 4 steps: 730, 1633, 820, 838, 505; four rows: Q4_K 854,
+// IQ4_XS 594, the others less than with two. The 7B-shaped Q4_K model's
+// decode: 65.6 tok/s with one row, 83.0 with two, 85.3 with four.
+// (Prefetch alone: +0-8 %.)
 constexpr int kPrefetchSteps = 4;
-constexpr int kRowsPerWarp1 = 2;
 
 // ggml type ids (kernels::WeightType).
 constexpr uint32_t kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8,
                    kQ4_K = 12, kQ5_K = 13, kQ6_K = 14, kIQ4_NL = 20, kIQ4_XS = 23, kBF16 = 30;
+
+// (Of the type, or of its word-reading variant: 1000 + the type.)
+__host__ __device__ constexpr int RowsPerWarp1(uint32_t type) {
+  return type % 1000 == kQ4_K || type == kIQ4_XS ? 4 : 2;
+}
 
 // The 16 levels of IQ4_NL and IQ4_XS (kernels::kIq4NlValues). In global
 // memory, not __constant__: a warp's lanes look up different levels, which
@@ -583,7 +588,7 @@ int EnvInt(const char* name, int otherwise) {
   return v != nullptr && *v != '\0' ? std::atoi(v) : otherwise;
 }
 
-// The grouped kernel: kRowsPerWarp1 rows per warp for a single vector
+// The grouped kernel: RowsPerWarp1 rows per warp for a single vector
 // (WASTE_CUDA_ROWS1=1, 2 or 4 instead); four for a batch, whose activations
 // then serve four rows. WASTE_CUDA_PREFETCH: the steps MatMulGroupKernel
 // asks L2 for ahead (0: none; kPrefetchSteps unset).
@@ -602,7 +607,7 @@ void LaunchGrouped(int64_t rows, int64_t cols, const uint8_t* w, int64_t row_str
         rows, cols, w, row_stride, x, x_stride, batch, y, y_stride, ahead);
   };
   if (batch > 1) return launch(std::integral_constant<int, 4>());
-  switch (EnvInt("WASTE_CUDA_ROWS1", kRowsPerWarp1)) {
+  switch (EnvInt("WASTE_CUDA_ROWS1", RowsPerWarp1(kGroupType))) {
     case 1:
       return launch(std::integral_constant<int, 1>());
     case 2:
