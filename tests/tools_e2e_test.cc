@@ -10,8 +10,10 @@
 // shapes by daemon/http/openai_response_test.)
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "daemon/tools/synthetic_model.h"
 #include "gtest/gtest.h"
 #include "storage/env.h"
@@ -60,31 +62,20 @@ class ToolsApiTest : public ::testing::Test {
   static void SetUpTestSuite() {
     const std::string models = testing::TempDir();
     tools::MkModelOptions options;
-    options.out = models + "/qwen.gguf";
     options.dim = 128;
     options.layers = 2;
     options.heads = 4;
     options.ctx = 2048;
-    options.chat_template = kQwenTemplate;
-    auto written = tools::WriteSyntheticModel(options, storage::Env::Default());
-    start_ = written.status();
-    if (!start_.ok()) return;
-    options.out = models + "/llama31.gguf";
-    options.chat_template = kLlama31Template;
-    start_ = tools::WriteSyntheticModel(options, storage::Env::Default()).status();
-    if (!start_.ok()) return;
-    options.out = models + "/mistral.gguf";
-    options.chat_template = kMistralTemplate;
-    start_ = tools::WriteSyntheticModel(options, storage::Env::Default()).status();
-    if (!start_.ok()) return;
-    options.out = models + "/mistral03.gguf";
-    options.chat_template = kMistralV03Template;
-    start_ = tools::WriteSyntheticModel(options, storage::Env::Default()).status();
-    if (!start_.ok()) return;
-    options.out = models + "/small3.gguf";
-    options.chat_template = kMistralSmall3Template;
-    start_ = tools::WriteSyntheticModel(options, storage::Env::Default()).status();
-    if (!start_.ok()) return;
+    // One model per template, named after it.
+    for (const auto& [name, chat_template] :
+         {std::pair{"qwen", kQwenTemplate}, std::pair{"llama31", kLlama31Template},
+          std::pair{"mistral", kMistralTemplate}, std::pair{"mistral03", kMistralV03Template},
+          std::pair{"small3", kMistralSmall3Template}}) {
+      options.out = absl::StrCat(models, "/", name, ".gguf");
+      options.chat_template = chat_template;
+      start_ = tools::WriteSyntheticModel(options, storage::Env::Default()).status();
+      if (!start_.ok()) return;
+    }
     // A copy: the daemon serves the folder's own files.
     std::error_code error;
     std::filesystem::copy_file(testing::ModelPath("stories260K/stories260K.gguf"),

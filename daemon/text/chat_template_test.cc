@@ -383,16 +383,22 @@ TEST(ChatTemplateTest, RendersLlama31Tools) {
             RenderChat(ChatFormat::kLlama3, plain, ChatOptions{}));
 }
 
-// Mistral Nemo with tools, as Jinja renders its template: the tools before
-// the last user turn, a call with the 9-character id the template requires
-// (derived from the client's "call_1", the same for its result).
-TEST(ChatTemplateTest, RendersMistralTekkenTools) {
+// A conversation with Mistral's tools: a system message, a question, a call
+// (the client's id "call_1"), its result, the answer and the next question.
+std::vector<ChatTurn> MistralToolConversation() {
   ChatTurn call{"assistant", "Let me look."};
   call.tool_calls = {{"call_1", "get_weather", R"({"city": "Paris", "days": 2})"}};
   ChatTurn result{"tool", "18"};
   result.tool_call_id = "call_1";
-  const std::vector<ChatTurn> turns = {
-      {"system", "S"}, {"user", "Q"}, call, result, {"assistant", "18 at noon."}, {"user", "Q2"}};
+  return {{"system", "S"}, {"user", "Q"}, call, result, {"assistant", "18 at noon."},
+          {"user", "Q2"}};
+}
+
+// Mistral Nemo with tools, as Jinja renders its template: the tools before
+// the last user turn, a call with the 9-character id the template requires
+// (derived from the client's "call_1", the same for its result).
+TEST(ChatTemplateTest, RendersMistralTekkenTools) {
+  const std::vector<ChatTurn> turns = MistralToolConversation();
   EXPECT_EQ(MistralCallId("call_1"), "jQncnSWM3");
   EXPECT_EQ(MistralCallId("abcdefghi"), "abcdefghi");
   EXPECT_EQ(
@@ -478,12 +484,7 @@ TEST(ChatTemplateTest, MistralV7DefaultSystemMessage) {
 // Mistral 7B v0.3 with tools: Nemo's layout, with v0.3's spaces (Jinja's
 // render of its template).
 TEST(ChatTemplateTest, RendersMistralV3Tools) {
-  ChatTurn call{"assistant", "Let me look."};
-  call.tool_calls = {{"call_1", "get_weather", R"({"city": "Paris", "days": 2})"}};
-  ChatTurn result{"tool", "18"};
-  result.tool_call_id = "call_1";
-  const std::vector<ChatTurn> turns = {
-      {"system", "S"}, {"user", "Q"}, call, result, {"assistant", "18 at noon."}, {"user", "Q2"}};
+  const std::vector<ChatTurn> turns = MistralToolConversation();
   EXPECT_EQ(
       RenderChat(ChatFormat::kMistralV3, turns, {.tools = kTools}),
       "[INST] Q[/INST][TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": {\"city\": "
