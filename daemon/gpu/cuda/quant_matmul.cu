@@ -581,8 +581,7 @@ bool Elementwise() {
   return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
 }
 
-// An integer setting from the environment (read at each launch, so that a
-// test can compare settings in one process), or `otherwise`.
+// An integer setting from the environment, or `otherwise`.
 int EnvInt(const char* name, int otherwise) {
   const char* v = std::getenv(name);
   return v != nullptr && *v != '\0' ? std::atoi(v) : otherwise;
@@ -596,7 +595,10 @@ template <uint32_t kGroupType>
 void LaunchGrouped(int64_t rows, int64_t cols, const uint8_t* w, int64_t row_stride, const float* x,
                    int64_t x_stride, int64_t batch, float* y, int64_t y_stride,
                    cudaStream_t stream) {
-  const int ahead = EnvInt("WASTE_CUDA_PREFETCH", kPrefetchSteps);
+  // Read once per kernel type, not at each of a token's ~225 launches (the
+  // device check's `variants` part sets them per process).
+  static const int ahead = EnvInt("WASTE_CUDA_PREFETCH", kPrefetchSteps);
+  static const int rows1 = EnvInt("WASTE_CUDA_ROWS1", RowsPerWarp1(kGroupType));
   const unsigned batch_tiles = static_cast<unsigned>((batch + kBatchTile - 1) / kBatchTile);
   auto launch = [&](auto rows_per_warp) {
     constexpr int kRows = decltype(rows_per_warp)::value;
@@ -607,7 +609,7 @@ void LaunchGrouped(int64_t rows, int64_t cols, const uint8_t* w, int64_t row_str
         rows, cols, w, row_stride, x, x_stride, batch, y, y_stride, ahead);
   };
   if (batch > 1) return launch(std::integral_constant<int, 4>());
-  switch (EnvInt("WASTE_CUDA_ROWS1", RowsPerWarp1(kGroupType))) {
+  switch (rows1) {
     case 1:
       return launch(std::integral_constant<int, 1>());
     case 2:
