@@ -14,7 +14,7 @@ set -euo pipefail
 # the activation quantizers, the kernel tables, static initializers, the
 # one-off probe of how to read the codebooks (matvec_avx512_iq.cc).
 # (The lambdas of drivers: their per-tile and per-chunk callbacks.)
-drivers='Rows[A-Za-z0-9]*|RowQuads|DecodeRowQuads|RunRowTiles|RunGroups|GroupedOrRows|LanesOrRows'
+drivers='Rows[A-Za-z0-9]*|RowQuads|DecodeRowQuads|RunRowTiles|RunGroups|GroupedOrRows'
 allowed="^(Dot[A-Za-z0-9]*|$drivers|Quantize[A-Za-z0-9]*|ReorderLane16|[A-Za-z0-9]*Kernels|ReadCodebookForProbe|CodebookReadProbe|_GLOBAL__sub_I_.*|lambda_in_($drivers))\$"
 
 files=()

@@ -457,26 +457,6 @@ inline void DotTileGroup(const uint8_t* group, int64_t cols, const QuantizedActs
 
 namespace {
 
-// A type with a kInterleaved layout: its grouped rows through Grouped (whole
-// groups at once for a decode step's few vectors), the rest through Plain.
-template <typename Grouped, typename Plain>
-void GroupedOrRows(const RowsTask& t, int64_t begin, int64_t end) {
-  SplitGroupedRows(
-      t.w, begin, end,
-      [&](int64_t b, int64_t e) {
-        // Batches past kGroupMaxBatch share each unit's decode across a
-        // tile of vectors instead (RowsOf).
-        if (t.batch > kGroupMaxBatch) return RowsOf<Grouped>(t, b, e);
-        RunGroups(
-            t, b, e,
-            [&](const uint8_t* group, const QuantizedActs& a, float* out) {
-              DotTileGroup<Grouped>(group, t.w.cols, a, out);
-            },
-            [&](int64_t rb, int64_t re) { RowsOf<Grouped>(t, rb, re); });
-      },
-      [&](int64_t b, int64_t e) { RowsOf<Plain>(t, b, e); });
-}
-
 void RowsTiled(const RowsTask& t, int64_t begin, int64_t end) {
   switch (t.w.type) {
     case WeightType::kQ4_0:

@@ -88,6 +88,14 @@ template <typename Dec, int NB>
 template <typename Dec, int NB>
 inline void DotTileTable(const uint8_t* row, int64_t cols, const QuantizedActs* acts, float* out);
 
+// The kInterleaveRows rows of a group of an interleaved view against one
+// activation vector, as one stream (matmul_avx2.cc: the TileUnit decoders';
+// matmul_avx2_table.cc: the table types').
+template <typename Dec>
+inline void DotTileGroup(const uint8_t* group, int64_t cols, const QuantizedActs& a, float* out);
+template <typename Dec>
+inline void DotTableGroup(const uint8_t* group, int64_t cols, const QuantizedActs& a, float* out);
+
 template <typename Dec, int NB>
 inline void DotAny(const uint8_t* row, int64_t cols, const QuantizedActs* acts, float* out) {
   if constexpr (requires { Dec::kSigned; }) {
@@ -177,6 +185,30 @@ inline void RowsOf(const RowsTask& t, int64_t begin, int64_t end) {
       }
     }
   }
+}
+
+// A type with an interleaved layout: its grouped rows through Grouped (whole
+// groups at once for a decode step's few vectors), the rest through Plain.
+template <typename Grouped, typename Plain>
+void GroupedOrRows(const RowsTask& t, int64_t begin, int64_t end) {
+  SplitGroupedRows(
+      t.w, begin, end,
+      [&](int64_t b, int64_t e) {
+        // Batches past kGroupMaxBatch share each unit's decode across a
+        // tile of vectors instead (RowsOf).
+        if (t.batch > kGroupMaxBatch) return RowsOf<Grouped>(t, b, e);
+        RunGroups(
+            t, b, e,
+            [&](const uint8_t* group, const QuantizedActs& a, float* out) {
+              if constexpr (requires { Grouped::kSigned; }) {
+                DotTableGroup<Grouped>(group, t.w.cols, a, out);
+              } else {
+                DotTileGroup<Grouped>(group, t.w.cols, a, out);
+              }
+            },
+            [&](int64_t rb, int64_t re) { RowsOf<Grouped>(t, rb, re); });
+      },
+      [&](int64_t b, int64_t e) { RowsOf<Plain>(t, b, e); });
 }
 
 // RowsOf for IQ4_NL, IQ4_XS and MXFP4 (matmul_avx2_table.cc).

@@ -264,32 +264,14 @@ inline void DotTableGroup(const uint8_t* group, int64_t cols, const QuantizedAct
   for (int i = 0; i < kInterleaveRows; ++i) out[i] = HorizontalSum(acc[i]);
 }
 
-// IQ4_NL, IQ4_XS: a kInterleavedLanes view's grouped rows through
-// LanesTableNibbles (whole groups at once for a decode step's few vectors),
-// the rest (and a kRows view) through TableNibbles.
-template <WeightType T>
-void LanesOrRows(const RowsTask& t, int64_t begin, int64_t end) {
-  using Lanes = LanesTableNibbles<T>;
-  SplitGroupedRows(
-      t.w, begin, end,
-      [&](int64_t b, int64_t e) {
-        if (t.batch > kGroupMaxBatch) return RowsOf<Lanes>(t, b, e);
-        RunGroups(
-            t, b, e,
-            [&](const uint8_t* group, const QuantizedActs& a, float* out) {
-              DotTableGroup<Lanes>(group, t.w.cols, a, out);
-            },
-            [&](int64_t rb, int64_t re) { RowsOf<Lanes>(t, rb, re); });
-      },
-      [&](int64_t b, int64_t e) { RowsOf<TableNibbles<T>>(t, b, e); });
-}
-
 void RowsTable(const RowsTask& t, int64_t begin, int64_t end) {
   switch (t.w.type) {
     case WeightType::kIQ4_NL:
-      return LanesOrRows<WeightType::kIQ4_NL>(t, begin, end);
+      return GroupedOrRows<LanesTableNibbles<WeightType::kIQ4_NL>,
+                           TableNibbles<WeightType::kIQ4_NL>>(t, begin, end);
     case WeightType::kIQ4_XS:
-      return LanesOrRows<WeightType::kIQ4_XS>(t, begin, end);
+      return GroupedOrRows<LanesTableNibbles<WeightType::kIQ4_XS>,
+                           TableNibbles<WeightType::kIQ4_XS>>(t, begin, end);
     case WeightType::kMXFP4:
       return RowsOf<TableNibbles<WeightType::kMXFP4>>(t, begin, end);
     default:
