@@ -12,7 +12,7 @@
 //
 // Two kernels, a warp per weight row or a few rows, a warp shuffle summing
 // the lanes:
-//  - MatMulGroupKernel, for the block types: each lane takes 8 consecutive
+//  - MatMulGroupKernel, for the block types and F16/BF16: each lane takes 8 consecutive
 //    elements at a time, decoding their sub-block's scale once, with the
 //    activations as float4 loads (Q4_K and Q5_K headers as words and codes
 //    as 8-byte loads where rows are 16-byte aligned), two or four rows per
@@ -21,9 +21,9 @@
 //    854 GB/s of weights for one vector and 436 for 8, Q8_0 1633, IQ4_NL
 //    736; for 8 vectors 290-600.
 //  - MatMulKernel, the plain first kernel (every lane one element at a
-//    time, its block's scale decoded again for each): the float types, and
-//    the block types with WASTE_CUDA_ELEMENTWISE=1 or unaligned
-//    activations. Q4_K 136 GB/s, F32 2.3 TB/s.
+//    time, its block's scale decoded again for each): F32, and the other
+//    types with WASTE_CUDA_ELEMENTWISE=1 or unaligned activations (or F16
+//    rows). Q4_K 136 GB/s, F16 946 GB/s, F32 2.3 TB/s.
 // Neither is near the HBM's 4.8 TB/s for the block types: the next step is
 // int8 activations with dp4a and wider weight loads, as ggml's mmvq does.
 #include <cuda_fp16.h>
@@ -231,6 +231,30 @@ __device__ __forceinline__ float Element<kQ6_K>(const uint8_t* row, int64_t e) {
 // computed as Element<kType> computes it.
 template <uint32_t kType>
 __device__ __forceinline__ void Group8(const uint8_t* row, int64_t e0, float v[8]);
+
+// F16 and BF16: the 8 values of one 16-byte load (rows 16-byte aligned: the
+// launch checks).
+template <>
+__device__ __forceinline__ void Group8<kF16>(const uint8_t* row, int64_t e0, float v[8]) {
+  const uint4 h = *reinterpret_cast<const uint4*>(row + 2 * e0);
+  const uint32_t words[4] = {h.x, h.y, h.z, h.w};
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    v[2 * k] = __half2float(__ushort_as_half(static_cast<unsigned short>(words[k] & 0xFFFF)));
+    v[2 * k + 1] = __half2float(__ushort_as_half(static_cast<unsigned short>(words[k] >> 16)));
+  }
+}
+
+template <>
+__device__ __forceinline__ void Group8<kBF16>(const uint8_t* row, int64_t e0, float v[8]) {
+  const uint4 h = *reinterpret_cast<const uint4*>(row + 2 * e0);
+  const uint32_t words[4] = {h.x, h.y, h.z, h.w};
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    v[2 * k] = __uint_as_float(words[k] << 16);
+    v[2 * k + 1] = __uint_as_float(words[k] & 0xFFFF0000u);
+  }
+}
 
 // The nibbles of Q4_0-style qs for elements j0..j0+7 of a 32-block.
 __device__ __forceinline__ void Nibbles8(const uint8_t* qs, int j0, int q[8]) {
@@ -458,6 +482,9 @@ __host__ __device__ constexpr int StepBytes(uint32_t type) {
       return 210;
     case kIQ4_XS:
       return 136;
+    case kF16:
+    case kBF16:
+      return 512;
     default:
       return 0;
   }
@@ -624,12 +651,15 @@ void LaunchGrouped(int64_t rows, int64_t cols, const uint8_t* w, int64_t row_str
 template <uint32_t kType>
 int Launch(int64_t rows, int64_t cols, uint64_t w, int64_t row_stride, uint64_t x, int64_t x_stride,
            int64_t batch, uint64_t y, int64_t y_stride, cudaStream_t stream) {
-  constexpr bool kGrouped = kType != kF32 && kType != kF16 && kType != kBF16;
+  constexpr bool kGrouped = kType != kF32;
+  // F16 and BF16 rows are read 16 bytes at a time.
+  constexpr bool kHalves = kType == kF16 || kType == kBF16;
   const auto* wp = reinterpret_cast<const uint8_t*>(w);
   const auto* xp = reinterpret_cast<const float*>(x);
   auto* yp = reinterpret_cast<float*>(y);
   if constexpr (kGrouped) {
-    if (!Elementwise() && x % 16 == 0 && (batch == 1 || x_stride % 4 == 0)) {
+    const bool halves_fit = !kHalves || (w % 16 == 0 && row_stride % 16 == 0 && cols % 8 == 0);
+    if (!Elementwise() && halves_fit && x % 16 == 0 && (batch == 1 || x_stride % 4 == 0)) {
       constexpr bool kWords = kType == kQ4_K || kType == kQ5_K;
       if (kWords && w % 16 == 0 && row_stride % 16 == 0) {
         LaunchGrouped<kWords ? 1000 + kType : kType>(rows, cols, wp, row_stride, xp, x_stride,
