@@ -19,11 +19,12 @@
 //    warp for one vector (RowsPerWarp1) and four for a batch. On an H200
 //    (cuda_device_test's ProductThroughput, 4096 columns, 65536 rows): Q4_K
 //    854 GB/s of weights for one vector and 436 for 8, Q8_0 1633, IQ4_NL
-//    736; for 8 vectors 290-600.
+//    736, F16 and BF16 3.4 TB/s (946 GB/s element by element); for 8
+//    vectors 290-600, F16 1250.
 //  - MatMulKernel, the plain first kernel (every lane one element at a
 //    time, its block's scale decoded again for each): F32, and the other
-//    types with WASTE_CUDA_ELEMENTWISE=1 or unaligned activations (or F16
-//    rows). Q4_K 136 GB/s, F16 946 GB/s, F32 2.3 TB/s.
+//    types with WASTE_CUDA_ELEMENTWISE=1 or unaligned activations (or
+//    unaligned F16/BF16 rows). Q4_K 136 GB/s, F32 2.3 TB/s.
 // Neither is near the HBM's 4.8 TB/s for the block types: the next step is
 // int8 activations with dp4a and wider weight loads, as ggml's mmvq does.
 #include <cuda_fp16.h>
