@@ -19,7 +19,8 @@
 // (LoadTail; the activation is padded to match).
 //
 // That unit loop (DotQuantized) lives in matvec_avx512_internal.h: this file
-// holds the decoders of the legacy, K- and IQ4 types and the float types;
+// holds the decoders of the legacy, K- and IQ4 types; matvec_avx512_float.cc
+// the loop of the float types;
 // matvec_avx512_acts.cc the activation quantizer; matvec_avx512_iq.cc those of the codebook types;
 // matvec_avx512_lane16.cc Q2_K and Q3_K, whose own loop chains a unit's
 // products into one vector of per-16 sums (ActOrder::kLane16).
@@ -30,7 +31,6 @@
 #include <cstring>
 #include <type_traits>
 
-#include "daemon/kernels/dequantize.h"
 #include "daemon/kernels/fp16.h"
 #include "daemon/kernels/matvec_avx512_internal.h"
 #include "daemon/kernels/matvec_internal.h"
@@ -590,50 +590,6 @@ struct Q6K {
   }
 };
 
-template <WeightType T>
-[[gnu::always_inline]] inline __m512 Load16(const uint8_t* p) {
-  if constexpr (T == WeightType::kF32) return _mm512_loadu_ps(p);
-  if constexpr (T == WeightType::kF16) {
-    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-  }
-  if constexpr (T == WeightType::kBF16) {
-    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-  }
-}
-
-template <WeightType T, int NB>
-void DotFloat(const uint8_t* row, int64_t cols, const float* x, int64_t x_stride, float* out) {
-  constexpr int kElem = T == WeightType::kF32 ? 4 : 2;
-  __m512 acc[NB][2];
-  for (int k = 0; k < NB; ++k) acc[k][0] = acc[k][1] = _mm512_setzero_ps();
-  int64_t i = 0;
-  for (; i + 32 <= cols; i += 32) {
-    if constexpr (kPrefetchBytes > 0) {
-#pragma GCC unroll 2
-      for (int l = 0; l < kElem / 2; ++l) {
-        _mm_prefetch(reinterpret_cast<const char*>(row) + i * kElem + kPrefetchBytes + 64 * l,
-                     _MM_HINT_T0);
-      }
-    }
-    const __m512 w0 = Load16<T>(row + i * kElem), w1 = Load16<T>(row + (i + 16) * kElem);
-    for (int k = 0; k < NB; ++k) {
-      acc[k][0] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x + k * x_stride + i), acc[k][0]);
-      acc[k][1] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x + k * x_stride + i + 16), acc[k][1]);
-    }
-  }
-  float tail[kMaxNb] = {};
-  if (i < cols) {
-    float w[32];
-    DequantizeRow(T, row + i * kElem, w, cols - i);
-    for (int k = 0; k < NB; ++k) {
-      for (int64_t j = i; j < cols; ++j) tail[k] += w[j - i] * x[k * x_stride + j];
-    }
-  }
-  for (int k = 0; k < NB; ++k)
-    out[k] = _mm512_reduce_add_ps(_mm512_add_ps(acc[k][0], acc[k][1])) + tail[k];
-}
-
 template <int NB>
 void DotRow(const RowsTask& t, const uint8_t* row, int64_t b0, float* out) {
   const int64_t c = t.w.cols;
@@ -642,11 +598,9 @@ void DotRow(const RowsTask& t, const uint8_t* row, int64_t b0, float* out) {
   const float* x = t.x + b0 * t.x_stride;
   switch (type) {
     case WeightType::kF32:
-      return DotFloat<WeightType::kF32, NB>(row, c, x, t.x_stride, out);
     case WeightType::kF16:
-      return DotFloat<WeightType::kF16, NB>(row, c, x, t.x_stride, out);
     case WeightType::kBF16:
-      return DotFloat<WeightType::kBF16, NB>(row, c, x, t.x_stride, out);
+      return DotFloatAvx512<NB>(type, row, c, x, t.x_stride, out);
     case WeightType::kQ4_0:
       return DotQuantized<Q4_0, NB>(row, c, a, out);
     case WeightType::kQ4_1:

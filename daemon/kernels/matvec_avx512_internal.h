@@ -413,6 +413,12 @@ void DotLane16Avx512(WeightType type, const uint8_t* row, int64_t cols, const Qu
                      float* out);
 void ReorderLane16(bool q3, int64_t units, const QuantizedActs& out);
 
+// F32, F16, BF16 (matvec_avx512_float.cc): out[k] = the row's dot with the
+// f32 vector x + k x_stride, k < NB.
+template <int NB>
+void DotFloatAvx512(WeightType type, const uint8_t* row, int64_t cols, const float* x,
+                    int64_t x_stride, float* out);
+
 // The codebook types (IsGridType), matvec_avx512_iq.cc: out[k] = the row's
 // dot with acts[k], k < NB.
 template <int NB>

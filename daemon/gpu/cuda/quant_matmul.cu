@@ -234,27 +234,29 @@ template <uint32_t kType>
 __device__ __forceinline__ void Group8(const uint8_t* row, int64_t e0, float v[8]);
 
 // F16 and BF16: the 8 values of one 16-byte load (rows 16-byte aligned: the
-// launch checks).
-template <>
-__device__ __forceinline__ void Group8<kF16>(const uint8_t* row, int64_t e0, float v[8]) {
+// launch checks), each 16-bit value made a float by to_float.
+template <typename ToFloat>
+__device__ __forceinline__ void Halves8(const uint8_t* row, int64_t e0, float v[8],
+                                        ToFloat to_float) {
   const uint4 h = *reinterpret_cast<const uint4*>(row + 2 * e0);
   const uint32_t words[4] = {h.x, h.y, h.z, h.w};
 #pragma unroll
   for (int k = 0; k < 4; ++k) {
-    v[2 * k] = __half2float(__ushort_as_half(static_cast<unsigned short>(words[k] & 0xFFFF)));
-    v[2 * k + 1] = __half2float(__ushort_as_half(static_cast<unsigned short>(words[k] >> 16)));
+    v[2 * k] = to_float(words[k] & 0xFFFF);
+    v[2 * k + 1] = to_float(words[k] >> 16);
   }
 }
 
 template <>
+__device__ __forceinline__ void Group8<kF16>(const uint8_t* row, int64_t e0, float v[8]) {
+  Halves8(row, e0, v, [](uint32_t bits) {
+    return __half2float(__ushort_as_half(static_cast<unsigned short>(bits)));
+  });
+}
+
+template <>
 __device__ __forceinline__ void Group8<kBF16>(const uint8_t* row, int64_t e0, float v[8]) {
-  const uint4 h = *reinterpret_cast<const uint4*>(row + 2 * e0);
-  const uint32_t words[4] = {h.x, h.y, h.z, h.w};
-#pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    v[2 * k] = __uint_as_float(words[k] << 16);
-    v[2 * k + 1] = __uint_as_float(words[k] & 0xFFFF0000u);
-  }
+  Halves8(row, e0, v, [](uint32_t bits) { return __uint_as_float(bits << 16); });
 }
 
 // The nibbles of Q4_0-style qs for elements j0..j0+7 of a 32-block.
