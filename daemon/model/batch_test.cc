@@ -53,6 +53,11 @@ tools::MkModelOptions OptionsFor(tools::SyntheticArch arch, const std::string& n
     o.type = storage::GgmlType::kMXFP4;
     o.sliding_window = 5;  // Sequences at different positions, each its own window.
   }
+  if (arch == tools::SyntheticArch::kGemma2 || arch == tools::SyntheticArch::kGemma3) {
+    o.sliding_window = 5;
+    // gemma3: five windowed layers with their own RoPE tables, then a global one.
+    if (arch == tools::SyntheticArch::kGemma3) o.layers = 6;
+  }
   return o;
 }
 
@@ -278,7 +283,9 @@ INSTANTIATE_TEST_SUITE_P(Models, BatchTest,
                                            ModelCase{"qwen3moe", tools::SyntheticArch::kQwen3Moe},
                                            ModelCase{"deepseek2", tools::SyntheticArch::kDeepseek2},
                                            ModelCase{"gpt_oss", tools::SyntheticArch::kGptOss},
-                                           ModelCase{"glm4moe", tools::SyntheticArch::kGlm4Moe}),
+                                           ModelCase{"glm4moe", tools::SyntheticArch::kGlm4Moe},
+                                           ModelCase{"gemma2", tools::SyntheticArch::kGemma2},
+                                           ModelCase{"gemma3", tools::SyntheticArch::kGemma3}),
                          [](const auto& info) { return info.param.name; });
 
 class StepCheckTest : public ::testing::Test {

@@ -100,12 +100,16 @@ class DeviceForwardTest : public ::testing::TestWithParam<Case> {
     o.ctx = kCtx;
     o.type = GetParam().type;
     o.threads = 2;
-    if (o.arch != tools::SyntheticArch::kLlama) {
+    const bool dense =
+        o.arch == tools::SyntheticArch::kLlama || o.arch == tools::SyntheticArch::kGemma3;
+    if (!dense) {
       o.experts = 8;
       o.experts_used = 2;
       o.expert_ffn = 256;
     }
-    if (o.arch == tools::SyntheticArch::kGptOss) o.sliding_window = 4;
+    if (o.arch == tools::SyntheticArch::kGptOss || o.arch == tools::SyntheticArch::kGemma3) {
+      o.sliding_window = 4;
+    }
     if (o.arch == tools::SyntheticArch::kDeepseek2) {
       o.kv_heads = 0;
       o.head_dim = 64;
@@ -206,6 +210,8 @@ INSTANTIATE_TEST_SUITE_P(
         // Biases and sinks read from the chunks' host shadows.
         Case{"gpt_oss_q8_0", tools::SyntheticArch::kGptOss, storage::GgmlType::kQ8_0},
         Case{"glm4moe_q8_0", tools::SyntheticArch::kGlm4Moe, storage::GgmlType::kQ8_0},
+        // Post-norms and Q/K norms from the host shadows; the tied head on the device.
+        Case{"gemma3_q8_0", tools::SyntheticArch::kGemma3, storage::GgmlType::kQ8_0},
         Case{"deepseek2_q6_k", tools::SyntheticArch::kDeepseek2, storage::GgmlType::kQ6_K},
         Case{"deepseek2_fused_q6_k", tools::SyntheticArch::kDeepseek2, storage::GgmlType::kQ6_K,
              /*mla_fused=*/true}),

@@ -303,9 +303,15 @@ absl::Status Forward::Embed(std::span<const SequenceStep> steps, const ChunkLeas
         ASSIGN_OR_RETURN(embedding,
                          device_->ReadRow(lease.id(), embedding - global, g.token_embd.row_bytes));
       }
-      kernels::DequantizeRow(g.token_embd.type, embedding, &ws.x[row * hp.n_embd], hp.n_embd);
-      ops::RopeTableInit(rope, step.state->n_past_ + static_cast<int64_t>(t),
-                         &ws.rope_table[row * table_floats]);
+      float* x = &ws.x[row * hp.n_embd];
+      kernels::DequantizeRow(g.token_embd.type, embedding, x, hp.n_embd);
+      if (hp.embd_scale != 0) ops::Scale(x, hp.embd_scale, hp.n_embd, x);
+      const int64_t pos = step.state->n_past_ + static_cast<int64_t>(t);
+      ops::RopeTableInit(rope, pos, &ws.rope_table[row * table_floats]);
+      if (hp.has_rope_swa) {
+        ops::RopeTableInit(hp.rope_swa, pos,
+                           &ws.rope_table[ws.rope_table.size() / 2 + row * table_floats]);
+      }
     }
   }
   return absl::OkStatus();
@@ -340,6 +346,7 @@ absl::Status Forward::Head(std::span<const SequenceStep> steps, const ChunkLease
     float* out = rows == 1 ? steps[ws.head_sequences[begin]].logits : ws.logits.data();
     RETURN_IF_ERROR(
         Product(lease, output, ws.xb.data(), d, rows, out, n_vocab, ws.head_paths.data()));
+    SoftcapLogits(out, rows * n_vocab);
     ++last_step_.head_matmuls;
     if (rows > 1) {
       for (int64_t j = 0; j < rows; ++j) {
@@ -359,9 +366,17 @@ absl::Status Forward::Head(std::span<const SequenceStep> steps, const ChunkLease
     }
     RETURN_IF_ERROR(
         Product(lease, output, ws.xb.data(), d, n, step.logits, n_vocab, &ws.row_paths[first]));
+    SoftcapLogits(step.logits, n * n_vocab);
     ++last_step_.head_matmuls;
   }
   return absl::OkStatus();
+}
+
+void Forward::SoftcapLogits(float* logits, int64_t n) const {
+  const float cap = model_->hparams().final_softcap;
+  if (cap == 0) return;
+  const float inv = 1.0f / cap;
+  for (int64_t i = 0; i < n; ++i) logits[i] = cap * std::tanh(logits[i] * inv);
 }
 
 absl::Status Forward::Attention(std::span<const SequenceStep> steps, const LayerTensors& layer,
@@ -386,6 +401,9 @@ absl::Status Forward::Attention(std::span<const SequenceStep> steps, const Layer
       SharedProducts(chunk, qkv_products, ws.xb.data(), hp.n_embd, n, ws.row_paths.data()));
   RETURN_IF_ERROR(qkv.End());
   const int64_t table_floats = ops::RopeTableFloats(hp.rope);
+  const ops::RopeParams& rope = hp.RopeOf(l);
+  const float* tables =
+      ws.rope_table.data() + (&rope == &hp.rope_swa ? ws.rope_table.size() / 2 : 0);
   for (int64_t b = 0; b < n; ++b) {
     float* q = &ws.q[b * qd];
     float* k = &ws.k[b * kvd];
@@ -402,9 +420,9 @@ absl::Status Forward::Attention(std::span<const SequenceStep> steps, const Layer
         ops::RmsNorm(k + h * hd, layer.k_norm.F32(slot), hd, hp.rms_eps, k + h * hd);
       }
     }
-    const float* table = &ws.rope_table[b * table_floats];
-    ops::RopeApply(hp.rope, table, hp.n_head, static_cast<int>(hd), q, q);
-    ops::RopeApply(hp.rope, table, hp.n_head_kv, static_cast<int>(hd), k, k);
+    const float* table = tables + b * table_floats;
+    ops::RopeApply(rope, table, hp.n_head, static_cast<int>(hd), q, q);
+    ops::RopeApply(rope, table, hp.n_head_kv, static_cast<int>(hd), k, k);
   }
   // Each sequence's rows against its own cache.
   ops::AttentionParams params = internal::AttentionParamsOf(hp);
@@ -424,8 +442,20 @@ absl::Status Forward::Attention(std::span<const SequenceStep> steps, const Layer
   RETURN_IF_ERROR(Product(chunk, chunk.View(layer.wo), ws.att.data(), qd, n, ws.tmp.data(),
                           hp.n_embd, ws.row_paths.data()));
   if (layer.bo.present) ops::AddToRows(ws.tmp.data(), n, layer.bo.F32(slot), hp.n_embd);
-  ops::Add(ws.x.data(), ws.tmp.data(), n * hp.n_embd, ws.x.data());
+  AddToResidual(layer.attn_post_norm, slot, n);
   return absl::OkStatus();
+}
+
+void Forward::AddToResidual(const TensorRef& post_norm, const uint8_t* slot, int64_t n) {
+  const HParams& hp = model_->hparams();
+  StepWorkspace& ws = *ws_;
+  if (post_norm.present) {
+    for (int64_t b = 0; b < n; ++b) {
+      float* row = &ws.tmp[b * hp.n_embd];
+      ops::RmsNorm(row, post_norm.F32(slot), hp.n_embd, hp.rms_eps, row);
+    }
+  }
+  ops::Add(ws.x.data(), ws.tmp.data(), n * hp.n_embd, ws.x.data());
 }
 
 absl::Status Forward::FeedForward(const LayerTensors& layer, int64_t l, int64_t n) {
@@ -439,13 +469,13 @@ absl::Status Forward::FeedForward(const LayerTensors& layer, int64_t l, int64_t 
     ops::RmsNorm(&ws.x[b * hp.n_embd], layer.ffn_norm.F32(slot), hp.n_embd, hp.rms_eps,
                  &ws.xb[b * hp.n_embd]);
   }
-  RETURN_IF_ERROR(SwiGluFfn(chunk, layer.gate, layer.up, layer.down, n));
-  ops::Add(ws.x.data(), ws.tmp.data(), n * hp.n_embd, ws.x.data());
+  RETURN_IF_ERROR(GluFfn(chunk, layer.gate, layer.up, layer.down, n));
+  AddToResidual(layer.ffn_post_norm, slot, n);
   return absl::OkStatus();
 }
 
-absl::Status Forward::SwiGluFfn(const ChunkLease& chunk, const TensorRef& gate, const TensorRef& up,
-                                const TensorRef& down, int64_t n) {
+absl::Status Forward::GluFfn(const ChunkLease& chunk, const TensorRef& gate, const TensorRef& up,
+                             const TensorRef& down, int64_t n) {
   StepWorkspace& ws = *ws_;
   const int64_t d = model_->hparams().n_embd, ff = gate.rows;
   internal::ProductBatch gate_up(device_, chunk);
@@ -453,7 +483,12 @@ absl::Status Forward::SwiGluFfn(const ChunkLease& chunk, const TensorRef& gate, 
                                                      {chunk.View(up), ws.up.data(), ff}};
   RETURN_IF_ERROR(SharedProducts(chunk, gate_up_products, ws.xb.data(), d, n, ws.row_paths.data()));
   RETURN_IF_ERROR(gate_up.End());
-  ops::SwiGlu(ws.gate.data(), ws.up.data(), n * ff, ws.gate.data());
+  if (model_->hparams().ffn_gelu) {  // GeGLU.
+    ops::Gelu(ws.gate.data(), n * ff, ws.gate.data());
+    ops::Mul(ws.gate.data(), ws.up.data(), n * ff, ws.gate.data());
+  } else {
+    ops::SwiGlu(ws.gate.data(), ws.up.data(), n * ff, ws.gate.data());
+  }
   return Product(chunk, chunk.View(down), ws.gate.data(), ff, n, ws.tmp.data(), d,
                  ws.row_paths.data());
 }

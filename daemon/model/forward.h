@@ -319,6 +319,11 @@ class Forward {
   absl::Status MlaAttention(std::span<const SequenceStep> steps, const LayerTensors& layer,
                             int64_t l, int64_t n);
   absl::Status FeedForward(const LayerTensors& layer, int64_t l, int64_t n);
+  // x += tmp over n rows, tmp first RMS-normed by post_norm where present
+  // (gemma2/3's post-attention and post-FFN norms, in `slot`).
+  void AddToResidual(const TensorRef& post_norm, const uint8_t* slot, int64_t n);
+  // Gemma 2's final soft-capping of n logits (nothing when the model has none).
+  void SoftcapLogits(float* logits, int64_t n) const;
   // `decode`: every sequence of the step has one token (router lookahead).
   absl::Status MoeFeedForward(const LayerTensors& layer, int64_t l, int64_t n, bool decode);
   // Predicts layer l+1's experts for each of the n rows from ws.x (see
@@ -352,10 +357,11 @@ class Forward {
   // out[token] += weight * row, for each route and its row of rows_out.
   void AddExpertRows(const internal::ExpertRoute* begin, const internal::ExpertRoute* end,
                      const float* rows_out, float* out) const;
-  // The dense SwiGLU FFN y = down(silu(gate x) * up x) of n rows of xb into
-  // tmp (dense layers and shared experts).
-  absl::Status SwiGluFfn(const internal::ChunkLease& chunk, const TensorRef& gate,
-                         const TensorRef& up, const TensorRef& down, int64_t n);
+  // The dense gated FFN y = down(act(gate x) * up x) of n rows of xb into
+  // tmp (dense layers and shared experts), act SiLU (SwiGLU) or gemma's
+  // GELU (GeGLU).
+  absl::Status GluFfn(const internal::ChunkLease& chunk, const TensorRef& gate, const TensorRef& up,
+                      const TensorRef& down, int64_t n);
   void PrefetchAfter(int64_t l, bool ffn);
 
   const Model* model_;

@@ -233,6 +233,42 @@ absl::Status RefuseMrope(const storage::GgufFile& gguf, const std::string& arch)
   return absl::OkStatus();
 }
 
+// Gemma's departures from llama, as llama.cpp's loader and graphs apply
+// them: embeddings times sqrt(n_embd), GELU, a query scale of 1/sqrt(head
+// dim) except for the 27B models (1/sqrt(n_embd / n_head), which llama.cpp
+// tells by their layer count); Gemma 2 adds post-norms, soft-capped scores
+// and logits (50 and 30 unless the file says) and a window on the even
+// layers (4096 unless the file says); Gemma 3 drops the caps (the logits'
+// stays if the file has it), adds Q/K norms (bound by the model) and a
+// window on five layers in six, whose RoPE is base 10000 unscaled.
+void ReadGemma(const storage::GgufFile& gguf, HParams* hp) {
+  const std::string& a = hp->arch_name;
+  hp->embd_scale = std::sqrt(static_cast<float>(hp->n_embd));
+  hp->ffn_gelu = true;
+  const bool is_27b = (hp->arch == Arch::kGemma2 && hp->n_layer == 46) ||
+                      (hp->arch == Arch::kGemma3 && hp->n_layer == 62);
+  const int64_t query_dim = is_27b ? hp->n_embd / hp->n_head : hp->head_dim;
+  hp->attn_scale = 1.0f / std::sqrt(static_cast<float>(query_dim));
+  if (hp->arch == Arch::kGemma) return;
+  hp->post_norms = true;
+  if (hp->arch == Arch::kGemma2) {
+    hp->n_swa = OptionalInt(gguf, a + ".attention.sliding_window", 4096);
+    hp->swa_period = 2;
+    hp->attn_softcap = static_cast<float>(OptionalFloat(gguf, a + ".attn_logit_softcapping", 50));
+    hp->final_softcap = static_cast<float>(OptionalFloat(gguf, a + ".final_logit_softcapping", 30));
+    return;
+  }
+  hp->final_softcap = static_cast<float>(OptionalFloat(gguf, a + ".final_logit_softcapping", 0));
+  hp->n_swa = std::max<int64_t>(0, OptionalInt(gguf, a + ".attention.sliding_window", 0));
+  hp->swa_period = 6;
+  if (hp->n_swa > 0) {
+    hp->has_rope_swa = true;
+    hp->rope_swa = hp->rope;
+    hp->rope_swa.freq_base = 10000.0f;
+    hp->rope_swa.freq_scale = 1.0f;
+  }
+}
+
 }  // namespace
 
 int64_t HParams::max_ff() const { return std::max({n_ff, moe.n_ff_exp, moe.n_ff_shexp}); }
@@ -257,11 +293,17 @@ absl::StatusOr<HParams> ReadHParams(const storage::GgufFile& gguf) {
     hp.arch = Arch::kGptOss;
   } else if (a == "glm4moe") {
     hp.arch = Arch::kGlm4Moe;
+  } else if (a == "gemma") {
+    hp.arch = Arch::kGemma;
+  } else if (a == "gemma2") {
+    hp.arch = Arch::kGemma2;
+  } else if (a == "gemma3") {
+    hp.arch = Arch::kGemma3;
   } else {
     return absl::UnimplementedError(
         absl::StrCat(gguf.path(), ": architecture '", a,
                      "' is not supported (supported: llama (incl. mixtral), qwen2, qwen3, "
-                     "qwen2moe, qwen3moe, deepseek2, gpt-oss, glm4moe)"));
+                     "qwen2moe, qwen3moe, deepseek2, gpt-oss, glm4moe, gemma, gemma2, gemma3)"));
   }
   ASSIGN_OR_RETURN(hp.n_embd, RequiredInt(gguf, a + ".embedding_length"));
   ASSIGN_OR_RETURN(hp.n_layer, RequiredInt(gguf, a + ".block_count"));
@@ -292,8 +334,10 @@ absl::StatusOr<HParams> ReadHParams(const storage::GgufFile& gguf) {
                   : kernels::ops::RopeMode::kNeox;
   rope.n_rot = static_cast<int>(OptionalInt(gguf, a + ".rope.dimension_count", hp.head_dim));
   rope.freq_base = static_cast<float>(OptionalFloat(gguf, a + ".rope.freq_base", 10000.0));
-  std::string scaling = gguf.GetString(a + ".rope.scaling.type").value_or("none");
   double factor = OptionalFloat(gguf, a + ".rope.scaling.factor", 0.0);
+  // A factor without a type is linear scaling, as llama.cpp reads it.
+  std::string scaling =
+      gguf.GetString(a + ".rope.scaling.type").value_or(factor > 0 ? "linear" : "none");
   if (scaling == "linear" && factor > 0) {
     rope.freq_scale = static_cast<float>(1.0 / factor);
   } else if (scaling == "yarn" && factor > 0) {
@@ -317,6 +361,9 @@ absl::StatusOr<HParams> ReadHParams(const storage::GgufFile& gguf) {
     ASSIGN_OR_RETURN(hp.n_swa, RequiredInt(gguf, a + ".attention.sliding_window"));
   }
   if (hp.arch == Arch::kDeepseek2) RETURN_IF_ERROR(ReadMla(gguf, rope.ext_factor != 0, &hp));
+  if (hp.arch == Arch::kGemma || hp.arch == Arch::kGemma2 || hp.arch == Arch::kGemma3) {
+    ReadGemma(gguf, &hp);
+  }
   return hp;
 }
 

@@ -18,8 +18,20 @@ namespace waste::model {
 // kLlama covers mixtral-style models too: llama.cpp writes them as "llama"
 // with expert_count > 0. kGptOss is OpenAI's gpt-oss ("gpt-oss"; llama.cpp's
 // LLM_ARCH_OPENAI_MOE); kGlm4Moe Zhipu's GLM-4.5/4.6 and GLM-4.5-Air
-// ("glm4moe").
-enum class Arch { kLlama, kQwen2, kQwen3, kQwen2Moe, kQwen3Moe, kDeepseek2, kGptOss, kGlm4Moe };
+// ("glm4moe"). kGemma, kGemma2, kGemma3: Google's Gemma 1, 2 and 3 (text).
+enum class Arch {
+  kLlama,
+  kQwen2,
+  kQwen3,
+  kQwen2Moe,
+  kQwen3Moe,
+  kDeepseek2,
+  kGptOss,
+  kGlm4Moe,
+  kGemma,
+  kGemma2,
+  kGemma3
+};
 
 // How router logits become expert probabilities (llama.cpp's
 // llama_expert_gating_func_type: 1 softmax, 2 sigmoid, 3 softmax over the
@@ -90,17 +102,42 @@ struct HParams {
   kernels::ops::RopeParams rope;  // freq_factors is bound by the model at load.
   MoeParams moe;
   MlaParams mla;
-  // Sliding-window attention (gpt-oss): the even layers attend to the last
-  // n_swa positions only (llama.cpp's swa pattern 2, window counted with
-  // the query's own position). 0: every layer attends to all positions.
+  // Sliding-window attention: layer l with l % swa_period < swa_period - 1
+  // attends to the last n_swa positions only (llama.cpp's swa pattern:
+  // gpt-oss and gemma2 the even layers, gemma3 five in six; the window
+  // counted with the query's own position). 0: every layer attends to all.
   int64_t n_swa = 0;
+  int64_t swa_period = 2;
+  // Gemma 3: the sliding-window layers' own RoPE (base 10000, unscaled);
+  // `rope` is the other layers'.
+  bool has_rope_swa = false;
+  kernels::ops::RopeParams rope_swa;
+
+  // Gemma: token embeddings times embd_scale (sqrt(n_embd)); 0: as stored.
+  float embd_scale = 0;
+  // Attention score scale; 0: 1 / sqrt(head_dim) (MLA: mla.kq_scale).
+  float attn_scale = 0;
+  // Gemma 2's soft-capping: attention scores (after the scale) and output
+  // logits x become cap * tanh(x / cap). 0: none.
+  float attn_softcap = 0;
+  float final_softcap = 0;
+  // Gemma: the FFN's gate through GELU (tanh form), not SiLU.
+  bool ffn_gelu = false;
+  // Gemma 2/3: RMS norms on the attention's and the FFN's outputs before
+  // each residual add (post_attention_norm, post_ffw_norm).
+  bool post_norms = false;
 
   int64_t q_dim() const { return n_head * head_dim; }
   int64_t kv_dim() const { return n_head_kv * head_dim; }
   bool is_mla() const { return mla.kv_lora_rank > 0; }
   bool IsMoeLayer(int64_t l) const { return moe.n_expert > 0 && l >= moe.n_layer_dense_lead; }
   // Positions layer l attends back over, the query's own included; 0: all.
-  int64_t AttentionWindow(int64_t l) const { return n_swa > 0 && l % 2 == 0 ? n_swa : 0; }
+  int64_t AttentionWindow(int64_t l) const { return IsSwaLayer(l) ? n_swa : 0; }
+  bool IsSwaLayer(int64_t l) const { return n_swa > 0 && l % swa_period < swa_period - 1; }
+  // The RoPE of layer l.
+  const kernels::ops::RopeParams& RopeOf(int64_t l) const {
+    return has_rope_swa && IsSwaLayer(l) ? rope_swa : rope;
+  }
   // The widest FFN hidden size of any block (dense, expert or shared).
   int64_t max_ff() const;
 };

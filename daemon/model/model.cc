@@ -13,13 +13,15 @@ namespace {
 
 // The llama/qwen attention block: Q/K/V/O, qwen2's and glm4moe's biases,
 // qwen3's Q/K norms (optional in glm4moe: GLM-4.5 has them, -Air not),
-// gpt-oss's biases (the output's too) and sinks.
+// gpt-oss's biases (the output's too) and sinks, gemma2/3's post-attention
+// norm and gemma3's Q/K norms.
 absl::Status BindAttention(ChunkBuilder* b, const HParams& hp, const std::string& p,
                            LayerTensors* layer) {
   const bool gpt_oss = hp.arch == Arch::kGptOss;
   const bool qkv_bias =
       hp.arch == Arch::kQwen2 || hp.arch == Arch::kQwen2Moe || gpt_oss || hp.arch == Arch::kGlm4Moe;
-  const bool qk_norm = hp.arch == Arch::kQwen3 || hp.arch == Arch::kQwen3Moe;
+  const bool qk_norm =
+      hp.arch == Arch::kQwen3 || hp.arch == Arch::kQwen3Moe || hp.arch == Arch::kGemma3;
   RETURN_IF_ERROR(b->Bind(p + "attn_q.weight", hp.n_embd, hp.q_dim(), true, &layer->wq));
   RETURN_IF_ERROR(b->Bind(p + "attn_k.weight", hp.n_embd, hp.kv_dim(), true, &layer->wk));
   RETURN_IF_ERROR(b->Bind(p + "attn_v.weight", hp.n_embd, hp.kv_dim(), true, &layer->wv));
@@ -31,6 +33,10 @@ absl::Status BindAttention(ChunkBuilder* b, const HParams& hp, const std::string
   RETURN_IF_ERROR(b->Bind(p + "attn_sinks.weight", hp.n_head, 0, gpt_oss, &layer->sinks));
   RETURN_IF_ERROR(b->Bind(p + "attn_q_norm.weight", hp.head_dim, 0, qk_norm, &layer->q_norm));
   RETURN_IF_ERROR(b->Bind(p + "attn_k_norm.weight", hp.head_dim, 0, qk_norm, &layer->k_norm));
+  if (hp.post_norms) {  // (gpt-oss's post_attention_norm is its FFN's norm.)
+    RETURN_IF_ERROR(
+        b->Bind(p + "post_attention_norm.weight", hp.n_embd, 0, true, &layer->attn_post_norm));
+  }
   if (layer->q_norm.present != layer->k_norm.present) {
     return absl::InvalidArgumentError(absl::StrCat(
         p, "attn_q_norm.weight and attn_k_norm.weight come together; the file has only ",
@@ -85,6 +91,10 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const storage::GgufFile& gg
     RETURN_IF_ERROR(builder.Bind(p + "ffn_gate.weight", hp.n_embd, hp.n_ff, true, &layer.gate));
     RETURN_IF_ERROR(builder.Bind(p + "ffn_up.weight", hp.n_embd, hp.n_ff, true, &layer.up));
     RETURN_IF_ERROR(builder.Bind(p + "ffn_down.weight", hp.n_ff, hp.n_embd, true, &layer.down));
+    if (hp.post_norms) {
+      RETURN_IF_ERROR(
+          builder.Bind(p + "post_ffw_norm.weight", hp.n_embd, 0, true, &layer.ffn_post_norm));
+    }
     layer.ffn_chunk = builder.Finish(p + "ffn", static_cast<int>(l), memory::ChunkKind::kFfn);
     model->layers_.push_back(std::move(layer));
   }
@@ -121,14 +131,15 @@ void ForEachTensor(const Model& model, absl::FunctionRef<void(const TensorRef&)>
     if (t->present) fn(*t);
   }
   for (const LayerTensors& l : model.layers()) {
-    for (const TensorRef* t : {&l.attn_norm,  &l.wq,        &l.wk,         &l.wv,
-                               &l.wo,         &l.bq,        &l.bk,         &l.bv,
-                               &l.q_norm,     &l.k_norm,    &l.ffn_norm,   &l.gate,
-                               &l.up,         &l.down,      &l.wq_a,       &l.q_a_norm,
-                               &l.wq_b,       &l.wkv_a_mqa, &l.kv_a_norm,  &l.wk_b,
-                               &l.wv_b,       &l.wkv_b,     &l.router,     &l.expert_bias,
-                               &l.gate_shexp, &l.up_shexp,  &l.down_shexp, &l.gate_inp_shexp,
-                               &l.bo,         &l.sinks,     &l.router_bias}) {
+    for (const TensorRef* t : {&l.attn_norm,    &l.wq,        &l.wk,          &l.wv,
+                               &l.wo,           &l.bq,        &l.bk,          &l.bv,
+                               &l.q_norm,       &l.k_norm,    &l.ffn_norm,    &l.gate,
+                               &l.up,           &l.down,      &l.wq_a,        &l.q_a_norm,
+                               &l.wq_b,         &l.wkv_a_mqa, &l.kv_a_norm,   &l.wk_b,
+                               &l.wv_b,         &l.wkv_b,     &l.router,      &l.expert_bias,
+                               &l.gate_shexp,   &l.up_shexp,  &l.down_shexp,  &l.gate_inp_shexp,
+                               &l.bo,           &l.sinks,     &l.router_bias, &l.attn_post_norm,
+                               &l.ffn_post_norm}) {
       if (t->present) fn(*t);
     }
   }

@@ -1,4 +1,4 @@
-// A transformer (llama, qwen2, qwen3, and the mixture-of-experts mixtral,
+// A transformer (llama, qwen2, qwen3, gemma 1-3, and the mixture-of-experts mixtral,
 // qwen2moe, qwen3moe, deepseek2 with MLA and gpt-oss) bound to a GGUF file: its
 // hyperparameters, every weight tensor checked for shape and type, and the
 // chunks the weights are read in: one global chunk, then per layer an
@@ -80,8 +80,11 @@ struct LayerTensors {
   TensorRef attn_norm, wq, wk, wv, wo;
   TensorRef bq, bk, bv;      // qwen2, gpt-oss
   TensorRef bo, sinks;       // gpt-oss: output bias, a sink logit per head
-  TensorRef q_norm, k_norm;  // qwen3
+  TensorRef q_norm, k_norm;  // qwen3, gemma3
   TensorRef ffn_norm, gate, up, down;
+  // gemma2/3: norms of the attention's output (in attn_chunk) and of the
+  // FFN's (in ffn_chunk) before their residual adds.
+  TensorRef attn_post_norm, ffn_post_norm;
 
   // MLA (deepseek2), in attn_chunk. wq is used when q_lora_rank is 0.
   // wk_b: n_head matrices [kv_lora_rank x qk_nope]; wv_b: n_head matrices

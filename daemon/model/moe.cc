@@ -191,7 +191,7 @@ absl::Status Forward::MoeFeedForward(const LayerTensors& layer, int64_t l, int64
   // The shared expert needs no read: it runs while the experts load.
   float* out = ws.moe_out.data();
   if (layer.gate_shexp.present) {
-    RETURN_IF_ERROR(SwiGluFfn(trunk, layer.gate_shexp, layer.up_shexp, layer.down_shexp, n));
+    RETURN_IF_ERROR(GluFfn(trunk, layer.gate_shexp, layer.up_shexp, layer.down_shexp, n));
     if (layer.gate_inp_shexp.present) {  // qwen2moe: a sigmoid gate per token.
       const float* gw = layer.gate_inp_shexp.F32(slot);
       for (int64_t b = 0; b < n; ++b) {

@@ -10,7 +10,11 @@
 // even layers, YaRN's magnitude, router and expert biases, softmax over the
 // chosen experts' logits, the clamped swiglu_oai), and glm4moe (Q/K/V
 // biases, optional Q/K norms, RoPE on half of each head, DeepSeek-V3's
-// routing and shared expert, the multi-token-prediction block skipped).
+// routing and shared expert, the multi-token-prediction block skipped),
+// gemma (scaled embeddings, GELU, the tied head), gemma2 (post-norms,
+// soft-capped scores and logits, a window on the even layers) and gemma3
+// (Q/K norms, a window on five layers in six with their own RoPE, linear
+// scaling on the others).
 #include <cmath>
 #include <map>
 
@@ -60,6 +64,24 @@ class Reference {
       const double mscale = factor_ <= 1 ? 1.0 : 0.1 * std::log(factor_) + 1;
       kq_scale_ = mscale * mscale / std::sqrt(static_cast<double>(head_dim_));
     }
+    if (arch_ == "gemma" || arch_ == "gemma2" || arch_ == "gemma3") {
+      // As Google's gemma_pytorch: embeddings times sqrt(dim), query scale
+      // 1/sqrt(head_dim) (query_pre_attn_scalar = head_dim in these sizes),
+      // GELU (tanh); 2 and 3 norm each block's output; 2 soft-caps scores
+      // and logits and windows every other layer; 3 windows five layers in
+      // six, which rotate with base 10000 unscaled, the others with the
+      // file's base and linear scaling.
+      gemma_ = true;
+      embd_scale_ = std::sqrt(static_cast<double>(Int("embedding_length", 0)));
+      kq_scale_ = 1 / std::sqrt(static_cast<double>(head_dim_));
+      attn_cap_ = Float("attn_logit_softcapping", arch_ == "gemma2" ? 50 : 0);
+      final_cap_ = Float("final_logit_softcapping", arch_ == "gemma2" ? 30 : 0);
+      window_ = Int("attention.sliding_window", 0);
+      window_period_ = arch_ == "gemma3" ? 6 : 2;
+      if (gguf.GetString(arch_ + ".rope.scaling.type").value_or("") == "linear") {
+        linear_ = Float("rope.scaling.factor", 1);
+      }
+    }
     if (arch_ == "deepseek2") {
       kv_lora_ = Int("attention.kv_lora_rank", 0);
       // Files from before llama.cpp's split have one attn_kv_b and give
@@ -83,17 +105,30 @@ class Reference {
   // Logits after feeding `token` at the next position.
   Vec Step(int32_t token) {
     Vec x = Row("token_embd.weight", token);
+    if (gemma_) {
+      for (double& v : x) v *= embd_scale_;
+    }
+    // Gemma 2/3 norm a block's output before adding it.
+    auto add_block = [&](const Vec& y, const std::string& post_norm) {
+      AddTo(&x, gemma_ && arch_ != "gemma" ? Norm(y, Tensor(post_norm)) : y);
+    };
     for (int64_t l = 0; l < n_layer_; ++l) {
       std::string p = "blk." + std::to_string(l) + ".";
       Vec xn = Norm(x, Tensor(p + "attn_norm.weight"));
-      AddTo(&x, arch_ == "deepseek2" ? Mla(l, p, xn) : Mha(l, p, xn));
+      add_block(arch_ == "deepseek2" ? Mla(l, p, xn) : Mha(l, p, xn),
+                p + "post_attention_norm.weight");
       const bool post = arch_ == "gpt-oss" || arch_ == "glm4moe";
       xn = Norm(x, Tensor(p + (post ? "post_attention_norm.weight" : "ffn_norm.weight")));
-      AddTo(&x, Has(p + "ffn_gate_inp.weight") ? Moe(p, xn) : Ffn(p, "", xn, -1));
+      add_block(Has(p + "ffn_gate_inp.weight") ? Moe(p, xn) : Ffn(p, "", xn, -1),
+                p + "post_ffw_norm.weight");
     }
     ++pos_;
     Vec xn = Norm(x, Tensor("output_norm.weight"));
-    return MatVec(Has("output.weight") ? "output.weight" : "token_embd.weight", xn);
+    Vec logits = MatVec(Has("output.weight") ? "output.weight" : "token_embd.weight", xn);
+    if (final_cap_ > 0) {
+      for (double& v : logits) v = final_cap_ * std::tanh(v / final_cap_);
+    }
+    return logits;
   }
 
  private:
@@ -153,9 +188,11 @@ class Reference {
 
   // Rotates the first n_rot dims of `head` at the current position; YaRN
   // frequencies as DeepSeek's yarn rotary embedding computes them.
-  void Rope(double* head) const {
+  // Gemma 3's windowed layers (`windowed`): base 10000, no linear scaling.
+  void Rope(double* head, bool windowed = false) const {
+    const bool local = windowed && arch_ == "gemma3";
     for (int64_t i = 0; i < n_rot_ / 2; ++i) {
-      double freq = std::pow(base_, -2.0 * i / n_rot_);
+      double freq = std::pow(local ? 10000.0 : base_, -2.0 * i / n_rot_) / (local ? 1 : linear_);
       if (factor_ > 1) {
         auto corr = [&](double rot) {
           return n_rot_ * std::log(orig_ctx_ / (rot * 2 * M_PI)) / (2 * std::log(base_));
@@ -197,12 +234,15 @@ class Reference {
       AddTo(&k, Tensor(p + "attn_k.bias"));
       AddTo(&v, Tensor(p + "attn_v.bias"));
     }
+    // Windowed layers see the last window_ positions, this one's included:
+    // gpt-oss's and gemma2's even layers, gemma3's five in six.
+    const bool windowed = window_ > 0 && l % window_period_ < window_period_ - 1;
     auto head = [&](Vec* t, int64_t h, const std::string& norm) {
       if (Has(norm)) {
         Vec n = Norm(Vec(t->begin() + h * hd, t->begin() + (h + 1) * hd), Tensor(norm));
         std::copy(n.begin(), n.end(), t->begin() + h * hd);
       }
-      Rope(t->data() + h * hd);
+      Rope(t->data() + h * hd, windowed);
     };
     for (int64_t h = 0; h < n_head_; ++h) head(&q, h, p + "attn_q_norm.weight");
     for (int64_t h = 0; h < n_head_kv_; ++h) head(&k, h, p + "attn_k_norm.weight");
@@ -211,9 +251,7 @@ class Reference {
     Vec out;
     const Vec sinks = Has(p + "attn_sinks.weight") ? Tensor(p + "attn_sinks.weight") : Vec();
     const size_t n_pos = keys_[l].size();
-    // gpt-oss: even layers see the last window_ positions, this one's included.
-    const size_t first =
-        window_ > 0 && l % 2 == 0 && n_pos > static_cast<size_t>(window_) ? n_pos - window_ : 0;
+    const size_t first = windowed && n_pos > static_cast<size_t>(window_) ? n_pos - window_ : 0;
     for (int64_t h = 0; h < n_head_; ++h) {
       int64_t g = h / (n_head_ / n_head_kv_);
       std::vector<double> scores;
@@ -221,7 +259,8 @@ class Reference {
       for (size_t t = first; t < n_pos; ++t) {
         double s = 0;
         for (int64_t i = 0; i < hd; ++i) s += q[h * hd + i] * keys_[l][t][g * hd + i];
-        scores.push_back(kq_scale_ != 0 ? s * kq_scale_ : s / std::sqrt(static_cast<double>(hd)));
+        s = kq_scale_ != 0 ? s * kq_scale_ : s / std::sqrt(static_cast<double>(hd));
+        scores.push_back(attn_cap_ > 0 ? attn_cap_ * std::tanh(s / attn_cap_) : s);
         vals.emplace_back(values_[l][t].begin() + g * hd, values_[l][t].begin() + (g + 1) * hd);
       }
       Vec o = Attend(scores, vals, sinks.empty() ? -INFINITY : sinks[h]);
@@ -309,6 +348,10 @@ class Reference {
       if (arch_ == "gpt-oss") {  // swiglu_oai: alpha 1.702, limit 7.
         const double g = std::min(gate[i], 7.0), u = std::clamp(up[i], -7.0, 7.0);
         gate[i] = g / (1 + std::exp(-1.702 * g)) * (u + 1);
+      } else if (gemma_) {  // GELU, tanh form.
+        const double g = gate[i];
+        gate[i] =
+            0.5 * g * (1 + std::tanh(std::sqrt(2 / M_PI) * (g + 0.044715 * g * g * g))) * up[i];
       } else {
         gate[i] = gate[i] / (1 + std::exp(-gate[i])) * up[i];
       }
@@ -388,6 +431,10 @@ class Reference {
   int64_t kv_lora_ = 0, qk_head_ = 0, v_head_ = 0, nope_ = 0, orig_ctx_ = 0, window_ = 0;
   bool fused_ = false;
   double factor_ = 1, kq_scale_ = 0;
+  // Gemma.
+  bool gemma_ = false;
+  int64_t window_period_ = 2;
+  double embd_scale_ = 1, attn_cap_ = 0, final_cap_ = 0, linear_ = 1;
   std::map<int64_t, std::vector<Vec>> keys_, values_;
   std::map<std::tuple<std::string, int64_t, int64_t>, Vec> k_b_;
   int64_t pos_ = 0;
@@ -444,6 +491,11 @@ TEST_P(ReferenceTest, LogitsMatchTheReferenceForEightSteps) {
   if (c.arch == tools::SyntheticArch::kGlm4Moe) {
     options.head_dim = 48;  // heads * head_dim != dim; RoPE on 24 of the 48.
     options.qk_norm = c.qk_norm;
+  }
+  if (c.arch == tools::SyntheticArch::kGemma2 || c.arch == tools::SyntheticArch::kGemma3) {
+    options.sliding_window = 3;  // Eight steps go past it.
+    // gemma3: layers 0-4 windowed (their own RoPE), 5 global (scaled 8x).
+    if (c.arch == tools::SyntheticArch::kGemma3) options.layers = 6;
   }
   auto written = tools::testing::WriteModel(options, c.overrides);
   ASSERT_TRUE(written.ok()) << written;
@@ -569,6 +621,71 @@ TEST(GptOssFileTest, HyperparametersTensorsAndRefusals) {
   EXPECT_NE(zero.message().find("sliding_window"), std::string::npos) << zero;
 }
 
+// Gemma's hyperparameters as llama.cpp derives them: gemma3's window on five
+// layers in six, whose RoPE is base 10000 unscaled while the sixth keeps
+// the file's base and linear factor; the query scale (27B: n_embd / n_head,
+// told by the layer count); the head tied to the embeddings; the post-norms
+// in their blocks' chunks; gemma2's caps and window from the file.
+TEST(GemmaFileTest, HyperparametersAndTensors) {
+  tools::MkModelOptions o;
+  o.arch = SyntheticArch::kGemma3;
+  o.out = ::testing::TempDir() + "/gemma3_hparams.gguf";
+  o.dim = 128;
+  o.layers = 7;
+  o.heads = 4;
+  o.kv_heads = 1;
+  o.head_dim = 64;
+  o.vocab = 320;
+  o.sliding_window = 512;
+  ASSERT_TRUE(tools::testing::WriteModel(o, {}).ok());
+  auto loaded = tools::testing::LoadModel(o.out);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const Model& model = *loaded->model;
+  const HParams& hp = model.hparams();
+  EXPECT_EQ(hp.arch, Arch::kGemma3);
+  EXPECT_FLOAT_EQ(hp.embd_scale, std::sqrt(128.0f));
+  EXPECT_FLOAT_EQ(hp.attn_scale, 1 / 8.0f);  // 1/sqrt(head_dim), not 1/sqrt(32).
+  EXPECT_EQ(hp.attn_softcap, 0);
+  EXPECT_EQ(hp.final_softcap, 0);
+  EXPECT_TRUE(hp.ffn_gelu && hp.post_norms);
+  EXPECT_EQ(hp.rope.mode, kernels::ops::RopeMode::kNeox);
+  for (int64_t l = 0; l < 7; ++l) {
+    const bool global = l == 5;
+    EXPECT_EQ(hp.AttentionWindow(l), global ? 0 : 512) << l;
+    EXPECT_FLOAT_EQ(hp.RopeOf(l).freq_base, global ? 1e6f : 1e4f) << l;
+    EXPECT_FLOAT_EQ(hp.RopeOf(l).freq_scale, global ? 0.125f : 1.0f) << l;
+  }
+  const GlobalTensors& g = model.globals();
+  EXPECT_EQ(g.output.place.slot_offset, g.token_embd.place.slot_offset);  // Tied.
+  const LayerTensors& layer = model.layers()[2];
+  EXPECT_TRUE(layer.q_norm.present && layer.k_norm.present);
+  EXPECT_EQ(layer.attn_post_norm.place.chunk, layer.attn_chunk);
+  EXPECT_EQ(layer.ffn_post_norm.place.chunk, layer.ffn_chunk);
+
+  // gemma3 27B (62 layers): the query scale from n_embd / n_head.
+  o.layers = 62;
+  o.dim = 64;
+  o.heads = 2;
+  ASSERT_TRUE(tools::testing::WriteModel(o, {}).ok());
+  auto big = tools::testing::LoadModel(o.out);
+  ASSERT_TRUE(big.ok()) << big.status();
+  EXPECT_FLOAT_EQ(big->model->hparams().attn_scale, 1 / std::sqrt(32.0f));
+
+  o.arch = SyntheticArch::kGemma2;
+  o.layers = 2;
+  o.sliding_window = 0;
+  ASSERT_TRUE(tools::testing::WriteModel(o, {}).ok());
+  auto gemma2 = tools::testing::LoadModel(o.out);
+  ASSERT_TRUE(gemma2.ok()) << gemma2.status();
+  const HParams& hp2 = gemma2->model->hparams();
+  EXPECT_EQ(hp2.AttentionWindow(0), 128);
+  EXPECT_EQ(hp2.AttentionWindow(1), 0);
+  EXPECT_FALSE(hp2.has_rope_swa);
+  EXPECT_FLOAT_EQ(hp2.attn_softcap, 5.0f);
+  EXPECT_FLOAT_EQ(hp2.final_softcap, 3.0f);
+  EXPECT_FALSE(gemma2->model->layers()[0].q_norm.present);
+}
+
 // glm4moe's hyperparameters and blocks: the multi-token-prediction block is
 // in the file but not in the model (none of its bytes in any chunk), RoPE on
 // half of each head (NeoX), DeepSeek-V3's routing without groups, the post
@@ -644,6 +761,11 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"qwen3moe_f32", SyntheticArch::kQwen3Moe, GgmlType::kF32, 1e-4},
                       Case{"qwen3moe_q4_0", SyntheticArch::kQwen3Moe, GgmlType::kQ4_0, 5e-2},
                       Case{"gpt_oss_f32", SyntheticArch::kGptOss, GgmlType::kF32, 1e-4},
+                      Case{"gemma_f32", SyntheticArch::kGemma, GgmlType::kF32, 1e-4},
+                      Case{"gemma2_f32", SyntheticArch::kGemma2, GgmlType::kF32, 1e-4},
+                      Case{"gemma3_f32", SyntheticArch::kGemma3, GgmlType::kF32, 1e-4},
+                      // Six layers of int8 activations: as deepseek2_q8_0.
+                      Case{"gemma3_q8_0", SyntheticArch::kGemma3, GgmlType::kQ8_0, 5e-2},
                       // GLM-4.5's form (Q/K norms), then -Air's (none).
                       Case{"glm4moe_f32", SyntheticArch::kGlm4Moe, GgmlType::kF32, 1e-4},
                       Case{"glm4moe_air_f32",

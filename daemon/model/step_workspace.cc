@@ -56,7 +56,8 @@ struct BufferSizes {
     q = att = t * hp.q_dim();
     kv = t * hp.kv_dim();
     ff = t * hp.max_ff();
-    rope_table = t * ops::RopeTableFloats(hp.rope);
+    // Gemma 3: the sliding-window layers' tables after the others'.
+    rope_table = (hp.has_rope_swa ? 2 : 1) * t * ops::RopeTableFloats(hp.rope);
     attn_scratch = ops::AttentionScratchFloats(AttentionParamsOf(hp));
     q_lora = t * mla.q_lora_rank;
     mla_q = t * hp.n_head * (mla.qk_nope + mla.qk_rope);
@@ -111,7 +112,9 @@ ops::AttentionParams AttentionParamsOf(const HParams& hp) {
   params.n_head = static_cast<int>(hp.n_head);
   params.n_kv_head = static_cast<int>(hp.n_head_kv);
   params.head_dim = static_cast<int>(hp.head_dim);
-  params.scale = hp.mla.kq_scale;  // 0 (the default 1/sqrt) unless MLA.
+  // 0 (the default 1/sqrt) unless MLA or gemma.
+  params.scale = hp.is_mla() ? hp.mla.kq_scale : hp.attn_scale;
+  params.softcap = hp.attn_softcap;
   return params;
 }
 

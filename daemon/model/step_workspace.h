@@ -47,7 +47,8 @@ struct StepWorkspace {
 
   // Per row: the residual stream, the normed input of a block (MLA: also
   // the heads' decompressed values), Q, K, V, attention output, a block's
-  // output, the FFN's gate and up, and the rope table of the row's position.
+  // output, the FFN's gate and up, and the rope table of the row's position
+  // (gemma3: then the sliding-window layers' tables, from rope_table.size() / 2).
   std::vector<float> x, xb, q, k, v, att, tmp, gate, up, rope_table;
   std::vector<float> attn_scratch;  // One sequence's Attention call at a time.
   // MLA, per row: q_a's output, and the per-head [nope | rope] query before

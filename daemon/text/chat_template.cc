@@ -38,6 +38,7 @@ ChatFormat DetectChatFormat(const std::string& t) {
     return ChatFormat::kDeepSeek;
   }
   if (absl::StrContains(t, "[INST]")) return DetectMistralFormat(t);
+  if (absl::StrContains(t, "<start_of_turn>")) return ChatFormat::kGemma;
   return ChatFormat::kPlain;
 }
 
@@ -75,6 +76,8 @@ const char* ChatFormatName(ChatFormat format) {
       return "harmony";
     case ChatFormat::kGlm:
       return "glm";
+    case ChatFormat::kGemma:
+      return "gemma";
   }
   return "?";
 }
@@ -432,6 +435,22 @@ std::string RenderLlama31(const std::vector<ChatTurn>& turns, const ChatOptions&
   return out;
 }
 
+// Gemma 3's template (Gemma 2's raises on a system message; llama.cpp
+// merges it the same way): a leading system message's text and a blank line
+// open the first turn; every message trimmed, the assistant's role "model".
+std::string RenderGemma(const std::vector<ChatTurn>& turns, bool add_generation_prompt) {
+  std::string out;
+  const bool system = !turns.empty() && turns[0].role == "system";
+  for (size_t i = system ? 1 : 0; i < turns.size(); ++i) {
+    const ChatTurn& t = turns[i];
+    absl::StrAppend(&out, "<start_of_turn>", t.role == "assistant" ? "model" : t.role, "\n",
+                    system && i == 1 ? turns[0].content + "\n\n" : "",
+                    absl::StripAsciiWhitespace(t.content), "<end_of_turn>\n");
+  }
+  if (add_generation_prompt) out += "<start_of_turn>model\n";
+  return out;
+}
+
 }  // namespace
 
 bool HasThinkingSwitch(const std::string& jinja_template) {
@@ -498,6 +517,8 @@ std::string RenderChat(ChatFormat format, const std::vector<ChatTurn>& turns,
       return out;
     case ChatFormat::kLlama2:
       return RenderLlama2(turns);
+    case ChatFormat::kGemma:
+      return RenderGemma(turns, add_generation_prompt);
     case ChatFormat::kMistralInst:
     case ChatFormat::kMistralV1:
     case ChatFormat::kMistralV3:

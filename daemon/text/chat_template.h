@@ -5,9 +5,9 @@
 // are recognised from the template's markers and rendered here: ChatML
 // (many fine-tunes), Qwen (ChatML with Hermes-style tool calls), Llama 3, Llama 2, Mistral's
 // [INST] templates (v0.1 to Small 3),
-// DeepSeek (V2/V3/R1), Kimi-K2 (<|im_user|>user<|im_middle|>...) and gpt-oss's harmony
-// (<|start|>user<|message|>...<|end|>). A file without a template gets a plain "Role: content"
-// transcript.
+// DeepSeek (V2/V3/R1), Kimi-K2 (<|im_user|>user<|im_middle|>...), gpt-oss's harmony
+// (<|start|>user<|message|>...<|end|>) and Gemma's (<start_of_turn>user\n...<end_of_turn>). A file
+// without a template gets a plain "Role: content" transcript.
 #ifndef WASTE_DAEMON_TEXT_CHAT_TEMPLATE_H_
 #define WASTE_DAEMON_TEXT_CHAT_TEMPLATE_H_
 
@@ -35,7 +35,8 @@ enum class ChatFormat {
   kDeepSeekV31,    // DeepSeek-V3.1: a reply opens with </think> or <think>.
   kKimiK2,
   kHarmony,
-  kGlm
+  kGlm,
+  kGemma  // Gemma 1-3: <start_of_turn>user|model; a system message opens the first user turn.
 };
 
 struct ChatTurn {

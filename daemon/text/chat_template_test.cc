@@ -164,6 +164,24 @@ TEST(ChatTemplateTest, RendersLlama3AndLlama2) {
             "[INST] <<SYS>>\nS\n<</SYS>>\n\nA [/INST] B </s><s>[INST] C [/INST]");
 }
 
+// Goldens: Jinja's render of Gemma 3's template (google/gemma-3-4b-it's
+// tokenizer_config.json; BOS left to the tokenizer).
+TEST(ChatTemplateTest, RendersGemma) {
+  EXPECT_EQ(DetectChatFormat("{{ '<start_of_turn>' + role + '\\n' }}"), ChatFormat::kGemma);
+  EXPECT_STREQ(ChatFormatName(ChatFormat::kGemma), "gemma");
+  EXPECT_EQ(ChatToolFormat(ChatFormat::kGemma), ToolFormat::kNone);
+  const std::vector<ChatTurn> turns = {{"system", " Be brief. "},
+                                       {"user", "  Hi there \n"},
+                                       {"assistant", " Hello! "},
+                                       {"user", "Bye"}};
+  EXPECT_EQ(RenderChat(ChatFormat::kGemma, turns, true),
+            "<start_of_turn>user\n Be brief. \n\nHi there<end_of_turn>\n"
+            "<start_of_turn>model\nHello!<end_of_turn>\n"
+            "<start_of_turn>user\nBye<end_of_turn>\n<start_of_turn>model\n");
+  EXPECT_EQ(RenderChat(ChatFormat::kGemma, {{"user", "Hi"}}, false),
+            "<start_of_turn>user\nHi<end_of_turn>\n");
+}
+
 TEST(ChatTemplateTest, PlainTranscriptForModelsWithoutTemplate) {
   EXPECT_EQ(RenderChat(ChatFormat::kPlain, {{"user", "Hello"}}, true), "User: Hello\nAssistant:");
 }

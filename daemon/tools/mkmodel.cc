@@ -25,7 +25,7 @@ constexpr char kUsage[] = R"(usage: wasted mkmodel --out FILE [flags]
 Writes a synthetic GGUF model (random weights, llama.cpp's names and keys).
 
   --arch A            llama | qwen2 | qwen3 | mixtral | qwen3moe | deepseek2 | gpt-oss |
-                      glm4moe (llama)
+                      glm4moe | gemma | gemma2 | gemma3 (llama)
   --out FILE          where to write (required)
   --type T            matrix type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k
                       q5_k q6_k iq4_nl iq4_xs iq3_s iq3_xxs iq2_s iq2_xs iq2_xxs
@@ -39,7 +39,8 @@ Writes a synthetic GGUF model (random weights, llama.cpp's names and keys).
   --q-lora-rank N --kv-lora-rank N                deepseek2 (MLA)
   --mla-fused         deepseek2: one attn_kv_b per layer, as files converted
                       before llama.cpp's MLA split (spring 2025) have it
-  --sliding-window N  gpt-oss: positions its even layers attend to (128)
+  --sliding-window N  gpt-oss, gemma2, gemma3: positions the windowed layers attend
+                      to (128)
   --no-qk-norm        glm4moe: no Q/K norms (GLM-4.5-Air's form)
   --seed S            weights are a function of the seed (1)
   --tokenizer-from F  copy every tokenizer.* key from GGUF F (default: a
@@ -91,7 +92,7 @@ absl::StatusOr<MkModelOptions> ParseMkModelArgs(const std::vector<std::string>& 
     return absl::InvalidArgumentError(
         absl::StrCat("--arch ", arch,
                      " is not one of llama, qwen2, qwen3, mixtral, qwen3moe, deepseek2, gpt-oss, "
-                     "glm4moe"));
+                     "glm4moe, gemma, gemma2, gemma3"));
   }
   o.out = parsed.GetOr("out", "");
   if (o.out.empty()) return absl::InvalidArgumentError("--out FILE is required");

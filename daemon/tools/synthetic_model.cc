@@ -28,6 +28,17 @@ bool HasDeepseekMoe(SyntheticArch arch) {
 // glm4moe's multi-token-prediction blocks after the model's own.
 int64_t NextnBlocks(SyntheticArch arch) { return arch == SyntheticArch::kGlm4Moe ? 1 : 0; }
 
+bool IsGemma(SyntheticArch arch) {
+  return arch == SyntheticArch::kGemma || arch == SyntheticArch::kGemma2 ||
+         arch == SyntheticArch::kGemma3;
+}
+
+// Architectures with a sliding window on some layers.
+bool HasWindow(SyntheticArch arch) {
+  return arch == SyntheticArch::kGptOss || arch == SyntheticArch::kGemma2 ||
+         arch == SyntheticArch::kGemma3;
+}
+
 int64_t RoundUp(int64_t n, int64_t multiple) { return (n + multiple - 1) / multiple * multiple; }
 
 absl::Status Positive(const char* flag, int64_t value) {
@@ -99,7 +110,8 @@ void SpecBuilder::Metadata() {
                     o_.arch == SyntheticArch::kQwen3Moe || o_.arch == SyntheticArch::kMixtral;
   const bool gpt_oss = o_.arch == SyntheticArch::kGptOss;
   const bool glm = o_.arch == SyntheticArch::kGlm4Moe;
-  F32("rope.freq_base", qwen || glm ? 1000000.0f : gpt_oss ? 150000.0f : 10000.0f);
+  const bool gemma3 = o_.arch == SyntheticArch::kGemma3;
+  F32("rope.freq_base", qwen || glm || gemma3 ? 1000000.0f : gpt_oss ? 150000.0f : 10000.0f);
 
   if (o_.arch == SyntheticArch::kDeepseek2) {
     U32("rope.dimension_count", o_.rope_dim);
@@ -145,7 +157,7 @@ void SpecBuilder::Metadata() {
   U32("attention.head_count_kv", o_.kv_heads);
   U32("rope.dimension_count", o_.rope_dim);
   const bool qwen3 = o_.arch == SyntheticArch::kQwen3 || o_.arch == SyntheticArch::kQwen3Moe;
-  if (qwen3 || o_.head_dim * o_.heads != o_.dim) {
+  if (qwen3 || IsGemma(o_.arch) || o_.head_dim * o_.heads != o_.dim) {
     U32("attention.key_length", o_.head_dim);
     U32("attention.value_length", o_.head_dim);
   }
@@ -164,8 +176,18 @@ void SpecBuilder::Metadata() {
     U32("expert_gating_func", 2);
     U32("nextn_predict_layers", NextnBlocks(o_.arch));
   }
+  if (HasWindow(o_.arch)) U32("attention.sliding_window", o_.sliding_window);
+  if (o_.arch == SyntheticArch::kGemma2) {
+    // Caps that bite on random weights' scores and logits (Gemma 2's own,
+    // 50 and 30, would barely touch them).
+    F32("attn_logit_softcapping", 5.0f);
+    F32("final_logit_softcapping", 3.0f);
+  }
+  if (gemma3) {  // As the 4B-27B models: the global layers' RoPE stretched 8x.
+    spec_.metadata.emplace_back(Key("rope.scaling.type"), GgufValue::String("linear"));
+    F32("rope.scaling.factor", 8.0f);
+  }
   if (gpt_oss) {
-    U32("attention.sliding_window", o_.sliding_window);
     // As gpt-oss's own: YaRN from a 4096-position original context.
     constexpr int64_t kOriginalContext = 4096;
     if (o_.ctx > kOriginalContext) {
@@ -196,7 +218,7 @@ void SpecBuilder::Attention(int64_t layer) {
     F32Tensor(Blk(layer, "attn_sinks.weight"), {o_.heads}, 1.0f);
   }
   if (o_.arch == SyntheticArch::kQwen3 || o_.arch == SyntheticArch::kQwen3Moe ||
-      (glm && o_.qk_norm)) {
+      o_.arch == SyntheticArch::kGemma3 || (glm && o_.qk_norm)) {
     Norm(Blk(layer, "attn_q_norm.weight"), o_.head_dim);
     Norm(Blk(layer, "attn_k_norm.weight"), o_.head_dim);
   }
@@ -258,7 +280,12 @@ ModelSpec SpecBuilder::Build() {
   spec_.arch = o_.arch == SyntheticArch::kMixtral ? "llama" : SyntheticArchFlagName(o_.arch);
   Metadata();
   // Embedding rows ~normal(0, 1): the first RMS norm rescales them anyway.
-  Matrix("token_embd.weight", {o_.dim, o_.vocab}, 1.0f);
+  // Gemma's are scaled up by sqrt(dim) and read by the tied head: rows of
+  // 1/sqrt(dim) give it unit activations and logits.
+  const bool gemma = IsGemma(o_.arch);
+  Matrix("token_embd.weight", {o_.dim, o_.vocab},
+         gemma ? 1.0f / std::sqrt(static_cast<float>(o_.dim)) : 1.0f);
+  const bool gemma_post = gemma && o_.arch != SyntheticArch::kGemma;
   const bool post_norm = o_.arch == SyntheticArch::kGptOss || o_.arch == SyntheticArch::kGlm4Moe;
   for (int64_t layer = 0; layer < o_.layers + NextnBlocks(o_.arch); ++layer) {
     Norm(Blk(layer, "attn_norm.weight"), o_.dim);
@@ -267,8 +294,10 @@ ModelSpec SpecBuilder::Build() {
     } else {
       Attention(layer);
     }
+    if (gemma_post) Norm(Blk(layer, "post_attention_norm.weight"), o_.dim);
     Norm(Blk(layer, post_norm ? "post_attention_norm.weight" : "ffn_norm.weight"), o_.dim);
     Ffn(layer);
+    if (gemma_post) Norm(Blk(layer, "post_ffw_norm.weight"), o_.dim);
     if (layer >= o_.layers) {  // A multi-token-prediction block's own tensors.
       Matrix(Blk(layer, "nextn.eh_proj.weight"), {2 * o_.dim, o_.dim});
       Norm(Blk(layer, "nextn.enorm.weight"), o_.dim);
@@ -277,7 +306,7 @@ ModelSpec SpecBuilder::Build() {
     }
   }
   Norm("output_norm.weight", o_.dim);
-  Matrix("output.weight", {o_.dim, o_.vocab});
+  if (!gemma) Matrix("output.weight", {o_.dim, o_.vocab});
   return std::move(spec_);
 }
 
@@ -287,7 +316,8 @@ bool ParseSyntheticArch(const std::string& name, SyntheticArch* arch) {
   for (SyntheticArch a :
        {SyntheticArch::kLlama, SyntheticArch::kQwen2, SyntheticArch::kQwen3,
         SyntheticArch::kMixtral, SyntheticArch::kQwen3Moe, SyntheticArch::kDeepseek2,
-        SyntheticArch::kGptOss, SyntheticArch::kGlm4Moe}) {
+        SyntheticArch::kGptOss, SyntheticArch::kGlm4Moe, SyntheticArch::kGemma,
+        SyntheticArch::kGemma2, SyntheticArch::kGemma3}) {
     if (name == SyntheticArchFlagName(a)) {
       *arch = a;
       return true;
@@ -314,6 +344,12 @@ const char* SyntheticArchFlagName(SyntheticArch arch) {
       return "gpt-oss";
     case SyntheticArch::kGlm4Moe:
       return "glm4moe";
+    case SyntheticArch::kGemma:
+      return "gemma";
+    case SyntheticArch::kGemma2:
+      return "gemma2";
+    case SyntheticArch::kGemma3:
+      return "gemma3";
   }
   return "llama";
 }
@@ -478,16 +514,17 @@ absl::StatusOr<MkModelOptions> ResolveOptions(const MkModelOptions& options, int
       return absl::InvalidArgumentError(
           "--q-lora-rank, --kv-lora-rank and --mla-fused apply to --arch deepseek2 only");
     }
-    if (o.arch == SyntheticArch::kGptOss && o.sliding_window == 0) o.sliding_window = 128;
+    if (HasWindow(o.arch) && o.sliding_window == 0) o.sliding_window = 128;
     o.q_lora_rank = 0;
     if (glm && o.rope_dim > o.head_dim) {
       return absl::InvalidArgumentError(
           absl::StrCat("--rope-dim ", o.rope_dim, " is more than the head dimension ", o.head_dim));
     }
   }
-  if (o.sliding_window < 0 || (o.sliding_window > 0 && o.arch != SyntheticArch::kGptOss)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--sliding-window ", o.sliding_window, " applies to --arch gpt-oss only and must be >= 0"));
+  if (o.sliding_window < 0 || (o.sliding_window > 0 && !HasWindow(o.arch))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--sliding-window ", o.sliding_window,
+                     " applies to --arch gpt-oss, gemma2 and gemma3 only and must be >= 0"));
   }
   if (o.rope_dim % 2 != 0) {
     return absl::InvalidArgumentError(

@@ -34,7 +34,9 @@ namespace waste::tools {
 
 // Architectures mkmodel writes. kMixtral is written as llama.cpp names it:
 // general.architecture "llama" with experts. kGptOss is "gpt-oss", kGlm4Moe
-// "glm4moe" (GLM-4.5: one multi-token-prediction block after `layers`).
+// "glm4moe" (GLM-4.5: one multi-token-prediction block after `layers`);
+// kGemma, kGemma2, kGemma3 "gemma", "gemma2", "gemma3" (the output head tied
+// to the embeddings, as Gemma's files have it).
 enum class SyntheticArch {
   kLlama,
   kQwen2,
@@ -43,7 +45,10 @@ enum class SyntheticArch {
   kQwen3Moe,
   kDeepseek2,
   kGptOss,
-  kGlm4Moe
+  kGlm4Moe,
+  kGemma,
+  kGemma2,
+  kGemma3
 };
 
 struct MkModelOptions {
@@ -71,7 +76,8 @@ struct MkModelOptions {
   // deepseek2: MLA as converters wrote it before llama.cpp's split (spring
   // 2025): one attn_kv_b, key/value_length per head, head_count_kv = heads.
   bool mla_fused = false;
-  int64_t sliding_window = 0;  // gpt-oss: 0 means 128, as gpt-oss-20b/120b.
+  // gpt-oss (as gpt-oss-20b/120b), gemma2, gemma3: 0 means 128.
+  int64_t sliding_window = 0;
   storage::GgmlType type = storage::GgmlType::kQ8_0;
   uint64_t seed = 1;
   std::string tokenizer_from;  // Copy tokenizer.* from this GGUF.

@@ -31,6 +31,7 @@ void CheckParams(const AttentionParams& p) {
       << "attention head_dim=" << p.head_dim << " outside 1.." << kMaxHeadDim;
   WCHECK(p.scale >= 0) << "attention scale=" << p.scale;
   WCHECK(p.window >= 0) << "attention window=" << p.window;
+  WCHECK(p.softcap >= 0) << "attention softcap=" << p.softcap;
 }
 
 }  // namespace
@@ -107,6 +108,7 @@ void Attention(const AttentionParams& params, const KvCacheLayer& cache, const f
       u.head_dim = params.head_dim;
       u.n_q = group - first < kMaxUnitHeads ? group - first : kMaxUnitHeads;
       u.scale = scale;
+      u.softcap = params.softcap;
       u.out_stride = params.head_dim;
       u.scratch = scratch + unit * per_unit;
       u.sinks = params.sinks != nullptr ? params.sinks + head : nullptr;

@@ -57,6 +57,9 @@ struct AttentionParams {
   int n_kv_head = 0;  // Divides n_head.
   int head_dim = 0;   // 1 .. kMaxHeadDim; must equal the cache's.
   float scale = 0;    // Score scale; 0 means 1 / sqrt(head_dim).
+  // Gemma 2's logit soft-capping: each scaled score s becomes
+  // softcap * tanh(s / softcap) before the softmax. 0: none.
+  float softcap = 0;
   // Sliding window: a query attends to the last `window` positions, its
   // own included. 0: all.
   int64_t window = 0;

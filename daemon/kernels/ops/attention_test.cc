@@ -173,6 +173,27 @@ TEST_P(AttentionTest, SinksScaleTheOutputDown) {
                       RunAttention(p, cache.layer, q2, 2, 550, Isa::kScalar, false), 1e-4f, 2e-5f));
 }
 
+// Soft-capping (gemma2): the softmax of c * tanh(s / c) instead of s. Two
+// positions with scores s0 and s1 weigh their values by the softmax of the
+// capped scores; the vector loops agree with the scalar one over blocks.
+TEST_P(AttentionTest, SoftcapBoundsTheScores) {
+  TestCache cache(KvType::kF32, 600, 1, 8, 14);
+  AttentionParams p{1, 1, 8};
+  p.scale = 1.0f;
+  p.softcap = 2.0f;
+  std::vector<float> q(8, 0.0f);
+  q[0] = 40.0f;  // Scores 40 k[0]: far beyond the cap.
+  const auto out = RunAttention(p, cache.layer, q, 1, 1, GetParam(), false);
+  const float* k = static_cast<const float*>(cache.layer.k);
+  const float* v = static_cast<const float*>(cache.layer.v);
+  const float z0 = 2.0f * std::tanh(40.0f * k[0] / 2.0f);
+  const float z1 = 2.0f * std::tanh(40.0f * k[8] / 2.0f);
+  const float w0 = 1.0f / (1.0f + std::exp(z1 - z0));
+  for (int i = 0; i < 8; ++i) EXPECT_NEAR(out[i], w0 * v[i] + (1 - w0) * v[8 + i], 1e-5f) << i;
+  const auto q2 = RandomVector(3 * 8, -30, 30, 15);
+  EXPECT_TRUE(AllNear(RunAttention(p, cache.layer, q2, 3, 500, GetParam(), true),
+                      RunAttention(p, cache.layer, q2, 3, 500, Isa::kScalar, false), 1e-4f, 2e-5f));
+}
 INSTANTIATE_TEST_SUITE_P(AllIsas, AttentionTest, ::testing::ValuesIn(AvailableIsas()),
                          IsaParamName);
 

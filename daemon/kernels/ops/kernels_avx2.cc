@@ -3,6 +3,7 @@
 // through Avx2Kernels() after CPU detection.
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 

@@ -4,6 +4,7 @@
 // reached only through Avx512Kernels() after CPU detection.
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 

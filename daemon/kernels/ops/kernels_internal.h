@@ -29,7 +29,8 @@ struct AttentionUnit {
   int head_dim;
   int n_q;  // 1..kMaxUnitHeads.
   float scale;
-  float* out;  // n_q rows, out_stride floats apart.
+  float softcap;  // > 0: each scaled score s becomes softcap * tanh(s / softcap).
+  float* out;     // n_q rows, out_stride floats apart.
   int64_t out_stride;
   float* scratch;  // AttentionUnitScratchFloats(head_dim) floats.
 };

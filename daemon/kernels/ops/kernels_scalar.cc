@@ -120,7 +120,8 @@ double KvAt(const AttentionUnit& u, int64_t pos, int i, const void* base) {
 double Score(const AttentionUnit& u, const float* q, int64_t pos) {
   double dot = 0;
   for (int i = 0; i < u.head_dim; ++i) dot += q[i] * KvAt(u, pos, i, u.k);
-  return dot * u.scale;
+  dot *= u.scale;
+  return u.softcap > 0 ? u.softcap * std::tanh(dot / u.softcap) : dot;
 }
 
 // Two passes over the cache (max, then exp-weighted sum), so no score buffer
