@@ -312,10 +312,11 @@ bool Scheduler::Admit() {
       continue;
     }
     // Reuse the cached prefix; at least the last token is recomputed so its
-    // logits exist.
+    // logits exist (and all of them where a sliding-window layer's ring no
+    // longer holds the window before the prefix's end).
     const std::vector<int32_t>& full = gen->tokens();
-    const size_t keep = std::min(CommonPrefix(a.session->tokens, full), full.size() - 1);
-    a.session->state->Truncate(static_cast<int64_t>(keep));
+    const size_t keep = static_cast<size_t>(a.session->state->Truncate(
+        static_cast<int64_t>(std::min(CommonPrefix(a.session->tokens, full), full.size() - 1))));
     a.session->tokens.resize(keep);
     r->fed = keep;
     r->matrix_prompt = model::MatrixPrompt(static_cast<int64_t>(full.size() - keep));

@@ -74,20 +74,39 @@ absl::Status ReadAll(int fd, const std::string& path, void* data, size_t n, Chec
   return absl::OkStatus();
 }
 
+// The rows of the sliding-window layers' rings (all of one size), or 0:
+// their rows are saved as they sit, so the ring must be the same to restore.
+int64_t RingRows(const model::SequenceState& state) {
+  const model::KvCache& kv = state.kv();
+  for (int64_t l = 0; l < kv.layers(); ++l) {
+    if (kv.rows(l) < kv.n_ctx()) return kv.rows(l);
+  }
+  return 0;
+}
+
+// Positions 0 .. n - 1 of layer l: its first n rows, or its whole ring.
+uint64_t LayerBytes(const model::KvCache& kv, int64_t l, int64_t n) {
+  return static_cast<uint64_t>(std::min(n, kv.rows(l))) * kv.position_bytes();
+}
+
 // The header's fields: what must match for the KV bytes to mean anything.
 std::map<std::string, std::string> HeaderFields(const cache::ModelFileIdentity& id,
                                                 const model::SequenceState& state,
                                                 const model::Model& model) {
   const model::KvCache& kv = state.kv();
-  return {{"model_path", id.path},
-          {"model_size", absl::StrCat(id.size)},
-          {"model_mtime_ns", absl::StrCat(id.mtime_ns)},
-          {"layout_hash", absl::StrCat(id.layout_hash)},
-          {"chunks", absl::StrCat(id.chunk_count)},
-          {"layers", absl::StrCat(model.hparams().n_layer)},
-          {"kv_type", kv.type() == kernels::ops::KvType::kF32 ? "f32" : "f16"},
-          {"kv_position_bytes", absl::StrCat(kv.position_bytes())},
-          {"kv_shared", kv.shared_kv() ? "1" : "0"}};
+  std::map<std::string, std::string> fields = {
+      {"model_path", id.path},
+      {"model_size", absl::StrCat(id.size)},
+      {"model_mtime_ns", absl::StrCat(id.mtime_ns)},
+      {"layout_hash", absl::StrCat(id.layout_hash)},
+      {"chunks", absl::StrCat(id.chunk_count)},
+      {"layers", absl::StrCat(model.hparams().n_layer)},
+      {"kv_type", kv.type() == kernels::ops::KvType::kF32 ? "f32" : "f16"},
+      {"kv_position_bytes", absl::StrCat(kv.position_bytes())},
+      {"kv_shared", kv.shared_kv() ? "1" : "0"}};
+  // Only where there are rings, so that files saved before them still match.
+  if (const int64_t ring = RingRows(state); ring > 0) fields["kv_ring_rows"] = absl::StrCat(ring);
+  return fields;
 }
 
 }  // namespace
@@ -156,9 +175,9 @@ absl::StatusOr<SavedSessionInfo> SessionStore::Save(const Session& session) {
     status = WriteAll(fd, tmp, session.tokens.data(), n * sizeof(int32_t), &sum);
   }
   const model::KvCache& kv = state.kv();
-  const uint64_t layer_bytes = n * kv.position_bytes();
   for (int64_t l = 0; status.ok() && l < model_->hparams().n_layer; ++l) {
     const kernels::ops::KvCacheLayer layer = kv.Layer(l);
+    const uint64_t layer_bytes = LayerBytes(kv, l, static_cast<int64_t>(n));
     status = WriteAll(fd, tmp, layer.k, layer_bytes, &sum);
     if (status.ok() && !kv.shared_kv()) status = WriteAll(fd, tmp, layer.v, layer_bytes, &sum);
   }
@@ -224,7 +243,9 @@ absl::StatusOr<std::vector<int32_t>> SessionStore::Load(const std::string& id,
     }
     fields[std::string(line.substr(0, space))] = std::string(line.substr(space + 1));
   }
-  for (const auto& [key, want] : HeaderFields(identity_, *state, *model_)) {
+  std::map<std::string, std::string> wanted = HeaderFields(identity_, *state, *model_);
+  wanted.try_emplace("kv_ring_rows", "");  // A file saved with rings needs them.
+  for (const auto& [key, want] : wanted) {
     if (fields[key] != want) {
       return absl::FailedPreconditionError(
           absl::StrCat(path, " was saved for another model or cache (", key, " is ", fields[key],
@@ -242,9 +263,9 @@ absl::StatusOr<std::vector<int32_t>> SessionStore::Load(const std::string& id,
   std::vector<int32_t> tokens(n);
   RETURN_IF_ERROR(ReadAll(fd, path, tokens.data(), n * sizeof(int32_t), &sum));
   const model::KvCache& kv = state->kv();
-  const uint64_t layer_bytes = n * kv.position_bytes();
   for (int64_t l = 0; l < model_->hparams().n_layer; ++l) {
     const kernels::ops::KvCacheLayer layer = kv.Layer(l);
+    const uint64_t layer_bytes = LayerBytes(kv, l, n);
     RETURN_IF_ERROR(ReadAll(fd, path, layer.k, layer_bytes, &sum));
     if (!kv.shared_kv()) RETURN_IF_ERROR(ReadAll(fd, path, layer.v, layer_bytes, &sum));
   }

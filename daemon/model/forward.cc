@@ -22,22 +22,50 @@ using internal::StepWorkspace;
 
 }  // namespace
 
-KvCache::KvCache(const HParams& hp, int64_t n_ctx, ops::KvType type)
+KvCache::KvCache(const HParams& hp, int64_t n_ctx, ops::KvType type, bool rings)
     : n_ctx_(n_ctx),
       type_(type),
       n_kv_head_(static_cast<int>(hp.n_head_kv)),
       head_dim_(static_cast<int>(hp.head_dim)),
       shared_kv_(hp.is_mla()),
-      layer_bytes_(storage::AlignUp(ops::KvCacheBytes(type, n_ctx, n_kv_head_, head_dim_), 64)),
-      buffer_(std::max<uint64_t>(1, Bytes(hp, n_ctx, type)), 64) {
+      buffer_(std::max<uint64_t>(1, Bytes(hp, n_ctx, type, rings)), 64) {
   WCHECK(buffer_.data() != nullptr) << "cannot allocate the KV cache";
+  uint64_t offset = 0;
+  for (int64_t l = 0; l < hp.n_layer; ++l) {
+    const int64_t rows = LayerRows(hp, n_ctx, l, rings);
+    rows_.push_back(rows);
+    windows_.push_back(hp.AttentionWindow(l));
+    offsets_.push_back(offset);
+    offset += (shared_kv_ ? 1 : 2) *
+              storage::AlignUp(ops::KvCacheBytes(type, rows, n_kv_head_, head_dim_), 64);
+  }
 }
 
-uint64_t KvCache::Bytes(const HParams& hp, int64_t n_ctx, ops::KvType type) {
-  uint64_t layer = storage::AlignUp(
-      ops::KvCacheBytes(type, n_ctx, static_cast<int>(hp.n_head_kv), static_cast<int>(hp.head_dim)),
-      64);
-  return (hp.is_mla() ? 1 : 2) * layer * hp.n_layer;
+bool KvCache::HoldsWindowBefore(int64_t n, int64_t written) const {
+  for (size_t l = 0; l < rows_.size(); ++l) {
+    // A ring holds positions from written - rows on.
+    if (rows_[l] < n_ctx_ && std::max<int64_t>(0, n - windows_[l] + 1) < written - rows_[l]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+int64_t KvCache::LayerRows(const HParams& hp, int64_t n_ctx, int64_t l, bool rings) {
+  const int64_t window = rings ? hp.AttentionWindow(l) : 0;
+  return window > 0 ? std::min(n_ctx, window + kMaxStepTokens) : n_ctx;
+}
+
+uint64_t KvCache::Bytes(const HParams& hp, int64_t n_ctx, ops::KvType type, bool rings) {
+  uint64_t bytes = 0;
+  for (int64_t l = 0; l < hp.n_layer; ++l) {
+    bytes += (hp.is_mla() ? 1 : 2) *
+             storage::AlignUp(
+                 ops::KvCacheBytes(type, LayerRows(hp, n_ctx, l, rings),
+                                   static_cast<int>(hp.n_head_kv), static_cast<int>(hp.head_dim)),
+                 64);
+  }
+  return bytes;
 }
 
 uint64_t KvCache::position_bytes() const {
@@ -47,20 +75,28 @@ uint64_t KvCache::position_bytes() const {
 ops::KvCacheLayer KvCache::Layer(int64_t l) const {
   ops::KvCacheLayer layer;
   layer.type = type_;
-  if (shared_kv_) {
-    layer.k = layer.v = buffer_.data() + l * layer_bytes_;
-  } else {
-    layer.k = buffer_.data() + 2 * l * layer_bytes_;
-    layer.v = buffer_.data() + (2 * l + 1) * layer_bytes_;
-  }
+  char* k = buffer_.data() + offsets_[l];
+  layer.k = k;
+  layer.v = shared_kv_ ? k
+                       : k + storage::AlignUp(
+                                 ops::KvCacheBytes(type_, rows_[l], n_kv_head_, head_dim_), 64);
   layer.n_ctx = n_ctx_;
   layer.n_kv_head = n_kv_head_;
   layer.head_dim = head_dim_;
+  layer.ring = rows_[l] < n_ctx_ ? rows_[l] : 0;
   return layer;
 }
 
-SequenceState::SequenceState(const Model& model, int64_t n_ctx, ops::KvType kv_type)
-    : kv_(model.hparams(), n_ctx, kv_type) {}
+int64_t SequenceState::Truncate(int64_t n) {
+  n = std::clamp<int64_t>(n, 0, n_past_);
+  if (!kv_.HoldsWindowBefore(n, std::max(written_, n_past_))) n = 0;
+  if (n == 0) written_ = 0;
+  n_past_ = n;
+  return n;
+}
+
+SequenceState::SequenceState(const Model& model, int64_t n_ctx, ops::KvType kv_type, bool kv_rings)
+    : kv_(model.hparams(), n_ctx, kv_type, kv_rings) {}
 
 Forward::Forward(const Model* model, cache::ChunkStore* store, kernels::ThreadPool* pool,
                  const ForwardOptions& options)
@@ -161,6 +197,10 @@ absl::Status Forward::Step(std::span<const SequenceStep> steps) {
 
   ChunkLease global(store_, model_->globals().chunk, device_);
   RETURN_IF_ERROR(global.Acquire());
+  for (const SequenceStep& step : steps) {  // Before any position is stored.
+    SequenceState* s = step.state;
+    s->written_ = std::max(s->written_, s->n_past_ + static_cast<int64_t>(step.tokens.size()));
+  }
   RETURN_IF_ERROR(Embed(steps, global));
   // Router lookahead where no MoE layer before it reads the guesses (see
   // set_router_lookahead): a first MoE layer from the embeddings, one after

@@ -58,9 +58,13 @@ inline bool MatrixPrompt(int64_t to_feed) { return to_feed >= kMatrixPromptToken
 // The KV cache of one sequence: per layer, K and V for n_ctx positions. For
 // MLA one row of kv_lora_rank + rope dims per position serves as both K and
 // V (the attention output's first kv_lora_rank dims are the latent mix).
+// A sliding-window layer holds a ring of its window + kMaxStepTokens rows
+// (when that is less than n_ctx): Gemma 3's five windowed layers in six,
+// gpt-oss's and Gemma 2's every other one, keep only what they attend to.
 class KvCache {
  public:
-  KvCache(const HParams& hp, int64_t n_ctx, kernels::ops::KvType type);
+  // rings false: every layer keeps every position (tests compare the two).
+  KvCache(const HParams& hp, int64_t n_ctx, kernels::ops::KvType type, bool rings = true);
   kernels::ops::KvCacheLayer Layer(int64_t l) const;
   int64_t n_ctx() const { return n_ctx_; }
   kernels::ops::KvType type() const { return type_; }
@@ -69,15 +73,26 @@ class KvCache {
   // Bytes one position takes in one of K or V of a layer.
   uint64_t position_bytes() const;
   uint64_t bytes() const { return buffer_.size(); }
+  int64_t layers() const { return static_cast<int64_t>(rows_.size()); }
+  // Rows layer l holds: n_ctx, or its ring's.
+  int64_t rows(int64_t l) const { return rows_[l]; }
+  // Whether, the latest position stored being written - 1, every ring still
+  // holds the window a token at position n attends back over.
+  bool HoldsWindowBefore(int64_t n, int64_t written) const;
   // Bytes a cache of this shape takes (for the memory plan).
-  static uint64_t Bytes(const HParams& hp, int64_t n_ctx, kernels::ops::KvType type);
+  static uint64_t Bytes(const HParams& hp, int64_t n_ctx, kernels::ops::KvType type,
+                        bool rings = true);
 
  private:
+  // Rows of layer l: its ring's or n_ctx.
+  static int64_t LayerRows(const HParams& hp, int64_t n_ctx, int64_t l, bool rings);
+
   int64_t n_ctx_;
   kernels::ops::KvType type_;
   int n_kv_head_, head_dim_;
-  bool shared_kv_;        // MLA: V aliases K.
-  uint64_t layer_bytes_;  // Of one of K or V.
+  bool shared_kv_;  // MLA: V aliases K.
+  std::vector<int64_t> rows_, windows_;
+  std::vector<uint64_t> offsets_;  // Of each layer's K (V follows, of the same size).
   storage::AlignedBuffer buffer_;
 };
 
@@ -86,24 +101,30 @@ class KvCache {
 // session costs only its cache.
 class SequenceState {
  public:
-  SequenceState(const Model& model, int64_t n_ctx, kernels::ops::KvType kv_type);
+  SequenceState(const Model& model, int64_t n_ctx, kernels::ops::KvType kv_type,
+                bool kv_rings = true);
 
   int64_t n_past() const { return n_past_; }
   int64_t n_ctx() const { return kv_.n_ctx(); }
-  // Forgets positions from `n` on (to reuse a cached prefix).
-  void Truncate(int64_t n) { n_past_ = std::min(n_past_, n); }
+  // Forgets positions from `n` on (to reuse a cached prefix) and returns
+  // the positions kept: n, or 0 when a sliding-window layer's ring no
+  // longer holds the window before n (it is then computed again).
+  int64_t Truncate(int64_t n);
   // The KV cache's bytes.
   uint64_t bytes() const { return kv_.bytes(); }
 
   // For saving and restoring a session (engine/session_store): the cache,
   // and positions 0 .. n - 1 declared filled after the caller wrote them.
   const KvCache& kv() const { return kv_; }
-  void RestorePast(int64_t n) { n_past_ = std::clamp<int64_t>(n, 0, kv_.n_ctx()); }
+  void RestorePast(int64_t n) { n_past_ = written_ = std::clamp<int64_t>(n, 0, kv_.n_ctx()); }
 
  private:
   friend class Forward;
   KvCache kv_;
   int64_t n_past_ = 0;
+  // 1 + the latest position stored since the cache was last emptied (the
+  // rings hold the positions from written_ - their rows on).
+  int64_t written_ = 0;
 };
 
 // Counters of the MoE path, summed over the runs of one Forward.

@@ -1,5 +1,6 @@
 #include "daemon/kernels/ops/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -50,15 +51,25 @@ void KvStore(const KvCacheLayer& cache, int64_t pos, int64_t n_tokens, const flo
       << "KvStore needs cache and input buffers";
   WCHECK(pos >= 0 && n_tokens >= 0 && pos + n_tokens <= cache.n_ctx)
       << "KvStore positions " << pos << "+" << n_tokens << " outside n_ctx=" << cache.n_ctx;
-  const int64_t n = n_tokens * cache.n_kv_head * cache.head_dim;
-  const int64_t offset = pos * cache.n_kv_head * cache.head_dim;
-  if (n == 0) return;
-  if (cache.type == KvType::kF16) {
-    FloatToHalfRow(k, n, static_cast<Half*>(cache.k) + offset, isa);
-    FloatToHalfRow(v, n, static_cast<Half*>(cache.v) + offset, isa);
-  } else {
-    std::memcpy(static_cast<float*>(cache.k) + offset, k, n * sizeof(float));
-    std::memcpy(static_cast<float*>(cache.v) + offset, v, n * sizeof(float));
+  WCHECK(cache.ring == 0 || n_tokens <= cache.ring)
+      << "KvStore of " << n_tokens << " tokens into a ring of " << cache.ring;
+  const int64_t row_floats = cache.n_kv_head * cache.head_dim;
+  // At most two runs: up to the ring's end, then from its start.
+  for (int64_t done = 0; done < n_tokens;) {
+    const int64_t row = cache.Row(pos + done);
+    const int64_t rows =
+        cache.ring > 0 ? std::min(n_tokens - done, cache.ring - row) : n_tokens - done;
+    const int64_t n = rows * row_floats, offset = row * row_floats;
+    const float* ks = k + done * row_floats;
+    const float* vs = v + done * row_floats;
+    if (cache.type == KvType::kF16) {
+      FloatToHalfRow(ks, n, static_cast<Half*>(cache.k) + offset, isa);
+      FloatToHalfRow(vs, n, static_cast<Half*>(cache.v) + offset, isa);
+    } else {
+      std::memcpy(static_cast<float*>(cache.k) + offset, ks, n * sizeof(float));
+      std::memcpy(static_cast<float*>(cache.v) + offset, vs, n * sizeof(float));
+    }
+    done += rows;
   }
 }
 
@@ -79,6 +90,10 @@ void Attention(const AttentionParams& params, const KvCacheLayer& cache, const f
   WCHECK(n_tokens >= 0 && pos0 >= 0 && pos0 + n_tokens <= cache.n_ctx)
       << "attention positions " << pos0 << "+" << n_tokens << " outside n_ctx=" << cache.n_ctx;
   WCHECK(q != nullptr && out != nullptr && scratch != nullptr) << "attention needs q/out/scratch";
+  // A ring holds the window's positions for every token of the call.
+  WCHECK(cache.ring == 0 || (params.window > 0 && params.window + n_tokens - 1 <= cache.ring))
+      << "attention over a ring of " << cache.ring << " rows with window " << params.window
+      << " for " << n_tokens << " tokens";
   const int64_t per_unit = internal::AttentionUnitScratchFloats(params.head_dim);
   const int chunks = ChunksPerGroup(params);
   const int64_t n_units = static_cast<int64_t>(params.n_kv_head) * chunks;
@@ -105,6 +120,7 @@ void Attention(const AttentionParams& params, const KvCacheLayer& cache, const f
       u.v = static_cast<const char*>(cache.v) + kv_head * params.head_dim * elem;
       u.kv_stride = kv_stride;
       u.kv_f16 = cache.type == KvType::kF16;
+      u.ring = cache.ring;
       u.head_dim = params.head_dim;
       u.n_q = group - first < kMaxUnitHeads ? group - first : kMaxUnitHeads;
       u.scale = scale;

@@ -33,7 +33,8 @@ enum class KvType { kF16, kF32 };
 inline constexpr int kMaxHeadDim = 1024;
 
 // One layer's cache. Borrowed memory: the owner (the model's KV cache)
-// allocates KvCacheBytes for each of k and v and outlives every call.
+// allocates KvCacheBytes for each of k and v (of `ring` rows when set) and
+// outlives every call.
 struct KvCacheLayer {
   KvType type = KvType::kF16;
   void* k = nullptr;
@@ -41,14 +42,19 @@ struct KvCacheLayer {
   int64_t n_ctx = 0;
   int n_kv_head = 0;
   int head_dim = 0;
+  // A sliding-window layer's ring: position p in row p % ring, so only the
+  // last `ring` positions stored are held (ring >= the window + the tokens
+  // a call stores before attending). 0: row p for every p < n_ctx.
+  int64_t ring = 0;
+  int64_t Row(int64_t pos) const { return ring > 0 ? pos % ring : pos; }
 };
 
 // Bytes of one of K or V for a layer.
 int64_t KvCacheBytes(KvType type, int64_t n_ctx, int n_kv_head, int head_dim);
 
 // Writes k and v ([n_tokens, n_kv_head, head_dim] f32) to positions
-// pos .. pos + n_tokens - 1, converting to f16 (round to nearest even) when
-// the cache is f16.
+// pos .. pos + n_tokens - 1 (n_tokens <= the ring, if any), converting to
+// f16 (round to nearest even) when the cache is f16.
 void KvStore(const KvCacheLayer& cache, int64_t pos, int64_t n_tokens, const float* k,
              const float* v, Isa isa = Isa::kAuto);
 

@@ -1,5 +1,6 @@
 #include "daemon/kernels/ops/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <thread>
@@ -194,6 +195,47 @@ TEST_P(AttentionTest, SoftcapBoundsTheScores) {
   EXPECT_TRUE(AllNear(RunAttention(p, cache.layer, q2, 3, 500, GetParam(), true),
                       RunAttention(p, cache.layer, q2, 3, 500, Isa::kScalar, false), 1e-4f, 2e-5f));
 }
+// A windowed layer's ring of R rows (position p in row p % R) gives what a
+// full cache gives: stores of several tokens wrapping its end, windows whose
+// rows wrap (and online-softmax blocks cut at the wrap), several tokens per
+// call, f16 and f32.
+TEST_P(AttentionTest, RingEqualsFullCache) {
+  constexpr int kHeads = 4, kKvHeads = 2, kDim = 40;
+  constexpr int64_t kCtx = 2000, kWindow = 300, kRing = kWindow + 16;
+  for (KvType type : {KvType::kF16, KvType::kF32}) {
+    std::vector<char> fk(KvCacheBytes(type, kCtx, kKvHeads, kDim)), fv(fk.size());
+    std::vector<char> rk(KvCacheBytes(type, kRing, kKvHeads, kDim)), rv(rk.size());
+    KvCacheLayer full{type, fk.data(), fv.data(), kCtx, kKvHeads, kDim};
+    KvCacheLayer ring{type, rk.data(), rv.data(), kCtx, kKvHeads, kDim, kRing};
+    AttentionParams p{kHeads, kKvHeads, kDim};
+    p.window = kWindow;
+    int64_t pos = 0;
+    uint32_t seed = 20;
+    for (int64_t step : {7, 16, 1, 290, 16, 16, 3, 200, 16, 1, 1, 500, 16}) {
+      // Store `step` tokens in pieces of at most 16 (the ring's slack), then
+      // attend with the last piece's tokens.
+      for (int64_t done = 0; done < step;) {
+        const int64_t n = std::min<int64_t>(16, step - done);
+        const auto k = RandomVector(n * kKvHeads * kDim, -1, 1, ++seed);
+        const auto v = RandomVector(n * kKvHeads * kDim, -1, 1, ++seed);
+        KvStore(full, pos, n, k.data(), v.data());
+        KvStore(ring, pos, n, k.data(), v.data());
+        const auto q = RandomVector(n * kHeads * kDim, -3, 3, ++seed);
+        SCOPED_TRACE(::testing::Message()
+                     << "f16=" << (type == KvType::kF16) << " pos=" << pos << " tokens=" << n);
+        // (The vector loops' blocks end at the wrap: sums in another order.)
+        EXPECT_TRUE(AllNear(RunAttention(p, ring, q, n, pos, GetParam(), true),
+                            RunAttention(p, full, q, n, pos, GetParam(), true), 1e-5f, 1e-6f));
+        EXPECT_TRUE(AllNear(RunAttention(p, ring, q, n, pos, Isa::kScalar, false),
+                            RunAttention(p, full, q, n, pos, Isa::kScalar, false), 0, 0));
+        pos += n;
+        done += n;
+      }
+    }
+    ASSERT_GT(pos, 3 * kRing);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllIsas, AttentionTest, ::testing::ValuesIn(AvailableIsas()),
                          IsaParamName);
 

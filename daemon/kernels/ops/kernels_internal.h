@@ -23,6 +23,7 @@ struct AttentionUnit {
   const void* v;
   int64_t kv_stride;  // Elements between consecutive positions.
   bool kv_f16;
+  int64_t ring;  // > 0: position p at row p % ring (KvCacheLayer::ring).
   int64_t n_pos;
   int64_t first_pos;   // Positions first_pos .. n_pos - 1 are attended to.
   const float* sinks;  // n_q sink logits (attention sinks), or null.

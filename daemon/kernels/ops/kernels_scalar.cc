@@ -112,7 +112,7 @@ void FloatToHalfRowImpl(const float* src, int64_t n, uint16_t* dst) {
 }
 
 double KvAt(const AttentionUnit& u, int64_t pos, int i, const void* base) {
-  const int64_t idx = pos * u.kv_stride + i;
+  const int64_t idx = (u.ring > 0 ? pos % u.ring : pos) * u.kv_stride + i;
   return u.kv_f16 ? HalfToFloat(static_cast<const uint16_t*>(base)[idx])
                   : static_cast<const float*>(base)[idx];
 }
