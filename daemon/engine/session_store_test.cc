@@ -2,7 +2,8 @@
 // model is unloaded and loaded again (a daemon restart) with the same greedy
 // tokens as without the restart, computing only its new tokens; corrupt or
 // foreign files are refused; ids that are not plain names are refused; the
-// directory stays within its byte limit.
+// directory stays within its byte limit; sliding-window rings are saved
+// and restored.
 #include "daemon/engine/session_store.h"
 
 #include <filesystem>
@@ -10,6 +11,7 @@
 
 #include "absl/strings/match.h"
 #include "daemon/engine/loaded_model.h"
+#include "daemon/tools/test_models.h"
 #include "gtest/gtest.h"
 #include "storage/env.h"
 #include "tests/testdata.h"
@@ -51,9 +53,9 @@ Turn Generate(LoadedModel& model, const std::string& prompt, const std::string& 
 
 class SessionStoreTest : public ::testing::Test {
  protected:
-  std::unique_ptr<LoadedModel> Load(uint64_t max_saved = 0) {
+  std::unique_ptr<LoadedModel> Load(uint64_t max_saved = 0, int64_t context = 256) {
     v1::ModelConfig config;
-    config.set_context_length(256);
+    config.set_context_length(context);
     config.set_kv_cache_type(v1::KV_CACHE_TYPE_F32);
     config.set_threads(1);
     auto loaded = LoadedModel::Load(storage::Env::Default(), "stories260K", path_, config,
@@ -96,6 +98,51 @@ TEST_F(SessionStoreTest, AKeptSessionContinuesAfterARestartWithTheSameTokens) {
   ASSERT_TRUE(second.status.ok()) << second.status;
   EXPECT_EQ(second.session_id, id);
   EXPECT_EQ(second.cached, first_tokens);  // Only the new tokens were computed.
+  EXPECT_EQ(second.ids, expected);
+}
+
+// Sliding-window layers keep rings (gemma2, window 8, context 1024: rings of
+// 520 rows): a conversation longer than a ring continues after a restart
+// with the tokens it gives without one, computing only its new tokens.
+TEST_F(SessionStoreTest, RingsAreSavedAndRestored) {
+  tools::MkModelOptions o;
+  o.arch = tools::SyntheticArch::kGemma2;
+  o.out = testing::TempDir() + "/ring_gemma2.gguf";
+  o.dim = 64;
+  o.layers = 2;
+  o.heads = 4;
+  o.kv_heads = 2;
+  o.ffn = 128;
+  o.ctx = 1024;
+  o.sliding_window = 8;
+  o.threads = 1;
+  ASSERT_TRUE(tools::testing::WriteModel(o, {}).ok());
+  path_ = o.out;
+  std::string prompt;
+  for (int i = 0; i < 64; ++i) prompt += "the cat sat on the mat. ";
+  std::vector<int32_t> expected;
+  {
+    std::unique_ptr<LoadedModel> model = Load(0, 1024);
+    Turn first = Generate(*model, prompt, "", false);
+    ASSERT_TRUE(first.status.ok()) << first.status;
+    ASSERT_GT(first.prompt_tokens, 600);  // Past a ring.
+    Turn second = Generate(*model, " went to", first.session_id, false);
+    ASSERT_TRUE(second.status.ok()) << second.status;
+    expected = second.ids;
+  }
+  std::string id;
+  int first_tokens = 0;
+  {
+    std::unique_ptr<LoadedModel> model = Load(0, 1024);
+    Turn first = Generate(*model, prompt, "", /*keep=*/true);
+    ASSERT_TRUE(first.status.ok()) << first.status;
+    id = first.session_id;
+    first_tokens = first.prompt_tokens + static_cast<int>(first.ids.size()) - 1;
+  }
+  std::unique_ptr<LoadedModel> model = Load(0, 1024);
+  Turn second = Generate(*model, " went to", id, false);
+  ASSERT_TRUE(second.status.ok()) << second.status;
+  EXPECT_EQ(second.cached, first_tokens);
   EXPECT_EQ(second.ids, expected);
 }
 
