@@ -19,9 +19,12 @@ bool DeviceComputes(kernels::WeightType type) {
     case kernels::WeightType::kQ8_0:
     case kernels::WeightType::kIQ4_NL:
     case kernels::WeightType::kIQ4_XS:
+    case kernels::WeightType::kQ2_K:
+    case kernels::WeightType::kQ3_K:
     case kernels::WeightType::kQ4_K:
     case kernels::WeightType::kQ5_K:
     case kernels::WeightType::kQ6_K:
+    case kernels::WeightType::kMXFP4:
       return true;
     default:
       return false;

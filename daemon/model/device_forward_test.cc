@@ -209,6 +209,10 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"qwen3moe_q8_0", tools::SyntheticArch::kQwen3Moe, storage::GgmlType::kQ8_0},
         // Biases and sinks read from the chunks' host shadows.
         Case{"gpt_oss_q8_0", tools::SyntheticArch::kGptOss, storage::GgmlType::kQ8_0},
+        // gpt-oss's own expert type, and the 2- and 3-bit K types of DeepSeek's files.
+        Case{"gpt_oss_mxfp4", tools::SyntheticArch::kGptOss, storage::GgmlType::kMXFP4},
+        Case{"deepseek2_q2_k", tools::SyntheticArch::kDeepseek2, storage::GgmlType::kQ2_K},
+        Case{"qwen3moe_q3_k", tools::SyntheticArch::kQwen3Moe, storage::GgmlType::kQ3_K},
         Case{"glm4moe_q8_0", tools::SyntheticArch::kGlm4Moe, storage::GgmlType::kQ8_0},
         // Post-norms and Q/K norms from the host shadows; the tied head on the device.
         Case{"gemma3_q8_0", tools::SyntheticArch::kGemma3, storage::GgmlType::kQ8_0},

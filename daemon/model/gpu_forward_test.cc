@@ -136,10 +136,16 @@ TEST_P(GpuModelsTest, LogitsWithinToleranceOfTheCpu) {
   o.ctx = kCtx;
   o.type = c.type;
   o.seed = 7;
-  if (c.arch != tools::SyntheticArch::kLlama) {
+  const bool dense =
+      c.arch == tools::SyntheticArch::kLlama || c.arch == tools::SyntheticArch::kGemma3;
+  if (!dense) {
     o.experts = 8;
     o.experts_used = c.experts_used;
     o.expert_ffn = 256;
+  }
+  if (c.arch == tools::SyntheticArch::kGemma3) {
+    o.layers = 6;  // Five windowed layers, then a global one.
+    o.sliding_window = 8;
   }
   if (c.arch == tools::SyntheticArch::kDeepseek2) {
     o.kv_heads = 0;
@@ -203,7 +209,12 @@ INSTANTIATE_TEST_SUITE_P(
         // near tie in routing at one position in 24 (seen on an H200: 0.6 of
         // the logits' scale at that position, 2e-2 at the others).
         Case{"deepseek2_q8_0", SyntheticArch::kDeepseek2, GgmlType::kQ8_0, 1e-1, 1.5, 8},
-        Case{"deepseek2_q4_k_part", SyntheticArch::kDeepseek2, GgmlType::kQ4_K, 1e-1, 0.4, 8}),
+        Case{"deepseek2_q4_k_part", SyntheticArch::kDeepseek2, GgmlType::kQ4_K, 1e-1, 0.4, 8},
+        // DeepSeek's 2- and 3-bit expert types, gpt-oss's MXFP4, and Gemma 3.
+        Case{"deepseek2_q2_k", SyntheticArch::kDeepseek2, GgmlType::kQ2_K, 1.5e-1, 1.5, 8},
+        Case{"qwen3moe_q3_k", SyntheticArch::kQwen3Moe, GgmlType::kQ3_K, 1e-1, 1.5, 8},
+        Case{"gpt_oss_mxfp4", SyntheticArch::kGptOss, GgmlType::kMXFP4, 1e-1, 1.5, 8},
+        Case{"gemma3_q8_0", SyntheticArch::kGemma3, GgmlType::kQ8_0, 1e-1, 1.5}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 }  // namespace

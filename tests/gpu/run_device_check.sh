@@ -15,7 +15,8 @@
 #      token per tier, share of the HBM / PCIe / RAM / disk bound, speedup.
 # Everything is printed and written to $OUT (or ./gpu-check-out).
 # WASTE_GPU_CHECK_PARTS picks the parts (default "tests dense moe"; "sanitize" adds
-# the kernel tests under compute-sanitizer, "variants" the product kernel's
+# the kernel tests under compute-sanitizer, "gptoss" a gpt-oss-20b-shaped MXFP4
+# model all in RAM vs all in VRAM, "variants" the product kernel's
 # speed under each WASTE_CUDA_PREFETCH / WASTE_CUDA_ROWS1 setting), so that
 # a short device lease can spend its minutes on the ones still to check.
 # A dry run of this script on a machine without a GPU (the tests SKIP):
@@ -167,6 +168,24 @@ bench moe_cpu "$moe" --ram-budget 10GiB --prompt-tokens 8 --gen-tokens 8
 bench moe_gpu "$moe" --ram-budget 10GiB --vram-budget 6GiB --device "$dev" --prompt-tokens 8 \
   --gen-tokens 16
 speedup moe_cpu moe_gpu
+fi
+
+if want gptoss; then
+step "3c. gpt-oss-20b-shaped MXFP4 (~12 GB): all in RAM vs all in 16 GiB of VRAM"
+oss="$work/gptoss20b_mxfp4.gguf"
+oss_shape=(--dim 2880 --layers 24 --heads 64 --head-dim 64 --kv-heads 8 --experts 32
+  --experts-used 4 --expert-ffn 2880 --ffn 2880)
+[ -n "$small" ] && oss="$work/gptoss_small.gguf" &&
+  oss_shape=(--dim 512 --layers 4 --heads 8 --head-dim 64 --kv-heads 2 --experts 8
+    --experts-used 2 --expert-ffn 512 --ffn 512)
+[ -f "$oss" ] || timeout "$(left)" "$W" mkmodel --arch gpt-oss --type mxfp4 "${oss_shape[@]}" \
+  --ctx 4096 --out "$oss" --threads "$(nproc)"
+ls -la "$oss"
+"$W" plan "$oss" --ram-budget 4GiB --vram-budget 16GiB --ctx 64 --sessions 1 | tail -4
+bench oss_cpu "$oss" --ram-budget 24GiB --prompt-tokens 8 --gen-tokens 8
+bench oss_gpu "$oss" --ram-budget 4GiB --vram-budget 16GiB --device "$dev" --prompt-tokens 8 \
+  --gen-tokens 16
+speedup oss_cpu oss_gpu
 fi
 
 step "done in $((SECONDS - start)) s; output in $out"
