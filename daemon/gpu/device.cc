@@ -25,6 +25,13 @@ bool DeviceComputes(kernels::WeightType type) {
     case kernels::WeightType::kQ5_K:
     case kernels::WeightType::kQ6_K:
     case kernels::WeightType::kMXFP4:
+    case kernels::WeightType::kIQ2_XXS:
+    case kernels::WeightType::kIQ2_XS:
+    case kernels::WeightType::kIQ2_S:
+    case kernels::WeightType::kIQ3_XXS:
+    case kernels::WeightType::kIQ3_S:
+    case kernels::WeightType::kIQ1_S:
+    case kernels::WeightType::kIQ1_M:
       return true;
     default:
       return false;

@@ -122,8 +122,8 @@ TEST(FakeDeviceTest, MatMulRunsTheCpuKernelsOnDeviceMemory) {
   EXPECT_EQ(y, want);
   EXPECT_EQ(device.Stats().matmuls, 1);
 
-  // Types no device kernel takes are refused, as CudaDevice refuses them.
-  m.type = kernels::WeightType::kIQ2_XXS;
+  // Rows that are not whole blocks are refused, as CudaDevice refuses them.
+  m.cols = cols - 32;
   EXPECT_EQ(device.MatMul(Stream::kCompute, m, *dx, cols, 1, *dy, rows).code(),
             absl::StatusCode::kInvalidArgument);
 }

@@ -364,13 +364,17 @@ class Forward {
   void CountExpert(memory::ChunkId chunk);
   // Decode: the experts of the step (group indices of ws.group_start, from
   // `first` on, not yet done) that route one row and whose chunk is in host
-  // memory now, into ws.experts_together (at most what the workspace holds
-  // at once); returns how many.
-  size_t ReadyOneRowExperts(size_t first, size_t n_experts);
+  // memory now (on_device: in VRAM), into ws.experts_together (at most what
+  // the workspace holds at once); returns how many.
+  size_t ReadyOneRowExperts(size_t first, size_t n_experts, bool on_device);
   // The first m experts of ws.experts_together as one MatMulEach for gate
   // and up and one for down (two loops instead of two per expert), each
   // output row into ws.expert_out, as RunExpert computes it; marks them done.
   absl::Status RunExpertsTogether(const LayerTensors& layer, size_t m);
+  // The same for experts in VRAM: every gate and up product as one device
+  // batch, then every down product as another (two synchronizations for the
+  // layer instead of two per expert), each as RunExpert computes it.
+  absl::Status RunDeviceExpertsTogether(const LayerTensors& layer, size_t m);
   // One routed expert on its rows [begin, end) (of one expert) of xb: the
   // expert's output rows, in that order, into rows_out.
   absl::Status RunExpert(const LayerTensors& layer, const internal::ExpertRoute* begin,

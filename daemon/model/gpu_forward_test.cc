@@ -214,7 +214,11 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"deepseek2_q2_k", SyntheticArch::kDeepseek2, GgmlType::kQ2_K, 1.5e-1, 1.5, 8},
         Case{"qwen3moe_q3_k", SyntheticArch::kQwen3Moe, GgmlType::kQ3_K, 1e-1, 1.5, 8},
         Case{"gpt_oss_mxfp4", SyntheticArch::kGptOss, GgmlType::kMXFP4, 1e-1, 1.5, 8},
-        Case{"gemma3_q8_0", SyntheticArch::kGemma3, GgmlType::kQ8_0, 1e-1, 1.5}),
+        Case{"gemma3_q8_0", SyntheticArch::kGemma3, GgmlType::kQ8_0, 1e-1, 1.5},
+        // The codebook types, their grids in device memory.
+        Case{"deepseek2_iq2_xxs", SyntheticArch::kDeepseek2, GgmlType::kIQ2_XXS, 1.5e-1, 1.5, 8},
+        Case{"qwen3moe_iq1_m", SyntheticArch::kQwen3Moe, GgmlType::kIQ1_M, 1.5e-1, 1.5, 8},
+        Case{"llama_iq3_s", SyntheticArch::kLlama, GgmlType::kIQ3_S, 1e-1, 1.5}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 }  // namespace

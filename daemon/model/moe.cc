@@ -216,8 +216,14 @@ absl::Status Forward::MoeFeedForward(const LayerTensors& layer, int64_t l, int64
   for (size_t left = n_experts; left > 0; --left) {
     while (ws.group_done[first_left]) ++first_left;
     if (any_order) {
-      // Every one-row expert in memory now, at once.
-      const size_t m = ReadyOneRowExperts(first_left, n_experts);
+      // Every one-row expert in VRAM, at once; then every one in memory now.
+      size_t m = device_ != nullptr ? ReadyOneRowExperts(first_left, n_experts, true) : 0;
+      if (m > 1) {
+        RETURN_IF_ERROR(RunDeviceExpertsTogether(layer, m));
+        left -= m - 1;
+        continue;
+      }
+      m = ReadyOneRowExperts(first_left, n_experts, false);
       if (m > 1) {
         RETURN_IF_ERROR(RunExpertsTogether(layer, m));
         left -= m - 1;
@@ -254,7 +260,7 @@ void Forward::CountExpert(memory::ChunkId chunk) {
   last_step_.expert_bytes += bytes;
 }
 
-size_t Forward::ReadyOneRowExperts(size_t first, size_t n_experts) {
+size_t Forward::ReadyOneRowExperts(size_t first, size_t n_experts, bool on_device) {
   StepWorkspace& ws = *ws_;
   if (observer_ != nullptr) return 0;  // It sees every product on its own.
   const size_t cap =
@@ -263,8 +269,9 @@ size_t Forward::ReadyOneRowExperts(size_t first, size_t n_experts) {
   size_t m = 0;
   for (size_t i = first; i < n_experts && m < cap; ++i) {
     const memory::ChunkId chunk = ws.expert_chunks[i];
+    const bool in_vram = device_ != nullptr && device_->OnDevice(chunk);
     if (!ws.group_done[i] && ws.group_start[i + 1] - ws.group_start[i] == 1 &&
-        (device_ == nullptr || !device_->OnDevice(chunk)) && store_->Ready(chunk)) {
+        (on_device ? in_vram : !in_vram && store_->Ready(chunk))) {
       ws.experts_together[m++] = static_cast<int32_t>(i);
     }
   }
@@ -314,6 +321,46 @@ absl::Status Forward::RunExpertsTogether(const LayerTensors& layer, size_t m) {
     const ExpertRef& expert = layer.experts[ws.routes[start].expert];
     AddExpertBias(layer.down_exps_b, leases[j]->slot(), expert.down_bias_offset, 1,
                   &ws.expert_out[start * d]);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Forward::RunDeviceExpertsTogether(const LayerTensors& layer, size_t m) {
+  StepWorkspace& ws = *ws_;
+  const int64_t d = model_->hparams().n_embd, ff = model_->hparams().moe.n_ff_exp;
+  std::optional<ChunkLease> leases[internal::kMaxExpertsTogether];
+  const ExpertRef* experts[internal::kMaxExpertsTogether];
+  for (size_t j = 0; j < m; ++j) {
+    const size_t i = static_cast<size_t>(ws.experts_together[j]);
+    ws.group_done[i] = 1;
+    experts[j] = &layer.experts[ws.routes[ws.group_start[i]].expert];
+    leases[j].emplace(store_, experts[j]->chunk, device_);
+    RETURN_IF_ERROR(leases[j]->Acquire());
+    CountExpert(experts[j]->chunk);
+  }
+  internal::ProductBatch gate_up(device_, *leases[0]);
+  for (size_t j = 0; j < m; ++j) {
+    const uint8_t* base = leases[j]->slot();
+    const float* x = &ws.xb[ws.routes[ws.group_start[ws.experts_together[j]]].token * d];
+    RETURN_IF_ERROR(Product(*leases[j], layer.gate_exps.ViewAt(base + experts[j]->gate_offset), x,
+                            d, 1, &ws.gate[j * ff], ff));
+    RETURN_IF_ERROR(Product(*leases[j], layer.up_exps.ViewAt(base + experts[j]->up_offset), x, d, 1,
+                            &ws.up[j * ff], ff));
+  }
+  RETURN_IF_ERROR(gate_up.End());
+  internal::ProductBatch down(device_, *leases[0]);
+  for (size_t j = 0; j < m; ++j) {
+    const uint8_t* base = leases[j]->slot();
+    ExpertHidden(model_->hparams().moe, layer, *experts[j], base, 1, &ws.gate[j * ff],
+                 &ws.up[j * ff]);
+    RETURN_IF_ERROR(Product(*leases[j], layer.down_exps.ViewAt(base + experts[j]->down_offset),
+                            &ws.gate[j * ff], ff, 1,
+                            &ws.expert_out[ws.group_start[ws.experts_together[j]] * d], d));
+  }
+  RETURN_IF_ERROR(down.End());
+  for (size_t j = 0; j < m; ++j) {
+    AddExpertBias(layer.down_exps_b, leases[j]->slot(), experts[j]->down_bias_offset, 1,
+                  &ws.expert_out[ws.group_start[ws.experts_together[j]] * d]);
   }
   return absl::OkStatus();
 }

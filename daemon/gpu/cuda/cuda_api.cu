@@ -81,7 +81,8 @@ int CopyToHostAsync(void* dst, uint64_t src, uint64_t bytes, Handle stream) {
 
 int EventCreate(Handle* event, bool timing) {
   cudaEvent_t e = nullptr;
-  cudaError_t err = cudaEventCreateWithFlags(&e, timing ? cudaEventDefault : cudaEventDisableTiming);
+  cudaError_t err =
+      cudaEventCreateWithFlags(&e, timing ? cudaEventDefault : cudaEventDisableTiming);
   *event = e;
   return err;
 }

@@ -48,6 +48,21 @@ int EventSynchronize(Handle event);
 int EventQuery(Handle event);  // 0 complete, kErrorNotReady not yet.
 int EventElapsedMs(Handle start, Handle end, float* ms);
 
+// The codebooks of the IQ1-IQ3 types (kernels/iq_grids.h) as the kernels
+// keep them in device memory: SetIqTables copies them there, once, before
+// a product of those types.
+struct IqTables {
+  uint64_t iq2xxs[256];
+  uint64_t iq2xs[512];
+  uint64_t iq2s[1024];
+  uint64_t iq1s[2048];
+  uint64_t sign_bytes[256];  // kIqSignBytes.
+  uint32_t iq3xxs[256];
+  uint32_t iq3s[512];
+  uint8_t signs7[128];  // kIqSigns7.
+};
+int SetIqTables(const IqTables& tables);
+
 // y[b * y_stride + r] = dot(row r of W, x + b * x_stride), b < batch, with
 // W `rows` x `cols` of ggml type `type` (a kernels::WeightType id) at `w`,
 // row r at w + r * row_stride; x, y f32. Launched on `stream`; returns the

@@ -1,11 +1,13 @@
 #include "daemon/gpu/cuda/cuda_device.h"
 
+#include <algorithm>
 #include <map>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "daemon/gpu/cuda/cuda_api.h"
+#include "daemon/kernels/iq_grids.h"
 
 namespace waste::gpu {
 namespace {
@@ -287,6 +289,19 @@ absl::StatusOr<std::unique_ptr<Device>> OpenCudaDevice(int ordinal) {
   uint64_t free_bytes = 0, total_bytes = 0;
   if (absl::Status s = CudaStatus(api::MemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
       !s.ok()) {
+    return s;
+  }
+  // The codebook types' grids, for their kernels.
+  auto tables = std::make_unique<api::IqTables>();
+  std::copy_n(kernels::kIq2XxsGrid, 256, tables->iq2xxs);
+  std::copy_n(kernels::kIq2XsGrid, 512, tables->iq2xs);
+  std::copy_n(kernels::kIq2SGrid, 1024, tables->iq2s);
+  std::copy_n(kernels::kIq1SGrid, 2048, tables->iq1s);
+  std::copy_n(kernels::kIqSignBytes.begin(), 256, tables->sign_bytes);
+  std::copy_n(kernels::kIq3XxsGrid, 256, tables->iq3xxs);
+  std::copy_n(kernels::kIq3SGrid, 512, tables->iq3s);
+  std::copy_n(kernels::kIqSigns7.begin(), 128, tables->signs7);
+  if (absl::Status s = CudaStatus(api::SetIqTables(*tables), "cudaMemcpyToSymbol"); !s.ok()) {
     return s;
   }
   auto device = std::make_unique<CudaDevice>(

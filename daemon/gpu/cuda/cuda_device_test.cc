@@ -57,11 +57,8 @@ TEST(CudaDeviceOpenTest, SaysWhyThereIsNoDevice) {
   EXPECT_NE(device.status().message().find("no CUDA device"), std::string::npos) << device.status();
 }
 
-constexpr WeightType kDeviceTypes[] = {
-    WeightType::kF32,  WeightType::kF16,    WeightType::kBF16,   WeightType::kQ4_0,
-    WeightType::kQ4_1, WeightType::kQ5_0,   WeightType::kQ5_1,   WeightType::kQ8_0,
-    WeightType::kQ2_K, WeightType::kQ3_K,   WeightType::kQ4_K,   WeightType::kQ5_K,
-    WeightType::kQ6_K, WeightType::kIQ4_NL, WeightType::kIQ4_XS, WeightType::kMXFP4};
+// Every type the CPU computes.
+constexpr auto& kDeviceTypes = kernels::kAllWeightTypes;
 
 // Selects the block types' kernel for the products that follow: the
 // grouped one (the default) or the plain per-element one.

@@ -9,8 +9,9 @@
 
 // ggml type ids (kernels::WeightType).
 constexpr uint32_t kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8,
-                   kQ2_K = 10, kQ3_K = 11, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14, kIQ4_NL = 20,
-                   kIQ4_XS = 23, kBF16 = 30, kMXFP4 = 39;
+                   kQ2_K = 10, kQ3_K = 11, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14, kIQ2_XXS = 16,
+                   kIQ2_XS = 17, kIQ3_XXS = 18, kIQ1_S = 19, kIQ4_NL = 20, kIQ3_S = 21, kIQ2_S = 22,
+                   kIQ4_XS = 23, kIQ1_M = 29, kBF16 = 30, kMXFP4 = 39;
 
 // The 16 levels of IQ4_NL and IQ4_XS (kernels::kIq4NlValues). In global
 // memory, not __constant__: a warp's lanes look up different levels, which
@@ -516,6 +517,158 @@ __device__ __forceinline__ void Group8<kQ3_K>(const uint8_t* row, int64_t e0, fl
   }
 }
 
+// The codebook types (IQ1_S .. IQ3_S): elements 8l .. 8l + 7 of group g
+// (32 elements) are one 64-bit word of int8 codes, as kernels/iq_decode.h
+// builds them, times the scale of their half of the group: g_iq's tables,
+// each word's bytes element j in byte j.
+__device__ IqTables g_iq;
+
+__device__ __forceinline__ uint16_t U16At(const uint8_t* p) {
+  return static_cast<uint16_t>(p[0] | (p[1] << 8));
+}
+__device__ __forceinline__ uint32_t U32At(const uint8_t* p) {
+  return p[0] | (p[1] << 8) | (p[2] << 16) | (static_cast<uint32_t>(p[3]) << 24);
+}
+// Negates the bytes of `grid` (all in 1..127) whose bit is set in `signs`.
+__device__ __forceinline__ uint64_t WithSigns(uint64_t grid, uint32_t signs) {
+  const uint64_t m = g_iq.sign_bytes[signs];
+  return (grid ^ m) + (m & 0x0101010101010101ull);
+}
+// IQ1: grid bytes -1, 0, 1 to 8 * grid + (negative ? -1 : 1).
+__device__ __forceinline__ uint64_t Iq1Codes(uint64_t grid, bool negative) {
+  const uint64_t eight = (grid & 0x1F1F1F1F1F1F1F1Full) << 3;
+  if (!negative) return eight | 0x0101010101010101ull;
+  return ~(eight ^ ((grid & 0x0101010101010101ull) * 0xF0));
+}
+
+// Word l of group g of the block at b, and its scale (per 16 elements: l / 2).
+template <uint32_t kType>
+__device__ __forceinline__ uint64_t IqWord(const uint8_t* b, int g, int l, float* scale);
+
+template <>
+__device__ __forceinline__ uint64_t IqWord<kIQ2_XXS>(const uint8_t* b, int g, int l, float* scale) {
+  const uint8_t* qs = b + 2 + 8 * g;  // 4 grid indices, then the word of signs and scale.
+  const uint32_t aux = U32At(qs + 4);
+  *scale = HalfAt(b) * static_cast<float>(2 * (aux >> 28) + 1) * 0.125f;
+  return WithSigns(g_iq.iq2xxs[qs[l]], g_iq.signs7[(aux >> (7 * l)) & 127]);
+}
+
+// IQ2_XS and IQ2_S: two 4-bit scales in scales[g], one per 16.
+__device__ __forceinline__ float Iq2Scale(const uint8_t* b, int sc, int l) {
+  return HalfAt(b) * static_cast<float>(2 * ((sc >> (4 * (l >> 1))) & 0xF) + 1) * 0.125f;
+}
+
+template <>
+__device__ __forceinline__ uint64_t IqWord<kIQ2_XS>(const uint8_t* b, int g, int l, float* scale) {
+  const uint32_t v = U16At(b + 2 + 8 * g + 2 * l);  // 9-bit index, 7-bit sign index.
+  *scale = Iq2Scale(b, b[66 + g], l);
+  return WithSigns(g_iq.iq2xs[v & 511], g_iq.signs7[v >> 9]);
+}
+
+template <>
+__device__ __forceinline__ uint64_t IqWord<kIQ2_S>(const uint8_t* b, int g, int l, float* scale) {
+  // qs[0..31] index bytes, qs[32..63] sign bytes, qh[8], scales[8].
+  const int index = b[2 + 4 * g + l] | ((b[66 + g] << (8 - 2 * l)) & 0x300);
+  *scale = Iq2Scale(b, b[74 + g], l);
+  return WithSigns(g_iq.iq2s[index], b[2 + 32 + 4 * g + l]);
+}
+
+template <>
+__device__ __forceinline__ uint64_t IqWord<kIQ3_XXS>(const uint8_t* b, int g, int l, float* scale) {
+  const uint8_t* qs = b + 2 + 8 * g;  // Two 4-value indices per word.
+  const uint32_t aux = U32At(b + 2 + 64 + 4 * g);
+  *scale = HalfAt(b) * static_cast<float>(2 * (aux >> 28) + 1) * 0.25f;
+  const uint64_t grid = g_iq.iq3xxs[qs[2 * l]] | (uint64_t{g_iq.iq3xxs[qs[2 * l + 1]]} << 32);
+  return WithSigns(grid, g_iq.signs7[(aux >> (7 * l)) & 127]);
+}
+
+template <>
+__device__ __forceinline__ uint64_t IqWord<kIQ3_S>(const uint8_t* b, int g, int l, float* scale) {
+  // qs[64], qh[8], signs[32], scales[4].
+  const uint8_t* qs = b + 2 + 8 * g;
+  const int qh = b[66 + g];
+  const int i0 = qs[2 * l] | ((qh << (8 - 2 * l)) & 256);
+  const int i1 = qs[2 * l + 1] | ((qh << (7 - 2 * l)) & 256);
+  *scale = HalfAt(b) * static_cast<float>(2 * ((b[106 + g / 2] >> (4 * (g % 2))) & 0xF) + 1);
+  return WithSigns(g_iq.iq3s[i0] | (uint64_t{g_iq.iq3s[i1]} << 32), b[74 + 4 * g + l]);
+}
+
+template <>
+__device__ __forceinline__ uint64_t IqWord<kIQ1_S>(const uint8_t* b, int g, int l, float* scale) {
+  // qs[32], then qh[8] (u16): index bits 8-10 at 3l, scale bits 12-14, sign bit 15.
+  const uint32_t qh = U16At(b + 34 + 2 * g);
+  *scale = HalfAt(b) * static_cast<float>(2 * ((qh >> 12) & 7) + 1) * 0.125f;
+  return Iq1Codes(g_iq.iq1s[b[2 + 4 * g + l] | (((qh >> (3 * l)) & 7) << 8)], qh & 0x8000);
+}
+
+template <>
+__device__ __forceinline__ uint64_t IqWord<kIQ1_M>(const uint8_t* b, int g, int l, float* scale) {
+  // qs[32], qh[16] (a nibble per word: index bits 8-10, the shift's sign),
+  // scales: 4 u16 words of 3-bit scales per 16, their top nibbles the f16 d.
+  uint32_t sc[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) sc[i] = U16At(b + 48 + 2 * i);
+  const uint32_t h =
+      (sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) | ((sc[2] >> 4) & 0x0F00) | (sc[3] & 0xF000);
+  const int nibble = (b[32 + 2 * g + l / 2] >> (4 * (l % 2))) & 0xF;
+  const int word = sc[g / 2] >> (6 * (g % 2));
+  *scale = HalfBits(h) * static_cast<float>(2 * ((word >> (3 * (l >> 1))) & 7) + 1) * 0.125f;
+  return Iq1Codes(g_iq.iq1s[b[4 * g + l] | ((nibble & 7) << 8)], nibble & 8);
+}
+
+// Bytes of one IQ block of 256 elements.
+__host__ __device__ constexpr int IqBlockBytes(uint32_t type) {
+  switch (type) {
+    case kIQ2_XXS:
+      return 66;
+    case kIQ2_XS:
+      return 74;
+    case kIQ2_S:
+      return 82;
+    case kIQ3_XXS:
+      return 98;
+    case kIQ3_S:
+      return 110;
+    case kIQ1_S:
+      return 50;
+    case kIQ1_M:
+      return 56;
+    default:
+      return 0;
+  }
+}
+
+template <uint32_t kType>
+__device__ __forceinline__ void IqGroup8(const uint8_t* row, int64_t e0, float v[8]) {
+  const uint8_t* b = row + (e0 >> 8) * IqBlockBytes(kType);
+  const int i0 = static_cast<int>(e0 & 255);
+  float scale;
+  const uint64_t word = IqWord<kType>(b, i0 >> 5, (i0 >> 3) & 3, &scale);
+#pragma unroll
+  for (int k = 0; k < 8; ++k)
+    v[k] = scale * static_cast<float>(static_cast<int8_t>(word >> (8 * k)));
+}
+
+#define WASTE_IQ_DECODERS(T)                                                              \
+  template <>                                                                             \
+  __device__ __forceinline__ void Group8<T>(const uint8_t* row, int64_t e0, float v[8]) { \
+    IqGroup8<T>(row, e0, v);                                                              \
+  }                                                                                       \
+  template <>                                                                             \
+  __device__ __forceinline__ float Element<T>(const uint8_t* row, int64_t e) {            \
+    float v[8];                                                                           \
+    IqGroup8<T>(row, e & ~int64_t{7}, v);                                                 \
+    return v[e & 7];                                                                      \
+  }
+WASTE_IQ_DECODERS(kIQ2_XXS)
+WASTE_IQ_DECODERS(kIQ2_XS)
+WASTE_IQ_DECODERS(kIQ2_S)
+WASTE_IQ_DECODERS(kIQ3_XXS)
+WASTE_IQ_DECODERS(kIQ3_S)
+WASTE_IQ_DECODERS(kIQ1_S)
+WASTE_IQ_DECODERS(kIQ1_M)
+#undef WASTE_IQ_DECODERS
+
 // Bytes of a row's 256 elements (a K-type block, eight 32-blocks).
 __host__ __device__ constexpr int StepBytes(uint32_t type) {
   switch (type % 1000) {
@@ -541,6 +694,14 @@ __host__ __device__ constexpr int StepBytes(uint32_t type) {
       return 84;
     case kQ3_K:
       return 110;
+    case kIQ2_XXS:
+    case kIQ2_XS:
+    case kIQ2_S:
+    case kIQ3_XXS:
+    case kIQ3_S:
+    case kIQ1_S:
+    case kIQ1_M:
+      return IqBlockBytes(type);
     case kF16:
     case kBF16:
       return 512;

@@ -1,7 +1,9 @@
 // Products of quantized weight matrices with f32 activations on the GPU:
 // y[b][r] = dot(row r of W, x[b]) for the types DeviceComputes() lists:
-// F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
-// IQ4_NL, IQ4_XS, MXFP4 (the codebook types IQ1..IQ3 stay on the CPU).
+// every type of the CPU's: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K,
+// Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4 and the codebook types IQ1_S,
+// IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S (their grids in device
+// memory: SetIqTables).
 //
 // The block layouts are ggml's (daemon/kernels/quant_blocks.h, mirrored
 // below by byte offsets; the device test checks every type against the CPU
@@ -248,6 +250,10 @@ int Launch(int64_t rows, int64_t cols, uint64_t w, int64_t row_stride, uint64_t 
 
 }  // namespace
 
+int SetIqTables(const IqTables& tables) {
+  return cudaMemcpyToSymbol(g_iq, &tables, sizeof(tables));
+}
+
 int LaunchMatMul(uint32_t type, int64_t rows, int64_t cols, uint64_t w, int64_t row_stride,
                  uint64_t x, int64_t x_stride, int64_t batch, uint64_t y, int64_t y_stride,
                  Handle stream) {
@@ -285,6 +291,20 @@ int LaunchMatMul(uint32_t type, int64_t rows, int64_t cols, uint64_t w, int64_t 
       return Launch<kQ3_K>(rows, cols, w, row_stride, x, x_stride, batch, y, y_stride, s);
     case kMXFP4:
       return Launch<kMXFP4>(rows, cols, w, row_stride, x, x_stride, batch, y, y_stride, s);
+    case kIQ2_XXS:
+      return Launch<kIQ2_XXS>(rows, cols, w, row_stride, x, x_stride, batch, y, y_stride, s);
+    case kIQ2_XS:
+      return Launch<kIQ2_XS>(rows, cols, w, row_stride, x, x_stride, batch, y, y_stride, s);
+    case kIQ2_S:
+      return Launch<kIQ2_S>(rows, cols, w, row_stride, x, x_stride, batch, y, y_stride, s);
+    case kIQ3_XXS:
+      return Launch<kIQ3_XXS>(rows, cols, w, row_stride, x, x_stride, batch, y, y_stride, s);
+    case kIQ3_S:
+      return Launch<kIQ3_S>(rows, cols, w, row_stride, x, x_stride, batch, y, y_stride, s);
+    case kIQ1_S:
+      return Launch<kIQ1_S>(rows, cols, w, row_stride, x, x_stride, batch, y, y_stride, s);
+    case kIQ1_M:
+      return Launch<kIQ1_M>(rows, cols, w, row_stride, x, x_stride, batch, y, y_stride, s);
     default:
       return cudaErrorInvalidValue;
   }
