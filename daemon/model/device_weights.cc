@@ -229,27 +229,42 @@ absl::Status DeviceWeights::MatMul(memory::ChunkId id, uint64_t offset,
   const auto start = std::chrono::steady_clock::now();
   const int64_t cols = shape.cols, rows = shape.rows;
   // The staging buffers hold the batch's products one after another; one
-  // that does not fit behind the others waits for them first.
-  if (x_used_ + n * cols > max_rows_ * max_cols_ || y_used_ + n * rows > max_rows_ * max_out_) {
+  // that does not fit behind the others waits for them first. A product
+  // with the same input as the one before it (gate and up, q, k and v)
+  // shares its staged rows.
+  auto staged_equal = [&] {  // (Its bytes, not just its address: x may have changed.)
+    const float* staged = x_host_ + pending_.back().x_offset;
+    for (int64_t b = 0; b < n; ++b) {
+      if (std::memcmp(staged + b * cols, x + b * x_stride, cols * sizeof(float)) != 0) return false;
+    }
+    return true;
+  };
+  const bool same_x = !pending_.empty() && pending_.back().x == x &&
+                      pending_.back().x_stride == x_stride && pending_.back().n == n &&
+                      pending_.back().cols == cols && staged_equal();
+  if ((!same_x && x_used_ + n * cols > max_rows_ * max_cols_) ||
+      y_used_ + n * rows > max_rows_ * max_out_) {
     RETURN_IF_ERROR(Flush());
   }
-  float* x_stage = x_host_ + x_used_;
-  for (int64_t b = 0; b < n; ++b) {
-    std::memcpy(x_stage + b * cols, x + b * x_stride, cols * sizeof(float));
+  Pending p{y, y_stride, n, rows, y_used_};
+  p.x = x;
+  p.x_stride = x_stride;
+  p.cols = cols;
+  p.x_offset = same_x && !pending_.empty() ? pending_.back().x_offset : x_used_;
+  p.matrix = {shape.type, rows, cols, chunks_[id].base + offset, shape.row_stride_bytes};
+  if (p.x_offset == x_used_) {
+    float* x_stage = x_host_ + x_used_;
+    for (int64_t b = 0; b < n; ++b) {
+      std::memcpy(x_stage + b * cols, x + b * x_stride, cols * sizeof(float));
+    }
+    x_used_ += n * cols;
+    stats_.activation_bytes += static_cast<int64_t>(n * cols * sizeof(float));
   }
-  const uint64_t x_bytes = n * cols * sizeof(float), y_bytes = n * rows * sizeof(float);
-  const gpu::DevicePtr dx = x_ + x_used_ * sizeof(float), dy = y_ + y_used_ * sizeof(float);
-  RETURN_IF_ERROR(device_->CopyToDevice(gpu::Stream::kCompute, dx, x_stage, x_bytes));
-  const gpu::DeviceMatrix m{shape.type, rows, cols, chunks_[id].base + offset,
-                            shape.row_stride_bytes};
-  RETURN_IF_ERROR(device_->MatMul(gpu::Stream::kCompute, m, dx, cols, n, dy, rows));
-  RETURN_IF_ERROR(device_->CopyToHost(gpu::Stream::kCompute, y_host_ + y_used_, dy, y_bytes));
-  pending_.push_back({y, y_stride, n, rows, y_used_});
-  x_used_ += n * cols;
+  pending_.push_back(p);
   y_used_ += n * rows;
   ++stats_.products;
   stats_.product_bytes += rows * shape.row_stride_bytes;
-  stats_.activation_bytes += static_cast<int64_t>(x_bytes + y_bytes);
+  stats_.activation_bytes += static_cast<int64_t>(n * rows * sizeof(float));
   absl::Status status = batch_depth_ > 0 ? absl::OkStatus() : Flush();
   stats_.product_seconds += Since(start);
   return status;
@@ -257,7 +272,20 @@ absl::Status DeviceWeights::MatMul(memory::ChunkId id, uint64_t offset,
 
 absl::Status DeviceWeights::Flush() {
   if (pending_.empty()) return absl::OkStatus();
-  absl::Status status = device_->StreamSynchronize(gpu::Stream::kCompute);
+  // One copy of every staged input, the kernels, one copy of every output.
+  absl::Status status = device_->CopyToDevice(gpu::Stream::kCompute, x_, x_host_,
+                                              static_cast<uint64_t>(x_used_) * sizeof(float));
+  for (const Pending& p : pending_) {
+    if (!status.ok()) break;
+    status = device_->MatMul(gpu::Stream::kCompute, p.matrix, x_ + p.x_offset * sizeof(float),
+                             p.cols, p.n, y_ + p.y_offset * sizeof(float), p.rows);
+  }
+  if (status.ok()) {
+    status = device_->CopyToHost(gpu::Stream::kCompute, y_host_, y_,
+                                 static_cast<uint64_t>(y_used_) * sizeof(float));
+  }
+  const absl::Status synced = device_->StreamSynchronize(gpu::Stream::kCompute);
+  if (status.ok()) status = synced;
   ++stats_.synchronizations;
   if (status.ok()) {
     for (const Pending& p : pending_) {

@@ -83,15 +83,17 @@ class DeviceWeights {
   // y = W x on the device, W the matrix `shape` describes at `offset` in
   // chunk `id`'s slot; x, y host memory as kernels::MatMul's. x is read
   // before it returns; y is written before it returns, or inside a batch
-  // at its EndBatch.
+  // at its EndBatch (a product's errors come there too).
   absl::Status MatMul(memory::ChunkId id, uint64_t offset, const kernels::WeightView& shape,
                       const float* x, int64_t x_stride, int64_t n, float* y, int64_t y_stride);
 
-  // Products between BeginBatch and EndBatch are issued without waiting for
-  // each result: one synchronization for all of them (a batch too big for
-  // the staging buffers takes more). For independent products only (q, k, v;
-  // gate and up; MLA's per-head products): a product's input must not be an
-  // earlier one's output. Nests; EndBatch of the outermost delivers.
+  // Products between BeginBatch and EndBatch are issued together at its end:
+  // one copy of their inputs (an input the product before it had is staged
+  // once), their kernels, one copy of their outputs and one synchronization
+  // (a batch too big for the staging buffers takes more). For independent
+  // products only (q, k, v; gate and up; MLA's per-head products): a
+  // product's input must not be an earlier one's output, and stays as it is
+  // until EndBatch. Nests; EndBatch of the outermost delivers.
   void BeginBatch();
   absl::Status EndBatch();
   // `bytes` at `offset` of chunk `id`'s slot (an embedding row), copied to
@@ -107,11 +109,16 @@ class DeviceWeights {
     uint8_t* shadow = nullptr;
     uint64_t shadow_bytes = 0;
   };
-  // A product issued and not yet delivered to its y.
+  // A product asked for and not yet delivered to its y: its input staged
+  // at x_offset floats into x_host_ (and x_), its output to come at
+  // y_offset into y_ (and y_host_).
   struct Pending {
     float* y;
     int64_t y_stride, n, rows;
-    int64_t y_offset;  // Floats into y_host_.
+    int64_t y_offset;
+    const float* x = nullptr;
+    int64_t x_stride = 0, cols = 0, x_offset = 0;
+    gpu::DeviceMatrix matrix;
   };
   explicit DeviceWeights(gpu::Device* device) : device_(device) {}
   // Waits for the issued products and delivers their results.
