@@ -19,7 +19,8 @@ bool CanInterleave(WeightType type, int64_t cols, WeightLayout layout) {
       return type == WeightType::kQ4_0 || type == WeightType::kQ8_0 || type == WeightType::kQ4_K;
     case WeightLayout::kInterleavedLanes:
       return type == WeightType::kQ4_0 || type == WeightType::kQ4_K ||
-             type == WeightType::kIQ4_NL || type == WeightType::kIQ4_XS;
+             type == WeightType::kIQ4_NL || type == WeightType::kIQ4_XS ||
+             type == WeightType::kMXFP4;
   }
   return false;
 }
@@ -29,8 +30,8 @@ WeightLayout InterleavedLayoutFor(WeightType type, Isa isa) {
   // one core 24 against 28 GB/s plain, and 31-33 with GGUF's pairing
   // interleaved); the AVX2 loop saves its transposes (Q4_K 19.5 -> 23 GB/s;
   // Q4_0, Zen 5, 35 -> 46, AVX-VNNI 39 -> 49).
-  // IQ4_NL and IQ4_XS: their table loop loses the same transposes (and
-  // IQ4_NL's scale gathers): see matmul_avx2_table.cc.
+  // IQ4_NL, IQ4_XS and MXFP4: their table loop loses the same transposes
+  // (and IQ4_NL's and MXFP4's scale gathers): see matmul_avx2_table.cc.
   if (IsAvx2Family(isa) && CanInterleave(type, 256, WeightLayout::kInterleavedLanes)) {
     return WeightLayout::kInterleavedLanes;
   }
@@ -129,17 +130,21 @@ void InterleaveBlockLanes(int64_t rows, int64_t cols, uint8_t* base) {
   });
 }
 
-// IQ4_XS in kInterleavedLanes: its 8 header bytes as they are, then its 8
-// groups' 16 code bytes dword-transposed (LaneCodeByte).
-void InterleaveIq4XsLanes(int64_t rows, int64_t cols, uint8_t* base) {
-  constexpr int kHeader = internal::LaneHeaderBytes(WeightType::kIQ4_XS);
-  static_assert(offsetof(BlockIQ4_XS, qs) == kHeader);
-  InterleaveUnits<sizeof(BlockIQ4_XS)>(rows, cols, base, [](uint8_t* unit, const uint8_t* block) {
-    std::memcpy(unit, block, kHeader);
+// IQ4_XS and MXFP4 in kInterleavedLanes: an 8-byte header (IQ4_XS's own,
+// MXFP4's 8 exponents), then the 8 groups' 16 code bytes dword-transposed
+// (LaneCodeByte).
+template <WeightType kType>
+void InterleaveHeaderLanes(int64_t rows, int64_t cols, uint8_t* base) {
+  constexpr int kHeader = internal::LaneHeaderBytes(kType);
+  constexpr bool kXs = kType == WeightType::kIQ4_XS;
+  static_assert(kHeader == 8 && offsetof(BlockIQ4_XS, qs) == kHeader);
+  static_assert(sizeof(BlockIQ4_XS) == 8 * sizeof(BlockMXFP4));
+  InterleaveUnits<sizeof(BlockIQ4_XS)>(rows, cols, base, [](uint8_t* unit, const uint8_t* file) {
     for (int j = 0; j < 8; ++j) {
+      const uint8_t* qs = kXs ? file + kHeader + 16 * j : file + sizeof(BlockMXFP4) * j + 1;
+      unit[j] = kXs ? file[j] : file[sizeof(BlockMXFP4) * j];
       for (int c = 0; c < 4; ++c) {
-        std::memcpy(unit + kHeader + internal::LaneCodeByte(j, 4 * c),
-                    block + kHeader + 16 * j + 4 * c, 4);
+        std::memcpy(unit + kHeader + internal::LaneCodeByte(j, 4 * c), qs + 4 * c, 4);
       }
     }
   });
@@ -160,7 +165,9 @@ void InterleaveRows(WeightType type, int64_t rows, int64_t cols, void* data, Wei
       case WeightType::kIQ4_NL:
         return InterleaveBlockLanes<BlockIQ4_NL>(rows, cols, base);
       case WeightType::kIQ4_XS:
-        return InterleaveIq4XsLanes(rows, cols, base);
+        return InterleaveHeaderLanes<WeightType::kIQ4_XS>(rows, cols, base);
+      case WeightType::kMXFP4:
+        return InterleaveHeaderLanes<WeightType::kMXFP4>(rows, cols, base);
       default:
         return InterleaveQ4KLanes(rows, cols, base);
     }

@@ -45,7 +45,8 @@ constexpr Layout kLayouts[] = {{WeightType::kQ4_0, WeightLayout::kInterleaved},
                                {WeightType::kQ4_K, WeightLayout::kInterleaved},
                                {WeightType::kQ4_K, WeightLayout::kInterleavedLanes},
                                {WeightType::kIQ4_NL, WeightLayout::kInterleavedLanes},
-                               {WeightType::kIQ4_XS, WeightLayout::kInterleavedLanes}};
+                               {WeightType::kIQ4_XS, WeightLayout::kInterleavedLanes},
+                               {WeightType::kMXFP4, WeightLayout::kInterleavedLanes}};
 
 struct Pair {
   std::vector<uint8_t> rows, interleaved;
@@ -141,6 +142,8 @@ TEST(InterleaveTest, RejectsWhatCannotBeInterleaved) {
   EXPECT_FALSE(CanInterleave(WeightType::kQ8_0, 512, WeightLayout::kInterleavedLanes));
   EXPECT_TRUE(CanInterleave(WeightType::kIQ4_NL, 512, WeightLayout::kInterleavedLanes));
   EXPECT_TRUE(CanInterleave(WeightType::kIQ4_XS, 512, WeightLayout::kInterleavedLanes));
+  EXPECT_TRUE(CanInterleave(WeightType::kMXFP4, 512, WeightLayout::kInterleavedLanes));
+  EXPECT_FALSE(CanInterleave(WeightType::kMXFP4, 512, WeightLayout::kInterleaved));
   EXPECT_FALSE(CanInterleave(WeightType::kIQ4_NL, 512, WeightLayout::kInterleaved));
   EXPECT_FALSE(CanInterleave(WeightType::kIQ4_NL, 288, WeightLayout::kInterleavedLanes));
   // Resident: lanes for the AVX2 loops, the file's rows for AVX-512's.
@@ -149,6 +152,9 @@ TEST(InterleaveTest, RejectsWhatCannotBeInterleaved) {
   EXPECT_EQ(ResidentLayoutFor(WeightType::kIQ4_NL, 4096, Isa::kAvxVnni),
             WeightLayout::kInterleavedLanes);
   EXPECT_EQ(ResidentLayoutFor(WeightType::kIQ4_NL, 4096, Isa::kAvx512), WeightLayout::kRows);
+  EXPECT_EQ(ResidentLayoutFor(WeightType::kMXFP4, 4096, Isa::kAvx2),
+            WeightLayout::kInterleavedLanes);
+  EXPECT_EQ(ResidentLayoutFor(WeightType::kMXFP4, 4096, Isa::kAvx512), WeightLayout::kRows);
   EXPECT_EQ(ResidentLayoutFor(WeightType::kQ8_0, 4096, Isa::kAvx2), WeightLayout::kInterleaved);
   EXPECT_FALSE(CanInterleave(WeightType::kQ5_K, 256));
   EXPECT_FALSE(CanInterleave(WeightType::kF32, 256));

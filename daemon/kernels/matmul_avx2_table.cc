@@ -71,16 +71,12 @@ struct TableNibbles {
     if constexpr (T == WeightType::kIQ4_XS) {
       r.wsc = Iq4XsScales(p);
     } else if constexpr (T == WeightType::kMXFP4) {
-      // The 8 exponents as 2^(e - 128) (E8M0HalfToF32, 8 at once).
       uint64_t bytes = 0;
 #pragma GCC unroll 8
       for (int j = 0; j < 8; ++j) {
         if (!kPartial || j < blocks) bytes |= uint64_t{p[sizeof(BlockMXFP4) * j]} << (8 * j);
       }
-      const __m256i e = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(bytes)));
-      const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
-      const __m256i sub = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
-      __m256i bits = _mm256_blendv_epi8(normal, sub, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e));
+      __m256i bits = Mxfp4ScaleBits(bytes);
       if constexpr (kPartial) {
         // An absent block's lane 0, not the subnormal 2^-128 of e = 0, which
         // every multiply would take a slow assist for.
@@ -105,6 +101,15 @@ struct TableNibbles {
     Transpose4(g, r.e);
     r.table = Table();
     return r;
+  }
+
+  // MXFP4: 8 E8M0 exponents (byte j of `bytes`) as the float bits of
+  // 2^(e - 128) (E8M0HalfToF32, 8 at once).
+  [[gnu::always_inline]] static __m256i Mxfp4ScaleBits(uint64_t bytes) {
+    const __m256i e = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(bytes)));
+    const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+    const __m256i sub = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+    return _mm256_blendv_epi8(normal, sub, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e));
   }
 
   // IQ4_XS: group j's scale, nibble j of the scales_l word and bits 2j, 2j +
@@ -142,10 +147,11 @@ struct TableNibbles {
   }
 };
 
-// IQ4_NL and IQ4_XS in kInterleavedLanes: the code dwords already where
-// Transpose4 puts them (LaneCodeByte: 4 loads instead of 8, 4 inserts and 8
-// unpacks), IQ4_NL's 8 scales one load (not 8 and 7 blends); the same codes
-// and scales as TableNibbles', so the same sums.
+// IQ4_NL, IQ4_XS and MXFP4 in kInterleavedLanes: the code dwords already
+// where Transpose4 puts them (LaneCodeByte: 4 loads instead of 8, 4 inserts
+// and 8 unpacks), IQ4_NL's 8 scales and MXFP4's 8 exponents one load (not 8
+// and 7 blends); the same codes and scales as TableNibbles', so the same
+// sums.
 template <WeightType T>
 struct LanesTableNibbles : TableNibbles<T> {
   using Base = TableNibbles<T>;
@@ -159,6 +165,8 @@ struct LanesTableNibbles : TableNibbles<T> {
       r.e[k] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kHeader + 32 * k));
     if constexpr (T == WeightType::kIQ4_XS) {
       r.wsc = Base::Iq4XsScales(p);
+    } else if constexpr (T == WeightType::kMXFP4) {
+      r.wsc = _mm256_castsi256_ps(Base::Mxfp4ScaleBits(LoadU64(p)));
     } else {
       r.wsc = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     }
@@ -273,7 +281,8 @@ void RowsTable(const RowsTask& t, int64_t begin, int64_t end) {
       return GroupedOrRows<LanesTableNibbles<WeightType::kIQ4_XS>,
                            TableNibbles<WeightType::kIQ4_XS>>(t, begin, end);
     case WeightType::kMXFP4:
-      return RowsOf<TableNibbles<WeightType::kMXFP4>>(t, begin, end);
+      return GroupedOrRows<LanesTableNibbles<WeightType::kMXFP4>, TableNibbles<WeightType::kMXFP4>>(
+          t, begin, end);
     default:
       WCHECK(false) << "no AVX2 table kernel for type " << static_cast<uint32_t>(t.w.type);
   }

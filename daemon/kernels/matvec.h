@@ -40,8 +40,9 @@ enum class WeightLayout : uint8_t {
   // the kRows layout. Only where CanInterleave; never seen by a device.
   // Q4_K's unit is its super-block, as GGUF has it.
   kInterleaved,
-  // Q4_0, Q4_K, IQ4_NL, IQ4_XS: as kInterleaved (IQ4_NL as Q4_0, IQ4_XS as
-  // Q4_K: its super-block's header first), with each unit's codes put in the
+  // Q4_0, Q4_K, IQ4_NL, IQ4_XS, MXFP4: as kInterleaved (IQ4_NL as Q4_0,
+  // IQ4_XS as Q4_K: its super-block's header first; MXFP4 its 8 exponents
+  // first), with each unit's codes put in the
   // order of the tiled AVX2 loops (see LaneCodeByte and Q4KLaneElem in
   // matvec_internal.h), which then need no transposes; the AVX-512 loops
   // permute them back.
@@ -63,9 +64,8 @@ struct WeightView {
 };
 
 // Whether a dense matrix of `type` and `cols` may take `layout`
-// (kInterleaved: Q4_0, Q8_0 and Q4_K; kInterleavedLanes: Q4_0, Q4_K, IQ4_NL
-// and IQ4_XS),
-// cols a multiple of 256.
+// (kInterleaved: Q4_0, Q8_0 and Q4_K; kInterleavedLanes: Q4_0, Q4_K, IQ4_NL,
+// IQ4_XS and MXFP4), cols a multiple of 256.
 bool CanInterleave(WeightType type, int64_t cols, WeightLayout layout = WeightLayout::kInterleaved);
 
 // The interleaved layout the loops of `isa` read fastest for `type`.

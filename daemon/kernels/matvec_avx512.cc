@@ -95,6 +95,16 @@ template <bool kPartial>
   return _mm512_cvtph_ps(_mm256_broadcastsi128_si256(halves));
 }
 
+// 8 E8M0 exponents (the low bytes of e) as the float bits of 2^(e - 128):
+// (e - 1) << 23, or the subnormal 2^-128 << e for e < 2.
+[[gnu::always_inline]] inline __m256i Mxfp4ScaleBits(__m128i e_bytes) {
+  const __m256i e = _mm256_cvtepu8_epi32(e_bytes);
+  const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+  const __m256i subnormal = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+  return _mm256_mask_blend_epi32(_mm256_cmplt_epu32_mask(e, _mm256_set1_epi32(2)), normal,
+                                 subnormal);
+}
+
 // Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4: each half unit (4 blocks) is one
 // vpermt2b that packs the 64 nibble bytes, then low nibbles (the first 16
 // elements of each block) and high nibbles (the last 16); the activation is
@@ -222,16 +232,11 @@ struct Nibble32 {
           _mm512_castsi512_si256(_mm512_permutex2var_epi16(first[0], idx, first[1])));
     } else if constexpr (std::is_same_v<Block, BlockMXFP4>) {
       // The 8 E8M0 exponents (bytes 0, 17, 34, 51 of each half's first load)
-      // picked by one vpermt2b, as 2^(e - 128): float bits (e - 1) << 23, or
-      // the subnormal 2^-128 << e for e < 2.
+      // picked by one vpermt2b.
       const __m512i idx = _mm512_castsi128_si512(
           _mm_setr_epi8(0, 17, 34, 51, 64, 81, 98, 115, 0, 0, 0, 0, 0, 0, 0, 0));
-      const __m256i e = _mm256_cvtepu8_epi32(
-          _mm512_castsi512_si128(_mm512_permutex2var_epi8(first[0], idx, first[1])));
-      const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
-      const __m256i subnormal = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
-      __m256i bits = _mm256_mask_blend_epi32(_mm256_cmplt_epu32_mask(e, _mm256_set1_epi32(2)),
-                                             normal, subnormal);
+      __m256i bits =
+          Mxfp4ScaleBits(_mm512_castsi512_si128(_mm512_permutex2var_epi8(first[0], idx, first[1])));
       // An absent block's exponent 0 would be the subnormal 2^-128, which
       // every multiply then takes a slow assist for (MXFP4 at 128 columns
       // 40 % slower than with this 0).
@@ -254,11 +259,12 @@ using Q5_1 = Nibble32<BlockQ5_1, offsetof(BlockQ5_1, qs), true, true>;
 using IQ4NL = Nibble32<BlockIQ4_NL, offsetof(BlockIQ4_NL, qs), false, false, NibbleCodes::kIq4Nl>;
 using MXFP4 = Nibble32<BlockMXFP4, offsetof(BlockMXFP4, qs), false, false, NibbleCodes::kMxfp4>;
 
-// The grid codes (+128) of two halves of 4 groups' 16 nibble bytes each
-// (IQ4_XS's, and IQ4_NL's blocks): low nibbles then high ones, as IQ4NL's.
-[[gnu::always_inline]] inline void Iq4Codes(const __m512i q[2], Unit* u) {
+// The table codes of two halves of 4 groups' 16 nibble bytes each (IQ4's
+// grid + 128 by default; IQ4_XS's, IQ4_NL's and MXFP4's blocks): low
+// nibbles then high ones, as Nibble32's.
+[[gnu::always_inline]] inline void Iq4Codes(const __m512i q[2], Unit* u,
+                                            __m512i table = Iq4Table()) {
   const __m512i m4 = _mm512_set1_epi8(0x0F);
-  const __m512i table = Iq4Table();
 #pragma GCC unroll 2
   for (int h = 0; h < 2; ++h) {
     u->codes[2 * h] = _mm512_shuffle_epi8(table, _mm512_and_si512(q[h], m4));
@@ -407,6 +413,18 @@ struct LanesIQ4NL : IQ4NL {
     LaneCodesInGroupOrder(p + kUnitScaleBytes, q);
     Iq4Codes(q, u);
     u->wsc = ScaleTwice(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+};
+
+// MXFP4 in kInterleavedLanes: its codes in group order, looked up as
+// MXFP4's, its 8 exponents one load.
+struct LanesMXFP4 : MXFP4 {
+  [[gnu::always_inline]] static void Load(const uint8_t* p, Unit* u) {
+    __m512i q[2];
+    LaneCodesInGroupOrder(p + LaneHeaderBytes(WeightType::kMXFP4), q);
+    Iq4Codes(q, u, CodeTable<kMxfp4Values, kCodeOffset>());
+    u->wsc = _mm512_broadcast_f32x8(
+        _mm256_castsi256_ps(Mxfp4ScaleBits(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)))));
   }
 };
 
@@ -744,9 +762,10 @@ void RowsAvx512(const RowsTask& t, int64_t begin, int64_t end) {
           }
           return InterleavedRows<InterleavedQ4_0>(t, b, e);
         }
-        // IQ4_NL and IQ4_XS: kInterleavedLanes only.
+        // IQ4_NL, IQ4_XS and MXFP4: kInterleavedLanes only.
         if (t.w.type == WeightType::kIQ4_NL) return InterleavedRows<LanesIQ4NL>(t, b, e);
         if (t.w.type == WeightType::kIQ4_XS) return InterleavedRows<LanesIQ4XS>(t, b, e);
+        if (t.w.type == WeightType::kMXFP4) return InterleavedRows<LanesMXFP4>(t, b, e);
         if (t.w.layout == WeightLayout::kInterleavedLanes) {
           return InterleavedRows<InterleavedQ4K>(t, b, e);
         }

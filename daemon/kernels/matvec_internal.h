@@ -52,14 +52,15 @@ inline constexpr int kUnitScaleBytes = 16;
 // transpose and shift apart.)
 inline constexpr int kQ4KHeaderBytes = 16;
 // The 4-bit types of 8 groups of 16 code bytes per unit in kInterleavedLanes
-// (Q4_0, IQ4_NL, IQ4_XS): a header (LaneHeaderBytes: Q4_0's and IQ4_NL's 8
-// f16 scales, IQ4_XS's own 8 bytes), then 4 chunks of 32 bytes where chunk c
+// (Q4_0, IQ4_NL, IQ4_XS, MXFP4): a header (LaneHeaderBytes: Q4_0's and
+// IQ4_NL's 8 f16 scales, IQ4_XS's own 8 bytes, MXFP4's 8 E8M0 exponents),
+// then 4 chunks of 32 bytes where chunk c
 // holds code bytes 4c .. 4c + 3 of group j at 4j: the dword transpose of the
 // tiled AVX2 loop, made once at load. The byte after the header that holds
 // code byte i of group j:
 inline constexpr int LaneCodeByte(int j, int i) { return 32 * (i / 4) + 4 * j + i % 4; }
 inline constexpr int LaneHeaderBytes(WeightType type) {
-  return type == WeightType::kIQ4_XS ? 8 : kUnitScaleBytes;
+  return type == WeightType::kIQ4_XS || type == WeightType::kMXFP4 ? 8 : kUnitScaleBytes;
 }
 // The unit byte that holds qs byte i of block j (Q4_0, IQ4_NL).
 inline constexpr int Q4_0LaneByte(int j, int i) { return kUnitScaleBytes + LaneCodeByte(j, i); }

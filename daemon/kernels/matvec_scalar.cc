@@ -319,6 +319,14 @@ void UninterleaveUnit(WeightType type, WeightLayout layout, const uint8_t* unit,
     }
     return;
   }
+  if (type == WeightType::kMXFP4) {  // kInterleavedLanes: the exponents, then the codes.
+    for (int j = 0; j < 8; ++j) {
+      uint8_t* block = file_bytes + sizeof(BlockMXFP4) * j;
+      block[0] = unit[j];
+      for (int i = 0; i < 16; ++i) block[1 + i] = unit[LaneHeaderBytes(type) + LaneCodeByte(j, i)];
+    }
+    return;
+  }
   if (layout == WeightLayout::kInterleavedLanes) {  // Q4_0, IQ4_NL.
     for (int j = 0; j < 8; ++j) {
       uint8_t* block = file_bytes + sizeof(BlockQ4_0) * j;
