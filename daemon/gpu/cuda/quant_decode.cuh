@@ -331,20 +331,14 @@ __device__ __forceinline__ void Group8<kQ8_0>(const uint8_t* row, int64_t e0, fl
   for (int k = 0; k < 8; ++k) v[k] = d * static_cast<float>(static_cast<int8_t>(qs[k]));
 }
 
-// IQ4_NL, MXFP4: a 32-block's nibbles (qs as Q4_0's) for elements j0 ..
-// j0 + 7, looked up in `table`, times d.
-__device__ __forceinline__ void TableGroup8(const uint8_t* qs, int64_t e0, float d,
-                                            const int8_t* table, float v[8]) {
-  int q[8];
-  Nibbles8(qs, static_cast<int>(e0 & 31), q);
-#pragma unroll
-  for (int k = 0; k < 8; ++k) v[k] = d * static_cast<float>(table[q[k]]);
-}
-
 template <>
 __device__ __forceinline__ void Group8<kIQ4_NL>(const uint8_t* row, int64_t e0, float v[8]) {
   const uint8_t* b = row + (e0 >> 5) * 18;
-  TableGroup8(b + 2, e0, HalfAt(b), kIq4Values, v);
+  const float d = HalfAt(b);
+  int q[8];
+  Nibbles8(b + 2, static_cast<int>(e0 & 31), q);
+#pragma unroll
+  for (int k = 0; k < 8; ++k) v[k] = d * static_cast<float>(kIq4Values[q[k]]);
 }
 
 template <>
@@ -485,7 +479,11 @@ __device__ __forceinline__ void Group8<kQ6_K>(const uint8_t* row, int64_t e0, fl
 template <>
 __device__ __forceinline__ void Group8<kMXFP4>(const uint8_t* row, int64_t e0, float v[8]) {
   const uint8_t* b = row + (e0 >> 5) * 17;
-  TableGroup8(b + 1, e0, E8M0Half(b[0]), kMxfp4Values, v);
+  const float d = E8M0Half(b[0]);
+  int q[8];
+  Nibbles8(b + 1, static_cast<int>(e0 & 31), q);
+#pragma unroll
+  for (int k = 0; k < 8; ++k) v[k] = d * static_cast<float>(kMxfp4Values[q[k]]);
 }
 
 // Q2_K and Q3_K: a group of 8 lies in one 16-element sub-block, its codes
